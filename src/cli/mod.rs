@@ -1,0 +1,5 @@
+//! Subcommands, one file each. Wiring and telemetry live here; the work lives in `core`,
+//! `db` and `daemon`.
+
+pub mod bench;
+pub mod optimize;

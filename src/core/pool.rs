@@ -1,0 +1,61 @@
+//! The input of one round: the queued players, their parties and their recent history.
+//!
+//! These are plain data, as they arrive from JSON (`matchmaker optimize`) or from the
+//! database snapshot. Validation turns them into the solver's internal form.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One queued player, as enqueued by a client. Only `id` and `skill` are required.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Player {
+    pub id: String,
+    /// Premade group: players sharing a party id always play on one team (seed 002).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub party: Option<String>,
+    pub skill: f64,
+    /// Rating uncertainty (TrueSkill / Weng-Lin sigma), for the predicted-fairness factor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_sigma: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enqueued_at: Option<DateTime<Utc>>,
+    /// Round-trip time in ms to each region / relay / datacenter.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latencies: BTreeMap<String, f64>,
+    /// Measured round-trip time in ms to other players, by player id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub peer_pings: BTreeMap<String, f64>,
+    /// Roles this player accepts (role-restricted queues, seed 001). Empty: any role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+    /// Side preference in [0, 1] (seed 000): 0 prefers the first team, 1 the second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<f64>,
+}
+
+/// A past match, used for the opponent-variation factor (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PastMatch {
+    pub teams: Vec<Vec<String>>,
+    pub at: DateTime<Utc>,
+}
+
+/// Everything one round needs to know about its players.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    /// Queue (game mode) name; chooses the queue model from the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The round's clock: waits are measured up to this instant. Defaults to the latest
+    /// `enqueued_at` in the pool, so a pool file alone gives reproducible results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<DateTime<Utc>>,
+    pub players: Vec<Player>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<PastMatch>,
+}

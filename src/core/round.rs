@@ -1,0 +1,61 @@
+//! The output of one round: matches, who stays queued, who was rejected, and how the
+//! search went.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::deadline::StopReason;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundOutcome {
+    pub matches: Vec<MatchOutcome>,
+    /// Valid players left for the next round.
+    pub unmatched: Vec<String>,
+    /// Players this queue can never use, with a reason a person can read.
+    pub rejected: Vec<Rejection>,
+    /// The round's megascore (seed 003): mean (or power mean) of the match scores.
+    pub score: f64,
+    pub stats: SolveStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MatchOutcome {
+    /// Player ids per team, teams in side order (team 0 is side 0).
+    pub teams: Vec<Vec<String>>,
+    /// Weighted match score in [0, 1].
+    pub score: f64,
+    /// Score of each enabled factor in [0, 1], by factor name.
+    pub factors: BTreeMap<String, f64>,
+    /// Role of each player, in role-restricted queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roles: Option<BTreeMap<String, String>>,
+    /// Server region, in dedicated-server queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Players who can host (reach everyone within the threshold), peer-to-peer queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejection {
+    pub id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SolveStats {
+    pub strategy: String,
+    #[serde(with = "humantime_serde")]
+    pub elapsed: Duration,
+    pub restarts: u64,
+    pub moves_evaluated: u64,
+    pub moves_per_second: f64,
+    #[serde(with = "humantime_serde")]
+    pub time_to_best: Duration,
+    pub stop_reason: StopReason,
+    pub threads: usize,
+    pub seed: u64,
+}

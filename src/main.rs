@@ -1,0 +1,39 @@
+//! `matchmaker`: the command-line front end. Each subcommand lives in `src/cli/`.
+
+use clap::{Parser, Subcommand};
+
+use matchmaker::cli;
+
+#[derive(Parser)]
+#[command(
+    name = "matchmaker",
+    version,
+    about = "Round-based matchmaker on PostgreSQL"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Solve one round from a JSON pool file and print the matches as JSON.
+    Optimize(cli::optimize::OptimizeArgs),
+    /// Run every strategy on fixed seeded pools and print a side-by-side table.
+    Bench(cli::bench::BenchArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Optimize(args) => cli::optimize::run(args),
+        Command::Bench(args) => cli::bench::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

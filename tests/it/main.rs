@@ -1,0 +1,2 @@
+//! All integration tests build into this one test binary (faster to link, one private
+//! PostgreSQL shared by the database tests).
