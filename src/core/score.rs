@@ -21,13 +21,14 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use skillratings::weng_lin::WengLinRating;
 
 use super::factors::{self, *};
 use super::index::IndexedPool;
 use super::model::{Network, QueueModel, RoleMode};
-use super::split::{SplitTable, SplitTables};
+use super::split::{SplitTable, SplitTables, pair_index};
 
 pub const MAXP: usize = super::model::MAX_PLAYERS_PER_MATCH;
 
@@ -45,6 +46,10 @@ pub struct Scorer<'a> {
     wait_cap: f64,
     beta: f64,
     power: f64,
+    /// Premade factor by the split's party spread (0..=team_size).
+    premade_by_spread: Vec<f64>,
+    /// Lazily filled pair ping cache: (ms bits << 32 | score bits), u64::MAX = unknown.
+    ping_cache: Option<Vec<AtomicU64>>,
 }
 
 /// The cached result of scoring one match.
@@ -124,13 +129,14 @@ pub struct MatchDetail {
 /// Per-match data shared by all splits.
 struct Ctx {
     n: usize,
-    nunits: usize,
     slots: [u32; MAXP],
     skill: [f64; MAXP],
-    /// Perceived ping score of each pair (i < j), peer-to-peer.
-    ps: [[f32; MAXP]; MAXP],
-    /// Raw ping of each pair in ms (for hosts).
-    ms: [[f32; MAXP]; MAXP],
+    /// skill^p per slot (equal teams), or the skill itself for p = 1 or infinite.
+    skill_pow: [f64; MAXP],
+    /// Perceived ping score of each slot pair (`pair_index`), peer-to-peer.
+    ps: [f32; MAXPAIRS],
+    /// Worst ping of each slot to the others (hosts).
+    worst_ms: [f32; MAXP],
     /// (slot i, slot j, cost if teammates, cost if opponents)
     hist: Vec<(u8, u8, f32, f32)>,
     /// Split-independent factor values.
@@ -141,6 +147,12 @@ struct Ctx {
     quality_wait: f64,
     overdue: u32,
 }
+
+const MAXPAIRS: usize = MAXP * (MAXP - 1) / 2;
+
+/// Pools up to this size cache every pair's ping (8 bytes a pair, filled lazily);
+/// larger pools compute pings on demand (no n x n memory).
+pub const PING_CACHE_MAX_PLAYERS: usize = 2048;
 
 impl<'a> Scorer<'a> {
     pub fn new(ix: &'a IndexedPool, model: &'a QueueModel) -> Self {
@@ -173,6 +185,19 @@ impl<'a> Scorer<'a> {
             wait_cap: model.max_wait.as_secs_f64() / 60.0,
             beta: model.wait_priority_per_minute,
             power: model.round_score_power,
+            premade_by_spread: (0..=model.team_size)
+                .map(|d| {
+                    let mut parties = [1usize, 1 + d];
+                    parties.sort();
+                    premades::score(&parties, model.team_size, &model.premades.table)
+                })
+                .collect(),
+            ping_cache: (p2p && ix.len() <= PING_CACHE_MAX_PLAYERS).then(|| {
+                let n = ix.len();
+                (0..n * n.saturating_sub(1) / 2)
+                    .map(|_| AtomicU64::new(u64::MAX))
+                    .collect()
+            }),
         }
     }
 
@@ -216,9 +241,27 @@ impl<'a> Scorer<'a> {
         }
     }
 
-    fn ping_ms(&self, a: u32, b: u32) -> f64 {
-        let p = &self.model.ping;
-        self.ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms)
+    /// (ping ms, perceived score) of a pair of players, cached for small pools.
+    #[inline]
+    fn pair_ping(&self, a: u32, b: u32) -> (f32, f32) {
+        let compute = || {
+            let p = &self.model.ping;
+            let ms = self.ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms);
+            (ms as f32, p.score(ms) as f32)
+        };
+        let Some(cache) = &self.ping_cache else {
+            return compute();
+        };
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        let k = pair_index(lo as usize, hi as usize, self.ix.len());
+        let v = cache[k].load(AtomicOrdering::Relaxed);
+        if v != u64::MAX {
+            return (f32::from_bits((v >> 32) as u32), f32::from_bits(v as u32));
+        }
+        let (ms, score) = compute();
+        let bits = ((ms.to_bits() as u64) << 32) | score.to_bits() as u64;
+        cache[k].store(bits, AtomicOrdering::Relaxed);
+        (ms, score)
     }
 
     /// Canonical unit order and the shape's table.
@@ -257,11 +300,11 @@ impl<'a> Scorer<'a> {
         let model = self.model;
         let mut c = Ctx {
             n: 0,
-            nunits,
             slots: [0; MAXP],
             skill: [0.0; MAXP],
-            ps: [[0.0; MAXP]; MAXP],
-            ms: [[0.0; MAXP]; MAXP],
+            skill_pow: [0.0; MAXP],
+            ps: [0.0; MAXPAIRS],
+            worst_ms: [0.0; MAXP],
             hist: Vec::new(),
             fixed: [1.0; 10],
             fixed_weighted: 0.0,
@@ -270,12 +313,21 @@ impl<'a> Scorer<'a> {
             quality_wait: 0.0,
             overdue: 0,
         };
+        let p = model.equal_teams.p.0;
         for &u in &sorted[..nunits] {
-            for &p in &ix.units[u as usize].members {
-                c.slots[c.n] = p;
-                c.skill[c.n] = ix.skill[p as usize];
-                c.quality_wait += ix.wait_minutes[p as usize].min(self.wait_cap);
-                c.overdue += ix.overdue[p as usize] as u32;
+            for &pl in &ix.units[u as usize].members {
+                let s = ix.skill[pl as usize];
+                c.slots[c.n] = pl;
+                c.skill[c.n] = s;
+                c.skill_pow[c.n] = if p == 1.0 || p.is_infinite() {
+                    s
+                } else if p == 2.0 {
+                    s * s
+                } else {
+                    s.powf(p)
+                };
+                c.quality_wait += ix.wait_minutes[pl as usize].min(self.wait_cap);
+                c.overdue += ix.overdue[pl as usize] as u32;
                 c.n += 1;
             }
         }
@@ -287,32 +339,29 @@ impl<'a> Scorer<'a> {
             c.fixed[EQUAL_PLAYERS] = model.equal_players.curve.score(spread);
         }
         if self.p2p {
-            let need_ms = w[ENEMY_PING] > 0.0 || w[TWO_HOSTS] > 0.0 || detail;
-            if need_ms {
+            if w[ENEMY_PING] > 0.0 || w[TWO_HOSTS] > 0.0 || detail {
+                let mut k = 0;
                 for i in 0..n {
                     for j in i + 1..n {
-                        let ms = self.ping_ms(c.slots[i], c.slots[j]);
-                        c.ms[i][j] = ms as f32;
-                        c.ms[j][i] = ms as f32;
-                        c.ps[i][j] = model.ping.score(ms) as f32;
+                        let (ms, score) = self.pair_ping(c.slots[i], c.slots[j]);
+                        c.ps[k] = score;
+                        k += 1;
+                        c.worst_ms[i] = c.worst_ms[i].max(ms);
+                        c.worst_ms[j] = c.worst_ms[j].max(ms);
                     }
                 }
             }
             if w[TWO_HOSTS] > 0.0 || detail {
-                let mut capable: Vec<(f32, u32)> = Vec::new();
-                for i in 0..n {
-                    let worst = (0..n)
-                        .filter(|&j| j != i)
-                        .map(|j| c.ms[i][j])
-                        .fold(0.0f32, f32::max);
-                    if worst as f64 <= model.hosts.max_ping_ms {
-                        capable.push((worst, c.slots[i]));
-                    }
-                }
-                c.fixed[TWO_HOSTS] = hosts::score(capable.len(), &model.hosts);
+                let limit = model.hosts.max_ping_ms;
+                let capable = (0..n).filter(|&i| c.worst_ms[i] as f64 <= limit).count();
+                c.fixed[TWO_HOSTS] = hosts::score(capable, &model.hosts);
                 if detail {
-                    capable.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                    c.hosts = capable.into_iter().map(|h| h.1).collect();
+                    let mut h: Vec<(f32, u32)> = (0..n)
+                        .filter(|&i| c.worst_ms[i] as f64 <= limit)
+                        .map(|i| (c.worst_ms[i], c.slots[i]))
+                        .collect();
+                    h.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    c.hosts = h.into_iter().map(|h| h.1).collect();
                 }
             }
         } else if w[ENEMY_PING] > 0.0 || detail {
@@ -335,22 +384,26 @@ impl<'a> Scorer<'a> {
             }
         }
         for &f in &[EQUAL_PLAYERS, TWO_HOSTS] {
-            c.fixed_weighted += w[f] * c.fixed[f];
+            if w[f] > 0.0 {
+                c.fixed_weighted += w[f] * c.fixed[f];
+            }
         }
-        if !self.p2p {
+        if !self.p2p && w[ENEMY_PING] > 0.0 {
             c.fixed_weighted += w[ENEMY_PING] * c.fixed[ENEMY_PING];
         }
         c
     }
 
-    /// Split-dependent factors of one split; None if the split breaks strict roles.
-    /// Returns the weighted sum of the split-dependent factors.
+    /// Split-dependent factors of split `s` of `table`; None if the split breaks strict
+    /// roles. Returns the weighted sum of the split-dependent factors. With `all`, every
+    /// factor is computed (for the report), not only the weighted ones.
     fn split_factors(
         &self,
         c: &Ctx,
-        slot_team: &[u8],
-        unit_team: &[u8],
+        table: &SplitTable,
+        s: usize,
         f: &mut [f64; 10],
+        all: bool,
         roles_out: Option<&mut Vec<(u32, usize)>>,
     ) -> Option<f64> {
         let model = self.model;
@@ -358,29 +411,23 @@ impl<'a> Scorer<'a> {
         let teams = model.teams;
         let ts = model.team_size;
         let n = c.n;
-        // skills per team
-        let mut tsk = [[0.0f64; MAXP]; MAXP];
-        let mut cnt = [0usize; MAXP];
-        for i in 0..n {
-            let t = slot_team[i] as usize;
-            tsk[t][cnt[t]] = c.skill[i];
-            cnt[t] += 1;
-        }
+        let slot_team = &table.slot_team[s * n..(s + 1) * n];
+        let on = |k: usize| w[k] > 0.0 || all;
         // roles first: strict roles can reject the split
-        if self.nroles > 0 && (self.strict_roles || w[ROLES] > 0.0 || roles_out.is_some()) {
-            let mut masks = [[0u32; MAXP]; MAXP];
-            let mut who = [[0u32; MAXP]; MAXP];
+        if self.nroles > 0 && (self.strict_roles || on(ROLES) || roles_out.is_some()) {
+            let mut masks = [0u32; MAXP];
+            let mut who = [0u32; MAXP];
             let mut k = [0usize; MAXP];
             for i in 0..n {
                 let t = slot_team[i] as usize;
-                masks[t][k[t]] = self.ix.roles[c.slots[i] as usize];
-                who[t][k[t]] = c.slots[i];
+                masks[t * ts + k[t]] = self.ix.roles[c.slots[i] as usize];
+                who[t * ts + k[t]] = c.slots[i];
                 k[t] += 1;
             }
             let mut filled = 0;
             let mut out = roles_out;
             for t in 0..teams {
-                let (got, owner) = roles::fill(&masks[t][..ts], self.nroles);
+                let (got, owner) = roles::fill(&masks[t * ts..(t + 1) * ts], self.nroles);
                 if self.strict_roles && got < self.nroles {
                     return None;
                 }
@@ -388,55 +435,70 @@ impl<'a> Scorer<'a> {
                 if let Some(out) = out.as_deref_mut() {
                     for (r, &o) in owner.iter().enumerate().take(self.nroles) {
                         if o >= 0 {
-                            out.push((who[t][o as usize], r));
+                            out.push((who[t * ts + o as usize], r));
                         }
                     }
                 }
             }
             f[ROLES] = filled as f64 / (self.nroles * teams) as f64;
         }
-        let mut sum = 0.0;
-        if w[EQUAL_TEAMS] > 0.0 || f[EQUAL_TEAMS].is_nan() {
-            let mut ts_skill = [0.0f64; MAXP];
-            for t in 0..teams {
-                ts_skill[t] = equal_teams::team_skill(&tsk[t][..ts], &model.equal_teams);
+        if on(EQUAL_TEAMS) {
+            let et = &model.equal_teams;
+            let mut acc = [0.0f64; MAXP];
+            if et.p.is_infinite() {
+                acc[..teams].fill(f64::NEG_INFINITY);
+                for i in 0..n {
+                    let t = slot_team[i] as usize;
+                    acc[t] = acc[t].max(c.skill_pow[i]);
+                }
+            } else {
+                for i in 0..n {
+                    acc[slot_team[i] as usize] += c.skill_pow[i];
+                }
+                let p = et.p.0;
+                for a in &mut acc[..teams] {
+                    let base = match et.team_skill {
+                        super::model::TeamSkill::Mean => *a / ts as f64,
+                        super::model::TeamSkill::Norm => *a,
+                    };
+                    *a = if p == 1.0 {
+                        base
+                    } else if p == 2.0 {
+                        base.sqrt()
+                    } else {
+                        base.powf(1.0 / p)
+                    };
+                }
             }
-            let d = equal_teams::difference(&ts_skill[..teams]);
-            f[EQUAL_TEAMS] = model.equal_teams.curve.score(d);
+            let d = equal_teams::difference(&acc[..teams]);
+            f[EQUAL_TEAMS] = et.curve.score(d);
         }
-        if w[INDISTINGUISHABLE] > 0.0 || f[INDISTINGUISHABLE].is_nan() {
+        if on(INDISTINGUISHABLE) {
+            let mut tsk = [0.0f64; MAXP];
+            let mut k = [0usize; MAXP];
+            for i in 0..n {
+                let t = slot_team[i] as usize;
+                tsk[t * ts + k[t]] = c.skill[i];
+                k[t] += 1;
+            }
             let mut m = [(0.0, 0.0); MAXP];
             for t in 0..teams {
-                m[t] = indistinguishable::moments(&tsk[t][..ts]);
+                m[t] = indistinguishable::moments(&tsk[t * ts..(t + 1) * ts]);
             }
             let whole = indistinguishable::moments(&c.skill[..n]);
             let p = &model.indistinguishable_teams;
             let d = indistinguishable::divergence(&m[..teams], whole, p.sigma_prior);
             f[INDISTINGUISHABLE] = (-d / p.scale).exp();
         }
-        if w[PREMADES] > 0.0 || f[PREMADES].is_nan() {
-            let mut parties = [0usize; MAXP];
-            for &t in &unit_team[..c.nunits] {
-                parties[t as usize] += 1;
-            }
-            f[PREMADES] = premades::score(&parties[..teams], ts, &model.premades.table);
+        if on(PREMADES) {
+            f[PREMADES] = self.premade_by_spread[table.party_spread[s] as usize];
         }
-        if self.p2p && (w[ENEMY_PING] > 0.0 || f[ENEMY_PING].is_nan()) {
-            let mut s = 0.0f32;
-            let mut pairs = 0usize;
-            for i in 0..n {
-                let ti = slot_team[i];
-                let row = &c.ps[i];
-                for j in i + 1..n {
-                    if slot_team[j] != ti {
-                        s += row[j];
-                        pairs += 1;
-                    }
-                }
-            }
-            f[ENEMY_PING] = s as f64 / pairs as f64;
+        if self.p2p && on(ENEMY_PING) {
+            let cross = &table.cross[s * table.ncross..(s + 1) * table.ncross];
+            let sum: f32 = cross.iter().map(|&k| c.ps[k as usize]).sum();
+            f[ENEMY_PING] = sum as f64 / table.ncross as f64;
         }
-        if w[OPPONENT_VARIATION] > 0.0 || f[OPPONENT_VARIATION].is_nan() {
+        if on(OPPONENT_VARIATION) && !c.hist.is_empty() {
             let mut cost = 0.0f64;
             for &(i, j, tm, op) in &c.hist {
                 cost += if slot_team[i as usize] == slot_team[j as usize] {
@@ -447,7 +509,7 @@ impl<'a> Scorer<'a> {
             }
             f[OPPONENT_VARIATION] = opponent_variation::score(cost, n);
         }
-        if w[SIDE_PREFERENCE] > 0.0 || f[SIDE_PREFERENCE].is_nan() {
+        if on(SIDE_PREFERENCE) {
             let mut t = [(0.0, 0usize); MAXP];
             for i in 0..n {
                 let s = self.ix.side[c.slots[i] as usize];
@@ -459,7 +521,7 @@ impl<'a> Scorer<'a> {
             }
             f[SIDE_PREFERENCE] = side_preference::score(&t[..teams]);
         }
-        if w[PREDICTED_FAIRNESS] > 0.0 || f[PREDICTED_FAIRNESS].is_nan() {
+        if on(PREDICTED_FAIRNESS) {
             let mut r: Vec<Vec<WengLinRating>> = vec![Vec::new(); teams];
             for i in 0..n {
                 let p = c.slots[i] as usize;
@@ -471,6 +533,7 @@ impl<'a> Scorer<'a> {
             let refs: Vec<&[WengLinRating]> = r.iter().map(|v| v.as_slice()).collect();
             f[PREDICTED_FAIRNESS] = predicted_fairness::score(&refs, model.predicted_fairness.beta);
         }
+        let mut sum = 0.0;
         for &k in &[
             EQUAL_TEAMS,
             INDISTINGUISHABLE,
@@ -496,14 +559,11 @@ impl<'a> Scorer<'a> {
             return MatchEval::INFEASIBLE;
         };
         let c = self.context(&sorted, k, false);
-        let n = c.n;
         let mut best = f64::NEG_INFINITY;
         let mut best_split = u32::MAX;
         let mut f = c.fixed;
         for s in 0..table.splits {
-            let st = &table.slot_team[s * n..(s + 1) * n];
-            let ut = &table.unit_team[s * k..(s + 1) * k];
-            if let Some(v) = self.split_factors(&c, st, ut, &mut f, None)
+            if let Some(v) = self.split_factors(&c, table, s, &mut f, false, None)
                 && v > best
             {
                 best = v;
@@ -535,10 +595,8 @@ impl<'a> Scorer<'a> {
             same_partition(row, &want)
         })?;
         let c = self.context(&sorted, k, false);
-        let n = c.n;
         let mut f = c.fixed;
-        let st = &table.slot_team[s * n..(s + 1) * n];
-        let v = self.split_factors(&c, st, &table.unit_team[s * k..(s + 1) * k], &mut f, None)?;
+        let v = self.split_factors(&c, table, s, &mut f, false, None)?;
         let score = ((v + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
         Some(MatchEval {
             feasible: true,
@@ -557,21 +615,9 @@ impl<'a> Scorer<'a> {
         let s = eval.split as usize;
         let st = &table.slot_team[s * n..(s + 1) * n];
         let mut f = c.fixed;
-        for (i, v) in f.iter_mut().enumerate() {
-            let fixed = [EQUAL_PLAYERS, TWO_HOSTS].contains(&i) || (i == ENEMY_PING && !self.p2p);
-            if !fixed {
-                *v = f64::NAN; // compute every split factor for the report
-            }
-        }
         let mut roles = Vec::new();
         let v = self
-            .split_factors(
-                &c,
-                st,
-                &table.unit_team[s * k..(s + 1) * k],
-                &mut f,
-                Some(&mut roles),
-            )
+            .split_factors(&c, table, s, &mut f, true, Some(&mut roles))
             .expect("described split is valid");
         if self.nroles == 0 {
             f[ROLES] = 1.0;

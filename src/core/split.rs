@@ -22,6 +22,18 @@ pub struct SplitTable {
     /// Team of each player slot (units' members laid out in unit order),
     /// `slot_team[split * players + slot]`.
     pub slot_team: Vec<u8>,
+    /// Pairs of slots on different teams (as `pair_index`), `cross[split * ncross + k]`.
+    pub cross: Vec<u8>,
+    pub ncross: usize,
+    /// Max minus min number of units per team, per split (the premade difference).
+    pub party_spread: Vec<u8>,
+}
+
+/// Index of slot pair (i, j), i < j, in a triangular array over `n` slots.
+#[inline]
+pub fn pair_index(i: usize, j: usize, n: usize) -> usize {
+    debug_assert!(i < j && j < n);
+    i * n - i * (i + 1) / 2 + (j - i - 1)
 }
 
 /// The split tables of every shape of a queue, looked up by a packed shape key.
@@ -181,11 +193,34 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
     let (unit_team, slot_team) = out;
     let splits = unit_team.len().checked_div(units).unwrap_or(0);
     debug_assert_eq!(slot_team.len(), splits * players);
+    let mut cross = Vec::new();
+    let mut party_spread = Vec::new();
+    let mut ncross = 0;
+    for s in 0..splits {
+        let row = &slot_team[s * players..(s + 1) * players];
+        let before = cross.len();
+        for i in 0..players {
+            for j in i + 1..players {
+                if row[i] != row[j] {
+                    cross.push(pair_index(i, j, players) as u8);
+                }
+            }
+        }
+        ncross = cross.len() - before;
+        let mut per_team = vec![0u8; teams];
+        for &t in &unit_team[s * units..(s + 1) * units] {
+            per_team[t as usize] += 1;
+        }
+        party_spread.push(per_team.iter().max().unwrap() - per_team.iter().min().unwrap());
+    }
     SplitTable {
         sizes: sizes.to_vec(),
         splits,
         unit_team,
         slot_team,
+        cross,
+        ncross,
+        party_spread,
     }
 }
 

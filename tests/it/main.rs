@@ -1,2 +1,5 @@
 //! All integration tests build into this one test binary (faster to link, one private
 //! PostgreSQL shared by the database tests).
+mod optimizer;
+mod optimizer_factors;
+mod optimizer_search;

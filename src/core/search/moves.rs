@@ -21,6 +21,12 @@ pub struct Exchange {
 }
 
 /// Draw a random exchange into `mv`; false if the draw found nothing to exchange.
+///
+/// One unit u of a source container is exchanged against units of a target container
+/// whose sizes add up to u's size: a unit of the same size half of the time when there
+/// is one (player-player, party-party), otherwise a random set (party against solos,
+/// or against a smaller party plus solos). One draw in eight (always when there is a
+/// single match) involves the bench, in either direction.
 pub fn random_exchange(
     sc: &Scorer,
     st: &State,
@@ -34,9 +40,7 @@ pub fn random_exchange(
     mv.a_out.clear();
     mv.b_out.clear();
     let use_bench = !st.bench.is_empty() && (nm == 1 || rng.random_range(0..8u32) == 0);
-    let i = rng.random_range(0..nm);
-    let m = &st.matches[i];
-    let u = m[rng.random_range(0..m.len())];
+    let i = rng.random_range(0..nm) as u32;
     let j = if use_bench {
         BENCH
     } else {
@@ -48,47 +52,54 @@ pub fn random_exchange(
         } else {
             rng.random_range(0..nm)
         };
-        if j == i {
+        if j == i as usize {
             return false;
         }
         j as u32
     };
-    let other = st.container(j);
-    let size = sc.ix.units[u as usize].size();
+    // the source is the match, or (bench moves, half of the time) the bench
+    let (a, b) = if j == BENCH && rng.random::<bool>() {
+        (BENCH, i)
+    } else {
+        (i, j)
+    };
+    let src = st.container(a);
+    let dst = st.container(b);
+    let u = src[rng.random_range(0..src.len())];
     let unit_size = |x: u32| sc.ix.units[x as usize].size();
-    mv.a = i as u32;
-    mv.b = j;
+    let size = unit_size(u);
+    mv.a = a;
+    mv.b = b;
     mv.a_out.push(u);
-    // party against solos of the other container, half of the time when possible
-    if size > 1 && rng.random::<bool>() {
-        let solos = other.iter().filter(|&&x| unit_size(x) == 1).count();
-        if solos >= size {
-            // pick `size` distinct solos uniformly (reservoir-free: partial Fisher-Yates
-            // over their positions)
-            let mut pos: Vec<u32> = other
+    if rng.random::<bool>() {
+        let same = dst.iter().filter(|&&x| unit_size(x) == size).count();
+        if same > 0 {
+            let pick = rng.random_range(0..same);
+            let v = dst
                 .iter()
                 .copied()
-                .filter(|&x| unit_size(x) == 1)
-                .collect();
-            for k in 0..size {
-                let r = rng.random_range(k..pos.len());
-                pos.swap(k, r);
-                mv.b_out.push(pos[k]);
-            }
+                .filter(|&x| unit_size(x) == size)
+                .nth(pick)
+                .unwrap();
+            mv.b_out.push(v);
             return true;
         }
     }
-    let same = other.iter().filter(|&&x| unit_size(x) == size).count();
-    if same == 0 {
-        return false;
+    // a random set of the target's units adding up to `size`: scan from a random
+    // offset, taking units that still fit
+    let len = dst.len();
+    let start = rng.random_range(0..len);
+    let mut left = size;
+    for k in 0..len.min(64) {
+        let x = dst[(start + k) % len];
+        let s = unit_size(x);
+        if s <= left {
+            mv.b_out.push(x);
+            left -= s;
+            if left == 0 {
+                return true;
+            }
+        }
     }
-    let pick = rng.random_range(0..same);
-    let v = other
-        .iter()
-        .copied()
-        .filter(|&x| unit_size(x) == size)
-        .nth(pick)
-        .unwrap();
-    mv.b_out.push(v);
-    true
+    false
 }
