@@ -42,6 +42,10 @@ pub struct OptimizeArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Steps of one annealing restart (default: the whole time budget, or 2,000 per
+    /// unit with --restarts).
+    #[arg(long)]
+    pub moves_per_restart: Option<u64>,
 }
 
 pub fn run(args: OptimizeArgs) -> anyhow::Result<()> {
@@ -62,7 +66,7 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<()> {
         },
         seed: args.seed,
         threads: args.threads,
-        moves_per_restart: None,
+        moves_per_restart: args.moves_per_restart,
         check_delta: std::env::var("MATCHMAKER_CHECK_DELTA").is_ok_and(|v| v == "1"),
     };
     let outcome = core::solve(&pool, &model, &options)?;

@@ -81,7 +81,9 @@ pub struct SolveOptions {
     pub seed: u64,
     /// Worker threads; `None` uses rayon's default (one per core).
     pub threads: Option<usize>,
-    /// Steps of one annealing restart; `None`: 2,000 per unit, at least 20,000.
+    /// Steps of one annealing restart; `None`: under a time budget the whole budget
+    /// (one cooling run per thread), under a restart budget 2,000 per unit (at least
+    /// 20,000).
     pub moves_per_restart: Option<u64>,
     /// Check after every applied move that the incrementally maintained objective
     /// equals the from-scratch score (slow; for tests and debugging). The CLI turns it
@@ -161,12 +163,19 @@ pub fn search(
         Strategy::Greedy => return single(baselines::greedy(sc)),
         Strategy::Default | Strategy::Awesomenauts => {}
     }
-    let length = options
-        .moves_per_restart
-        .unwrap_or_else(|| (2_000 * sc.ix.units.len() as u64).max(20_000));
+    // Under a time budget one annealing run per thread cools over the whole budget
+    // (longer cooling beats more restarts); a restart budget needs a fixed length.
+    let length = options.moves_per_restart.unwrap_or(match options.budget {
+        Budget::Time(_) => u64::MAX,
+        Budget::Restarts(_) => (2_000 * sc.ix.units.len() as u64).max(20_000),
+    });
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
-        let start = if r == 0 {
+        // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
+        // (default); later restarts: semi-random starts
+        let start = if r == 0 && options.strategy == Strategy::Awesomenauts {
             construct::cut(sc, &construct::skill_order(sc))
+        } else if r == 0 {
+            construct::cut(sc, &construct::region_order(sc))
         } else {
             construct::cut(sc, &construct::random_order(sc, &mut rng))
         };

@@ -30,6 +30,25 @@ pub fn skill_order(sc: &Scorer) -> Vec<u32> {
     order
 }
 
+/// Units grouped by their best region (lowest latency of their first member; units
+/// without latencies last), best skill first within a region: matches start close in
+/// ping as well as in skill. Without regions this is `skill_order`.
+pub fn region_order(sc: &Scorer) -> Vec<u32> {
+    let ix = sc.ix;
+    let units = &ix.units;
+    let nreg = ix.regions.len();
+    let best_region = |u: u32| {
+        let p = units[u as usize].members[0];
+        (0..nreg)
+            .filter_map(|r| ix.latency(p, r).map(|l| (l, r)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or(nreg, |x| x.1)
+    };
+    let mut order = skill_order(sc);
+    order.sort_by_key(|&u| best_region(u)); // stable: skill order within a region
+    order
+}
+
 /// A semi-random order: skill plus noise of a random strength, and for half of the
 /// starts grouped by each unit's best region first (so that matches start close in
 /// ping as well as in skill).
