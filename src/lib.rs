@@ -6,5 +6,6 @@
 //! reload) <- `cli` (subcommands).
 
 pub mod cli;
+pub mod config;
 pub mod core;
 pub mod db;
