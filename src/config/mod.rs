@@ -366,13 +366,13 @@ impl QueueConfig {
                 ));
             }
         }
-        if let Some(target) = r.target_pool {
-            if target < self.min_pool() {
-                return Err(invalid(
-                    key("round.target_pool"),
-                    format!("must be at least round.min_pool ({})", self.min_pool()),
-                ));
-            }
+        if let Some(target) = r.target_pool
+            && target < self.min_pool()
+        {
+            return Err(invalid(
+                key("round.target_pool"),
+                format!("must be at least round.min_pool ({})", self.min_pool()),
+            ));
         }
         if r.budget.is_zero() {
             return Err(invalid(key("round.budget"), "must be greater than 0"));
