@@ -21,6 +21,8 @@ enum Command {
     Optimize(cli::optimize::OptimizeArgs),
     /// Run every strategy on fixed seeded pools and print a side-by-side table.
     Bench(cli::bench::BenchArgs),
+    /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
+    Simulate(cli::simulate::SimulateArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +30,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Optimize(args) => cli::optimize::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Simulate(args) => cli::simulate::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

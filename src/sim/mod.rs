@@ -3,4 +3,5 @@
 //! against a running matchmaker through its database.
 
 pub mod population;
+pub mod simulator;
 pub mod world;
