@@ -23,6 +23,8 @@ enum Command {
     Bench(cli::bench::BenchArgs),
     /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
     Simulate(cli::simulate::SimulateArgs),
+    /// Live view of the queues and recent rounds, read from the database.
+    Status(cli::status::StatusArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -31,6 +33,7 @@ fn main() -> std::process::ExitCode {
         Command::Optimize(args) => cli::optimize::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
+        Command::Status(args) => cli::status::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

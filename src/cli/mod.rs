@@ -4,3 +4,4 @@
 pub mod bench;
 pub mod optimize;
 pub mod simulate;
+pub mod status;
