@@ -14,8 +14,17 @@ use crate::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulateArgs {
     /// PostgreSQL URL of the matchmaker's database.
-    #[arg(long, env = "DATABASE_URL")]
-    pub database_url: String,
+    #[arg(long, env = "DATABASE_URL", required_unless_present = "write_pool")]
+    pub database_url: Option<String>,
+    /// Instead of simulating against a database, write one generated pool as JSON (the
+    /// input of `matchmaker optimize --pool`) to this file and exit. Uses --players,
+    /// --start-hour (default 20), --seed, --party-share, --max-party-size, --roles,
+    /// --side-share.
+    #[arg(long, value_name = "FILE")]
+    pub write_pool: Option<std::path::PathBuf>,
+    /// Players in the pool written by --write-pool.
+    #[arg(long, default_value_t = 300, requires = "write_pool")]
+    pub players: usize,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -100,14 +109,42 @@ impl LoadArgs {
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.write_pool {
+        return write_pool(&args, path);
+    }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(simulate(args))
 }
 
+/// One generated pool as JSON, for `matchmaker optimize` and benchmarks.
+fn write_pool(args: &SimulateArgs, path: &std::path::Path) -> anyhow::Result<()> {
+    let load = &args.load;
+    let spec = PopulationSpec {
+        players: args.players,
+        hour_utc: load.start_hour.unwrap_or(20),
+        queue: Some(load.queue.clone()),
+        ..load.options().spec
+    };
+    let pool = Population::realistic().generate_pool(&spec, load.seed);
+    let json = serde_json::to_string_pretty(&pool)?;
+    std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote a pool of {} players ({} in parties) to {}",
+        pool.players.len(),
+        pool.players.iter().filter(|p| p.party.is_some()).count(),
+        path.display()
+    );
+    Ok(())
+}
+
 async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    let url = args
+        .database_url
+        .as_deref()
+        .context("--database-url or DATABASE_URL is required")?;
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(4)
-        .connect(&args.database_url)
+        .connect(url)
         .await
         .context("connecting to the database")?;
     let population = Population::realistic();
