@@ -9,3 +9,4 @@ pub mod cli;
 pub mod config;
 pub mod core;
 pub mod db;
+pub mod sim;

@@ -3,3 +3,5 @@
 
 pub mod bench;
 pub mod optimize;
+pub mod simulate;
+pub mod status;
