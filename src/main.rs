@@ -21,6 +21,10 @@ enum Command {
     Optimize(cli::optimize::OptimizeArgs),
     /// Run every strategy on fixed seeded pools and print a side-by-side table.
     Bench(cli::bench::BenchArgs),
+    /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
+    Simulate(cli::simulate::SimulateArgs),
+    /// Live view of the queues and recent rounds, read from the database.
+    Status(cli::status::StatusArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +32,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Optimize(args) => cli::optimize::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Simulate(args) => cli::simulate::run(args),
+        Command::Status(args) => cli::status::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::cli::synthetic::{SyntheticSpec, synthetic_pool};
 use crate::core::index::IndexedPool;
 use crate::core::{Budget, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve};
+use crate::sim::population::{Population, PopulationSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -167,17 +167,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         bail!("--budgets needs at least one duration");
     }
     let model = QueueModel::default();
-    let spec = SyntheticSpec {
+    let spec = PopulationSpec {
         players: args.players,
-        ..SyntheticSpec::default()
+        ..PopulationSpec::default()
     };
-    let pools: Vec<Pool> = (1..=args.pools).map(|s| synthetic_pool(&spec, s)).collect();
+    let population = Population::realistic();
+    let pools: Vec<Pool> = (1..=args.pools)
+        .map(|s| population.generate_pool(&spec, s))
+        .collect();
     if let Some(path) = &args.write_pool {
         std::fs::write(path, serde_json::to_string_pretty(&pools[0])?)?;
         return Ok(());
     }
     println!(
-        "{} pools x {} players, 3v3 peer-to-peer, default weights; means over pools",
+        "{} pools x {} players (sim::population, 20:00 UTC), 3v3 peer-to-peer, default weights; means over pools",
         args.pools, args.players
     );
     println!(

@@ -3,4 +3,5 @@
 
 pub mod bench;
 pub mod optimize;
-pub mod synthetic;
+pub mod simulate;
+pub mod status;

@@ -8,13 +8,20 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use matchmaker::cli::synthetic::{SyntheticSpec, synthetic_pool};
 use matchmaker::core::index::IndexedPool;
 use matchmaker::core::score::Scorer;
 use matchmaker::core::search::{construct, moves, state::Scratch};
 use matchmaker::core::{
     Budget, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions, Strategy, solve,
 };
+use matchmaker::sim::population::{Population, PopulationSpec};
+
+fn generate(spec: &PopulationSpec, seed: u64) -> Pool {
+    static POPULATION: std::sync::OnceLock<Population> = std::sync::OnceLock::new();
+    POPULATION
+        .get_or_init(Population::realistic)
+        .generate_pool(spec, seed)
+}
 
 fn with_history(mut pool: Pool) -> Pool {
     // a few past matches among the pool's players
@@ -31,13 +38,12 @@ fn with_history(mut pool: Pool) -> Pool {
 
 #[test]
 fn delta_equals_full_on_random_moves() {
-    let spec = SyntheticSpec {
+    let spec = PopulationSpec {
         players: 150,
         side_share: 0.5,
-        sigma_share: 0.5,
-        ..SyntheticSpec::default()
+        ..PopulationSpec::default()
     };
-    let pool = with_history(synthetic_pool(&spec, 11));
+    let pool = with_history(generate(&spec, 11));
     let mut model = QueueModel::default();
     model.weights.side_preference = 0.5;
     model.weights.indistinguishable_teams = 0.5;
@@ -76,10 +82,10 @@ fn delta_equals_full_on_random_moves() {
 
 #[test]
 fn check_delta_mode_runs_every_restart_strategy() {
-    let pool = with_history(synthetic_pool(
-        &SyntheticSpec {
+    let pool = with_history(generate(
+        &PopulationSpec {
             players: 60,
-            ..SyntheticSpec::default()
+            ..PopulationSpec::default()
         },
         3,
     ));
@@ -107,10 +113,10 @@ fn fingerprint(out: &RoundOutcome) -> (Vec<Vec<Vec<String>>>, Vec<String>, u64) 
 
 #[test]
 fn restart_budget_gives_identical_results_on_any_thread_count() {
-    let pool = synthetic_pool(
-        &SyntheticSpec {
+    let pool = generate(
+        &PopulationSpec {
             players: 90,
-            ..SyntheticSpec::default()
+            ..PopulationSpec::default()
         },
         8,
     );
@@ -200,14 +206,15 @@ proptest! {
         } else {
             Vec::new()
         };
-        let spec = SyntheticSpec {
+        let spec = PopulationSpec {
             players,
             party_share,
-            max_party: 4,
+            max_party_size: 4,
             roles: role_names.clone(),
-            ..SyntheticSpec::default()
+            side_share: 0.3,
+            ..PopulationSpec::default()
         };
-        let pool = synthetic_pool(&spec, seed);
+        let pool = generate(&spec, seed);
         let model = QueueModel { teams, team_size, roles: role_names, ..QueueModel::default() };
         for strategy in Strategy::ALL {
             let options = SolveOptions {
@@ -304,18 +311,17 @@ fn small_pools_are_solved_to_the_exact_optimum() {
     let total = 200;
     for seed in 0..total {
         let players = 6 + (seed as usize * 7) % 13; // 6..=18
-        let spec = SyntheticSpec {
+        let spec = PopulationSpec {
             players,
-            party_share: 0.3,
-            ..SyntheticSpec::default()
+            ..PopulationSpec::default()
         };
-        let pool = synthetic_pool(&spec, 1_000 + seed);
+        let pool = generate(&spec, 1_000 + seed);
         let ix = IndexedPool::build(&pool, &model).unwrap();
         let sc = Scorer::new(&ix, &model);
         let (_, k, q) = brute_force(&sc);
         let options = SolveOptions {
-            budget: Budget::Restarts(4),
-            moves_per_restart: Some(4_000),
+            budget: Budget::Restarts(8),
+            moves_per_restart: Some(6_000),
             threads: Some(2),
             seed,
             ..SolveOptions::default()
