@@ -9,6 +9,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use matchmaker::core::index::IndexedPool;
+use matchmaker::core::model::TeamSkill;
 use matchmaker::core::score::Scorer;
 use matchmaker::core::search::{construct, moves, state::Scratch};
 use matchmaker::core::{
@@ -78,6 +79,52 @@ fn delta_equals_full_on_random_moves() {
         }
     }
     assert!(checked > 1_000, "only {checked} moves scored");
+}
+
+#[test]
+fn fast_split_path_equals_the_general_path() {
+    let pool = with_history(generate(
+        &PopulationSpec {
+            players: 120,
+            ..PopulationSpec::default()
+        },
+        4,
+    ));
+    for team_skill in [TeamSkill::Mean, TeamSkill::Norm] {
+        let mut model = QueueModel::default();
+        model.equal_teams.team_skill = team_skill;
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        assert!(sc.is_fast());
+        let st = construct::cut(&sc, &construct::skill_order(&sc));
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+        let mut mv = moves::Exchange::default();
+        let mut compared = 0;
+        for m in &st.matches {
+            let (a, b) = (sc.evaluate(m), sc.evaluate_general(m));
+            assert!((a.score - b.score).abs() < 1e-12 && a.feasible == b.feasible);
+            compared += 1;
+        }
+        // and on the compositions random moves produce
+        for _ in 0..500 {
+            if moves::random_exchange(&sc, &st, &mut rng, &mut mv)
+                && mv.b != u32::MAX
+                && mv.a != u32::MAX
+            {
+                let mut m: Vec<u32> = st.matches[mv.a as usize]
+                    .iter()
+                    .copied()
+                    .filter(|u| !mv.a_out.contains(u))
+                    .collect();
+                m.extend(&mv.b_out);
+                let (a, b) = (sc.evaluate(&m), sc.evaluate_general(&m));
+                assert_eq!(a.feasible, b.feasible);
+                assert!((a.score - b.score).abs() < 1e-12);
+                compared += 1;
+            }
+        }
+        assert!(compared > 300);
+    }
 }
 
 #[test]
