@@ -8,4 +8,5 @@
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod daemon;
 pub mod db;

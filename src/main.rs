@@ -21,6 +21,10 @@ enum Command {
     Optimize(cli::optimize::OptimizeArgs),
     /// Run every strategy on fixed seeded pools and print a side-by-side table.
     Bench(cli::bench::BenchArgs),
+    /// Run the round daemon: matchmaking rounds for every configured queue.
+    Run(cli::run::RunArgs),
+    /// Apply the database migrations.
+    Migrate(cli::migrate::MigrateArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +32,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Optimize(args) => cli::optimize::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Run(args) => cli::run::run(args),
+        Command::Migrate(args) => cli::migrate::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -2,4 +2,6 @@
 //! `db` and `daemon`.
 
 pub mod bench;
+pub mod migrate;
 pub mod optimize;
+pub mod run;
