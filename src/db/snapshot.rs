@@ -19,8 +19,10 @@ pub struct QueuedEntry {
     pub party_id: Option<String>,
     pub skill: f64,
     pub skill_sigma: Option<f64>,
-    pub latencies: serde_json::Value,
-    pub peer_pings: serde_json::Value,
+    /// JSON text, parsed per row by [`Snapshot::to_pool`]: a value that does not fit
+    /// becomes that row's rejection instead of failing the whole snapshot.
+    pub latencies: String,
+    pub peer_pings: String,
     pub roles: Vec<String>,
     pub side: Option<f64>,
     pub enqueued_at: DateTime<Utc>,
@@ -68,7 +70,8 @@ async fn try_snapshot(
         .await?;
     let entries: Vec<QueuedEntry> = sqlx::query_as(
         "WITH pool AS (
-             SELECT entry_id, player_id, party_id, skill, skill_sigma, latencies, peer_pings,
+             SELECT entry_id, player_id, party_id, skill, skill_sigma,
+                    latencies::text AS latencies, peer_pings::text AS peer_pings,
                     roles, side, enqueued_at
                FROM queue_entries
               WHERE queue = $1 AND status = 'queued'
@@ -176,8 +179,8 @@ impl Snapshot {
 }
 
 fn entry_to_player(e: &QueuedEntry) -> Result<Player, String> {
-    let ms_map = |field: &str, v: &serde_json::Value| {
-        serde_json::from_value::<BTreeMap<String, f64>>(v.clone())
+    let ms_map = |field: &str, v: &str| {
+        serde_json::from_str::<BTreeMap<String, f64>>(v)
             .map_err(|err| format!("{field}: not an object of names to milliseconds ({err})"))
     };
     Ok(Player {

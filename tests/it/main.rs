@@ -2,6 +2,7 @@
 //! PostgreSQL shared by the database tests).
 
 mod config;
+mod daemon_rounds;
 mod db_schema;
 mod local_pg;
 mod support;
