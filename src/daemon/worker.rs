@@ -157,15 +157,28 @@ impl QueueWorker {
         let db = &self.runner.db;
         let now = self.runner.clock.now();
         if self.term != Some(lease.term) {
-            // Newly leading: continue the countdown from the queue's last round.
+            // Newly leading: continue the countdown players already see.
             self.term = Some(lease.term);
-            self.last_round_at = db::queue_state::last_round(db, &self.queue)
-                .await?
-                .map(|(_, at)| at);
-            self.next_due = Some(countdown::next_tick(
-                &self.config,
-                self.last_round_at.unwrap_or(now),
-            ));
+            let stored = db::queue_state::read_queue_state(db, &self.queue).await?;
+            self.last_round_at = stored.as_ref().and_then(|s| s.last_round_at);
+            let tick_after_last = self
+                .last_round_at
+                .map(|at| countdown::next_tick(&self.config, at));
+            self.next_due = Some(match stored {
+                // The announced tick, if it was announced for this very config.
+                Some(s)
+                    if s.waiting_for == WaitingFor::Schedule.as_str()
+                        && s.config_hash == self.config.hash()
+                        && s.next_round_at.is_some() =>
+                {
+                    s.next_round_at.unwrap_or(now)
+                }
+                // The tick has passed already (the queue waits for players).
+                Some(s) if s.waiting_for != WaitingFor::Schedule.as_str() => {
+                    tick_after_last.unwrap_or(now)
+                }
+                _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
+            });
             self.pool_after_last_round = None;
             self.last_written = None;
         }

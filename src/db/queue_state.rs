@@ -108,11 +108,20 @@ pub async fn write_queue_state<'e>(
     Ok(())
 }
 
-/// The last round of a queue (id, time), if any: where a new leader's countdown continues.
-pub async fn last_round(db: &PgPool, queue: &str) -> Result<Option<(i64, DateTime<Utc>)>, DbError> {
+/// The countdown as the previous leader (or we, before a lease lapse) left it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredState {
+    pub next_round_at: Option<DateTime<Utc>>,
+    pub waiting_for: String,
+    pub config_hash: String,
+    pub last_round_at: Option<DateTime<Utc>>,
+}
+
+/// Where a new leader's countdown continues.
+pub async fn read_queue_state(db: &PgPool, queue: &str) -> Result<Option<StoredState>, DbError> {
     Ok(sqlx::query_as(
-        "SELECT last_round_id, last_round_at FROM queue_state
-          WHERE queue = $1 AND last_round_id IS NOT NULL",
+        "SELECT next_round_at, waiting_for, config_hash, last_round_at FROM queue_state
+          WHERE queue = $1",
     )
     .bind(queue)
     .fetch_optional(db)

@@ -2,7 +2,10 @@
 //! PostgreSQL shared by the database tests).
 
 mod config;
+mod daemon_lease;
 mod daemon_rounds;
+mod daemon_run;
+mod daemon_triggers;
 mod db_schema;
 mod local_pg;
 mod support;
