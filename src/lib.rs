@@ -10,3 +10,4 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod db;
+pub mod sim;

@@ -25,6 +25,10 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Apply the database migrations.
     Migrate(cli::migrate::MigrateArgs),
+    /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
+    Simulate(cli::simulate::SimulateArgs),
+    /// Live view of the queues and recent rounds, read from the database.
+    Status(cli::status::StatusArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,6 +38,8 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::Run(args) => cli::run::run(args),
         Command::Migrate(args) => cli::migrate::run(args),
+        Command::Simulate(args) => cli::simulate::run(args),
+        Command::Status(args) => cli::status::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -5,3 +5,5 @@ pub mod bench;
 pub mod migrate;
 pub mod optimize;
 pub mod run;
+pub mod simulate;
+pub mod status;

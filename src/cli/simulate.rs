@@ -1,0 +1,194 @@
+//! `matchmaker simulate`: a realistic load of players queueing into a matchmaker's
+//! database (see `sim::simulator`), for demos, load tests and tuning. Works against any
+//! database with the schema (`matchmaker migrate`); a daemon must run for matches.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::{TimeZone, Utc};
+use tokio::sync::watch;
+
+use crate::sim::population::{Population, PopulationSpec};
+use crate::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimulateArgs {
+    /// PostgreSQL URL of the matchmaker's database.
+    #[arg(long, env = "DATABASE_URL", required_unless_present = "write_pool")]
+    pub database_url: Option<String>,
+    /// Instead of simulating against a database, write one generated pool as JSON (the
+    /// input of `matchmaker optimize --pool`) to this file and exit. Uses --players,
+    /// --start-hour (default 20), --seed, --party-share, --max-party-size, --roles,
+    /// --side-share.
+    #[arg(long, value_name = "FILE")]
+    pub write_pool: Option<std::path::PathBuf>,
+    /// Players in the pool written by --write-pool.
+    #[arg(long, default_value_t = 300, requires = "write_pool")]
+    pub players: usize,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// The load options, shared with `matchmaker demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadArgs {
+    /// Queue to enqueue into.
+    #[arg(long, default_value = "ranked_3v3")]
+    pub queue: String,
+    /// New players per second at the busiest time of day (players coming back from a
+    /// match come on top).
+    #[arg(long, default_value_t = 2.0)]
+    pub rate: f64,
+    /// How long to run (wall clock), e.g. `90s`, `5m`.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Size of the player base (distinct players).
+    #[arg(long, default_value_t = 3000)]
+    pub population: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated seconds per wall-clock second (time of day and match durations).
+    #[arg(long, default_value_t = 1.0)]
+    pub speedup: f64,
+    /// Simulated UTC hour at the start (0-23); default: the current time.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..24))]
+    pub start_hour: Option<u32>,
+    /// Mean simulated match duration.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub match_duration: Duration,
+    /// Share of players queueing in parties of 2-3.
+    #[arg(long, default_value_t = 0.3)]
+    pub party_share: f64,
+    /// Largest party (use the team size for 1v1 / 2v2 queues).
+    #[arg(long, default_value_t = 3)]
+    pub max_party_size: usize,
+    /// Share of groups that cancel when not matched within 5-90 s.
+    #[arg(long, default_value_t = 0.05)]
+    pub cancel_share: f64,
+    /// Share of groups that queue again after their match.
+    #[arg(long, default_value_t = 0.75)]
+    pub requeue_share: f64,
+    /// Roles of a role queue, comma-separated (each player accepts some of them).
+    #[arg(long, value_delimiter = ',')]
+    pub roles: Vec<String>,
+    /// Share of players with a side preference.
+    #[arg(long, default_value_t = 0.0)]
+    pub side_share: f64,
+    /// Player id prefix (default `sim<seed>-`).
+    #[arg(long)]
+    pub id_prefix: Option<String>,
+}
+
+impl LoadArgs {
+    pub fn options(&self) -> SimulatorOptions {
+        let start = self.start_hour.map(|hour| {
+            let today = Utc::now().date_naive();
+            Utc.from_utc_datetime(&today.and_hms_opt(hour, 0, 0).expect("hour < 24"))
+        });
+        SimulatorOptions {
+            queue: self.queue.clone(),
+            rate: self.rate,
+            duration: self.duration,
+            population: self.population,
+            seed: self.seed,
+            speedup: self.speedup,
+            start,
+            match_duration: self.match_duration,
+            cancel_share: self.cancel_share,
+            requeue_share: self.requeue_share,
+            spec: PopulationSpec {
+                party_share: self.party_share,
+                max_party_size: self.max_party_size,
+                roles: self.roles.clone(),
+                side_share: self.side_share,
+                ..PopulationSpec::default()
+            },
+            id_prefix: self.id_prefix.clone(),
+        }
+    }
+}
+
+pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.write_pool {
+        return write_pool(&args, path);
+    }
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(simulate(args))
+}
+
+/// One generated pool as JSON, for `matchmaker optimize` and benchmarks.
+fn write_pool(args: &SimulateArgs, path: &std::path::Path) -> anyhow::Result<()> {
+    let load = &args.load;
+    let spec = PopulationSpec {
+        players: args.players,
+        hour_utc: load.start_hour.unwrap_or(20),
+        queue: Some(load.queue.clone()),
+        ..load.options().spec
+    };
+    let pool = Population::realistic().generate_pool(&spec, load.seed);
+    let json = serde_json::to_string_pretty(&pool)?;
+    std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote a pool of {} players ({} in parties) to {}",
+        pool.players.len(),
+        pool.players.iter().filter(|p| p.party.is_some()).count(),
+        path.display()
+    );
+    Ok(())
+}
+
+async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    let url = args
+        .database_url
+        .as_deref()
+        .context("--database-url or DATABASE_URL is required")?;
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect(url)
+        .await
+        .context("connecting to the database")?;
+    let population = Population::realistic();
+    let options = args.load.options();
+    eprintln!(
+        "simulating {} players at {} new/s into queue {:?} for {} (Ctrl-C stops)",
+        options.population,
+        options.rate,
+        options.queue,
+        humantime::format_duration(options.duration)
+    );
+    let (tx, mut rx) = watch::channel(SimProgress::default());
+    let printer = tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        every.tick().await;
+        loop {
+            every.tick().await;
+            if rx.has_changed().is_err() {
+                break;
+            }
+            eprintln!("{}", progress_line(&rx.borrow_and_update()));
+        }
+    });
+    let report = run_simulator(&pool, &population, &options, Some(tx), async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    printer.abort();
+    println!("{report}");
+    Ok(())
+}
+
+/// One line of live counters.
+pub fn progress_line(p: &SimProgress) -> String {
+    let time = p
+        .sim_time
+        .map(|t| t.format("%H:%M UTC").to_string())
+        .unwrap_or_default();
+    format!(
+        "sim {time}: {} queued, {} playing; enqueued {}, matched {}, cancelled {}",
+        p.queued_players,
+        p.playing_players,
+        p.report.enqueued,
+        p.report.matched,
+        p.report.cancelled
+    )
+}

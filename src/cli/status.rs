@@ -1,0 +1,370 @@
+//! `matchmaker status`: a live terminal view of a running deployment, read from the
+//! database only (any replica or none): per queue the pool size and the countdown to the
+//! next round, and a summary of each recent round (players, matches, left over, score,
+//! per-factor averages, wait-time percentiles, solve time).
+//!
+//! Plain ANSI escapes (clear screen, bold, dim) rather than a TUI crate: the view is a
+//! redrawn page of text, which also prints cleanly with `--once` into a file or a pipe.
+//! The queries read the ops read models (`queue_state`, `round_summaries`,
+//! `match_details`) and are the same an operator can run in `psql`.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use sqlx::{PgPool, Row};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatusArgs {
+    /// PostgreSQL URL of the matchmaker's database.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: String,
+    /// Show only this queue.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// How many recent rounds to show.
+    #[arg(long, default_value_t = 8)]
+    pub rounds: i64,
+    /// Refresh period.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// Print the view once, without clearing the screen, and exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+/// Per queue: what the countdown is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueLine {
+    pub queue: String,
+    pub pool_size: i64,
+    /// Seconds to the next round; `None` when no round is scheduled (no daemon, or it
+    /// waits for players).
+    pub seconds_to_next: Option<i64>,
+    /// `schedule`, `min_pool`, `players`, or `no daemon` when no queue state exists.
+    pub waiting_for: String,
+    pub target_pool: Option<i32>,
+    pub min_pool: Option<i32>,
+}
+
+/// One finished round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundLine {
+    pub round_id: i64,
+    pub queue: String,
+    pub trigger: String,
+    pub committed_at: DateTime<Utc>,
+    pub pool_size: i32,
+    pub match_count: i32,
+    pub matched: i32,
+    pub left_over: i32,
+    pub rejected: i32,
+    pub score: Option<f64>,
+    /// Factor name -> mean score over the round's matches.
+    pub factors: Vec<(String, f64)>,
+    pub solve_ms: f64,
+    /// Wait from enqueue to match of the round's matched players: p50, p90, max (s).
+    pub wait_secs: Option<(f64, f64, f64)>,
+}
+
+/// Everything one frame of the view shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusView {
+    pub at: DateTime<Utc>,
+    pub queues: Vec<QueueLine>,
+    pub rounds: Vec<RoundLine>,
+}
+
+pub fn run(args: StatusArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let db = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .connect(&args.database_url)
+            .await
+            .context("connecting to the database")?;
+        loop {
+            let view = read_status(&db, args.queue.as_deref(), args.rounds).await?;
+            if args.once {
+                print!("{}", render(&view, false));
+                return Ok(());
+            }
+            print!("{CLEAR}{}", render(&view, true));
+            println!(
+                "{DIM}refresh every {}; Ctrl-C quits{RESET}",
+                humantime::format_duration(args.interval)
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(args.interval) => {}
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+            }
+        }
+    })
+}
+
+/// Reads one frame of the view.
+pub async fn read_status(
+    db: &PgPool,
+    queue: Option<&str>,
+    rounds: i64,
+) -> Result<StatusView, sqlx::Error> {
+    let at: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(db).await?;
+    let queue_rows = sqlx::query(
+        // Queues the daemon runs (queue_state) plus queues that only have waiting
+        // players (no daemon yet): a full join of the two.
+        "WITH pools AS (
+             SELECT queue, count(*) AS pool_size
+               FROM queue_entries
+              WHERE status = 'queued'
+              GROUP BY queue)
+         SELECT coalesce(s.queue, p.queue) AS queue,
+                coalesce(p.pool_size, 0) AS pool_size,
+                ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::bigint
+                    AS seconds_to_next,
+                coalesce(s.waiting_for, 'no daemon') AS waiting_for,
+                s.target_pool,
+                s.min_pool
+           FROM queue_state s
+           FULL JOIN pools p ON p.queue = s.queue
+          WHERE $1::text IS NULL OR coalesce(s.queue, p.queue) = $1
+          ORDER BY 1",
+    )
+    .bind(queue)
+    .fetch_all(db)
+    .await?;
+    let queues = queue_rows
+        .iter()
+        .map(|r| {
+            Ok(QueueLine {
+                queue: r.try_get("queue")?,
+                pool_size: r.try_get("pool_size")?,
+                seconds_to_next: r.try_get("seconds_to_next")?,
+                waiting_for: r.try_get("waiting_for")?,
+                target_pool: r.try_get("target_pool")?,
+                min_pool: r.try_get("min_pool")?,
+            })
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+
+    let round_rows = sqlx::query(
+        "SELECT r.round_id, r.queue, r.trigger, r.committed_at, r.pool_size, r.match_count,
+                r.matched, r.left_over, r.rejected, r.score, r.factor_averages, r.solve_ms,
+                w.p50, w.p90, w.max
+           FROM round_summaries r
+           -- Wait from enqueue to match of the players this round placed.
+           LEFT JOIN LATERAL (
+                SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d.waited_seconds) AS p50,
+                       percentile_cont(0.9) WITHIN GROUP (ORDER BY d.waited_seconds) AS p90,
+                       max(d.waited_seconds) AS max
+                  FROM match_details d
+                 WHERE d.round_id = r.round_id) w ON true
+          WHERE $1::text IS NULL OR r.queue = $1
+          ORDER BY r.round_id DESC
+          LIMIT $2",
+    )
+    .bind(queue)
+    .bind(rounds)
+    .fetch_all(db)
+    .await?;
+    let rounds = round_rows
+        .iter()
+        .map(|r| {
+            let factors: serde_json::Value = r.try_get("factor_averages")?;
+            let factors = factors
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let p50: Option<f64> = r.try_get("p50")?;
+            let p90: Option<f64> = r.try_get("p90")?;
+            let max: Option<f64> = r.try_get("max")?;
+            Ok(RoundLine {
+                round_id: r.try_get("round_id")?,
+                queue: r.try_get("queue")?,
+                trigger: r.try_get("trigger")?,
+                committed_at: r.try_get("committed_at")?,
+                pool_size: r.try_get("pool_size")?,
+                match_count: r.try_get("match_count")?,
+                matched: r.try_get("matched")?,
+                left_over: r.try_get("left_over")?,
+                rejected: r.try_get("rejected")?,
+                score: r.try_get("score")?,
+                factors,
+                solve_ms: r.try_get("solve_ms")?,
+                wait_secs: p50.zip(p90).zip(max).map(|((a, b), c)| (a, b, c)),
+            })
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(StatusView { at, queues, rounds })
+}
+
+const CLEAR: &str = "\x1b[H\x1b[2J";
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+const RESET: &str = "\x1b[0m";
+
+/// The view as text; `ansi` adds bold / dim styling.
+pub fn render(view: &StatusView, ansi: bool) -> String {
+    let (bold, dim, reset) = if ansi {
+        (BOLD, DIM, RESET)
+    } else {
+        ("", "", "")
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{bold}matchmaker status{reset}  {}",
+        view.at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{bold}{:<16} {:>6}  {:<34}{reset}",
+        "QUEUE", "POOL", "NEXT ROUND"
+    );
+    if view.queues.is_empty() {
+        let _ = writeln!(
+            out,
+            "{dim}(no queue has state or waiting players yet){reset}"
+        );
+    }
+    for q in &view.queues {
+        let _ = writeln!(out, "{:<16} {:>6}  {}", q.queue, q.pool_size, countdown(q));
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{bold}{:>6} {:<14} {:<9} {:>8} {:>5} {:>5} {:>5} {:>6}  {:>17} {:>8}{reset}",
+        "ROUND",
+        "QUEUE",
+        "TRIGGER",
+        "AT",
+        "POOL",
+        "MATCH",
+        "LEFT",
+        "SCORE",
+        "WAIT p50/p90/max",
+        "SOLVE"
+    );
+    if view.rounds.is_empty() {
+        let _ = writeln!(out, "{dim}(no rounds yet){reset}");
+    }
+    for r in &view.rounds {
+        let wait = r
+            .wait_secs
+            .map(|(a, b, c)| format!("{a:.0}/{b:.0}/{c:.0} s"))
+            .unwrap_or_else(|| "-".into());
+        let score = r
+            .score
+            .map(|s| format!("{s:.3}"))
+            .unwrap_or_else(|| "-".into());
+        let mut left = r.left_over.to_string();
+        if r.rejected > 0 {
+            left = format!("{left}+{}r", r.rejected);
+        }
+        let _ = writeln!(
+            out,
+            "{:>6} {:<14} {:<9} {:>8} {:>5} {:>5} {:>5} {:>6}  {:>17} {:>5.0} ms",
+            r.round_id,
+            truncate(&r.queue, 14),
+            truncate(&r.trigger, 9),
+            r.committed_at.format("%H:%M:%S"),
+            r.pool_size,
+            r.match_count,
+            left,
+            score,
+            wait,
+            r.solve_ms
+        );
+        if !r.factors.is_empty() {
+            let factors: Vec<String> = r
+                .factors
+                .iter()
+                .map(|(name, v)| format!("{name} {v:.2}"))
+                .collect();
+            let _ = writeln!(out, "{dim}{:>6} {}{reset}", "", factors.join("  "));
+        }
+    }
+    out
+}
+
+fn countdown(q: &QueueLine) -> String {
+    match (q.waiting_for.as_str(), q.seconds_to_next) {
+        ("schedule", Some(s)) => {
+            let mut text = format!("in {s} s");
+            if let Some(target) = q.target_pool
+                && q.pool_size < i64::from(target)
+            {
+                let _ = write!(text, " (or at {target} players)");
+            }
+            text
+        }
+        ("min_pool", _) => format!(
+            "waiting for {} players (max-wait fallback)",
+            q.min_pool.map_or("more".into(), |m| m.to_string())
+        ),
+        ("players", _) => "waiting for enough players for one match".into(),
+        (other, Some(s)) => format!("in {s} s ({other})"),
+        (other, None) => other.to_string(),
+    }
+}
+
+fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        s.chars().take(width - 1).chain(['~']).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn render_shows_countdown_rounds_and_factors() {
+        let at = Utc.with_ymd_and_hms(2026, 1, 14, 20, 0, 0).unwrap();
+        let view = StatusView {
+            at,
+            queues: vec![QueueLine {
+                queue: "ranked_3v3".into(),
+                pool_size: 42,
+                seconds_to_next: Some(17),
+                waiting_for: "schedule".into(),
+                target_pool: Some(150),
+                min_pool: Some(6),
+            }],
+            rounds: vec![RoundLine {
+                round_id: 7,
+                queue: "ranked_3v3".into(),
+                trigger: "schedule".into(),
+                committed_at: at,
+                pool_size: 60,
+                match_count: 9,
+                matched: 54,
+                left_over: 6,
+                rejected: 1,
+                score: Some(0.8731),
+                factors: vec![("equal_teams".into(), 0.95), ("enemy_ping".into(), 0.7)],
+                solve_ms: 512.4,
+                wait_secs: Some((21.0, 38.2, 55.0)),
+            }],
+        };
+        let text = render(&view, false);
+        assert!(
+            text.contains("ranked_3v3           42  in 17 s (or at 150 players)"),
+            "{text}"
+        );
+        assert!(text.contains("0.873"), "{text}");
+        assert!(text.contains("21/38/55 s"), "{text}");
+        assert!(text.contains("6+1r"), "{text}");
+        assert!(text.contains("equal_teams 0.95  enemy_ping 0.70"), "{text}");
+        assert!(!text.contains('\x1b'), "no escapes without ansi");
+    }
+}

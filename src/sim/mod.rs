@@ -1,0 +1,7 @@
+//! Simulation: a realistic player population (pure: cities with real latencies, skills,
+//! parties, time of day) and, on top of it, a load generator that plays those players
+//! against a running matchmaker through its database.
+
+pub mod population;
+pub mod simulator;
+pub mod world;

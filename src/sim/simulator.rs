@@ -1,0 +1,824 @@
+//! The load generator behind `matchmaker simulate` and the demo: a player base from the
+//! realistic [`Population`] that queues into a running matchmaker through its database,
+//! exactly as game clients do (the enqueue contract of `queue_entries`).
+//!
+//! Each tick (a quarter of a second):
+//! - **Arrivals**: new sessions start at `rate` players per second at the busiest time of
+//!   day, scaled by how many players are awake worldwide at the simulated hour; who comes
+//!   is weighted by the local time of day of their city (Europe in the European evening).
+//!   A group is a solo player or a fixed party of 2-3 friends, enqueued in one transaction
+//!   so the daemon never sees half a party.
+//! - **Cancels**: a share of the groups give up after a patience of 5-90 s (wall clock)
+//!   and cancel with the client contract's UPDATE.
+//! - **Matches**: the simulator polls its queued entries; a matched group plays for a
+//!   simulated match duration, then queues again (`requeue_share`) or leaves. Returning
+//!   players are what makes the opponent-variation factor matter; the report gives the
+//!   share of opponents met again in consecutive matches.
+//!
+//! Time: the queue and its rounds run in real time. `speedup` makes the simulated clock
+//! (time of day, match durations) run faster than the wall clock, so a demo of a few
+//! minutes sees players come back from their matches.
+//!
+//! The run is bounded: it stops after `duration` (or when `shutdown` resolves), then
+//! cancels the entries of its players that are still queued, and returns a report.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use sqlx::PgPool;
+use sqlx::types::Json;
+use thiserror::Error;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::population::{CityPicker, Population, PopulationSpec, Profile, activity};
+
+/// Wall-clock period of the simulation loop.
+const TICK: Duration = Duration::from_millis(250);
+
+/// What to simulate. `Default`: 2 players per second at peak into `ranked_3v3` for one
+/// minute, from a base of 3,000 players, in real time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulatorOptions {
+    pub queue: String,
+    /// New players per wall-clock second at the busiest time of day (returning players
+    /// come on top).
+    pub rate: f64,
+    /// Wall-clock length of the run.
+    pub duration: Duration,
+    /// Size of the player base (distinct players, in fixed solo / party groups).
+    pub population: usize,
+    pub seed: u64,
+    /// Simulated seconds per wall-clock second, for the time of day and match durations.
+    pub speedup: f64,
+    /// Simulated UTC time at the start. `None`: now.
+    pub start: Option<DateTime<Utc>>,
+    /// Mean simulated match duration (each match: 60% to 140% of it).
+    pub match_duration: Duration,
+    /// Share of groups that cancel if not matched within their patience (5-90 s).
+    pub cancel_share: f64,
+    /// Share of groups that queue again right after their match.
+    pub requeue_share: f64,
+    /// Player traits: party share and sizes, roles, side preferences, sigma.
+    /// (`players`, `hour_utc`, `now` and `id_prefix` are ignored here.)
+    pub spec: PopulationSpec,
+    /// Player ids are `{id_prefix}{n}`; default `sim{seed}-`. Two simulators on one queue
+    /// need different prefixes.
+    pub id_prefix: Option<String>,
+}
+
+impl Default for SimulatorOptions {
+    fn default() -> Self {
+        SimulatorOptions {
+            queue: "ranked_3v3".into(),
+            rate: 2.0,
+            duration: Duration::from_secs(60),
+            population: 3000,
+            seed: 1,
+            speedup: 1.0,
+            start: None,
+            match_duration: Duration::from_secs(10 * 60),
+            cancel_share: 0.05,
+            requeue_share: 0.75,
+            spec: PopulationSpec::default(),
+            id_prefix: None,
+        }
+    }
+}
+
+/// Errors of a simulation run.
+#[derive(Debug, Error)]
+pub enum SimError {
+    #[error("invalid simulator option {option}: {reason}")]
+    InvalidOption {
+        option: &'static str,
+        reason: String,
+    },
+    #[error("the database has no queue_entries table (run `matchmaker migrate` first): {0}")]
+    NoSchema(#[source] sqlx::Error),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// Live counters, published while the simulator runs (for the demo's status view).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimProgress {
+    /// The simulated clock.
+    pub sim_time: Option<DateTime<Utc>>,
+    pub queued_players: usize,
+    pub playing_players: usize,
+    pub report: SimReport,
+}
+
+/// What happened during a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimReport {
+    /// Players enqueued (each enqueue counts; returning players count again).
+    pub enqueued: u64,
+    /// Of which in parties.
+    pub enqueued_in_parties: u64,
+    /// Of which returning after a match.
+    pub requeued: u64,
+    pub matched: u64,
+    pub cancelled: u64,
+    pub rejected: u64,
+    /// Group enqueues refused by the database (e.g. a player id already queued by
+    /// someone else), with the last message.
+    pub enqueue_errors: u64,
+    pub last_enqueue_error: Option<String>,
+    /// Arrivals skipped because every player of the base was already busy.
+    pub base_exhausted: u64,
+    /// Distinct matches our players were placed in.
+    pub matches: u64,
+    /// Opponent pairs counted in consecutive matches of one player, and how many of them
+    /// had met as opponents in that player's previous match.
+    pub opponent_pairs: u64,
+    pub repeated_opponent_pairs: u64,
+    /// Wall-clock wait from enqueue to match, per matched player (seconds).
+    pub waits_secs: Vec<f64>,
+    /// Entries still queued at the end, cancelled by the clean-up.
+    pub cleaned_up: u64,
+}
+
+impl SimReport {
+    /// Share of opponents a player meets again in their next match.
+    pub fn repeat_opponent_share(&self) -> Option<f64> {
+        (self.opponent_pairs > 0)
+            .then(|| self.repeated_opponent_pairs as f64 / self.opponent_pairs as f64)
+    }
+
+    /// Wait-time percentile `p` in [0, 1] (nearest rank).
+    pub fn wait_percentile(&self, p: f64) -> Option<f64> {
+        let mut w = self.waits_secs.clone();
+        if w.is_empty() {
+            return None;
+        }
+        w.sort_by(f64::total_cmp);
+        Some(w[((w.len() - 1) as f64 * p.clamp(0.0, 1.0)).round() as usize])
+    }
+}
+
+impl fmt::Display for SimReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "enqueued {} (in parties {}, returning {}), matched {} into {} matches, \
+             cancelled {}, rejected {}",
+            self.enqueued,
+            self.enqueued_in_parties,
+            self.requeued,
+            self.matched,
+            self.matches,
+            self.cancelled,
+            self.rejected
+        )?;
+        if let (Some(p50), Some(p90)) = (self.wait_percentile(0.5), self.wait_percentile(0.9)) {
+            write!(f, ", wait p50 {p50:.1} s p90 {p90:.1} s")?;
+        }
+        if let Some(share) = self.repeat_opponent_share() {
+            write!(f, ", opponents met again {:.1}%", share * 100.0)?;
+        }
+        if self.enqueue_errors > 0 {
+            write!(
+                f,
+                ", {} enqueues refused (last: {})",
+                self.enqueue_errors,
+                self.last_enqueue_error.as_deref().unwrap_or("?")
+            )?;
+        }
+        if self.cleaned_up > 0 {
+            write!(f, ", {} still queued at the end withdrawn", self.cleaned_up)?;
+        }
+        if self.base_exhausted > 0 {
+            write!(
+                f,
+                ", {} arrivals skipped (player base all busy: raise --population)",
+                self.base_exhausted
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+enum GroupState {
+    Idle,
+    Queued {
+        entries: Vec<i64>,
+        since: Instant,
+        cancel_at: Option<Instant>,
+    },
+    Playing {
+        until: Instant,
+    },
+}
+
+/// A solo player or a fixed party of friends who always queue together.
+#[derive(Debug, Clone)]
+struct Group {
+    members: Vec<usize>,
+    party_id: Option<String>,
+    state: GroupState,
+}
+
+/// Runs the load generator against `db` until `options.duration` has passed or
+/// `shutdown` resolves. Progress is published on `progress` when given.
+pub async fn run_simulator(
+    db: &PgPool,
+    population: &Population,
+    options: &SimulatorOptions,
+    progress: Option<watch::Sender<SimProgress>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<SimReport, SimError> {
+    validate(options)?;
+    // Fail early with a clear message when the schema is missing.
+    sqlx::query("SELECT 1 FROM queue_entries LIMIT 1")
+        .execute(db)
+        .await
+        .map_err(SimError::NoSchema)?;
+
+    let mut sim = Simulation::new(population, options);
+    // A previous run with the same prefix may have left players queued (killed run).
+    sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
+
+    tokio::pin!(shutdown);
+    let started = Instant::now();
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last = started;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = &mut shutdown => break,
+        }
+        let now = Instant::now();
+        if now.duration_since(started) >= options.duration {
+            break;
+        }
+        let dt = now.duration_since(last).as_secs_f64();
+        last = now;
+        sim.step(db, now, now.duration_since(started), dt).await?;
+        if let Some(tx) = &progress {
+            tx.send_replace(sim.progress(now.duration_since(started)));
+        }
+    }
+    sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
+    if let Some(tx) = &progress {
+        tx.send_replace(sim.progress(Instant::now().duration_since(started)));
+    }
+    Ok(sim.report)
+}
+
+fn validate(o: &SimulatorOptions) -> Result<(), SimError> {
+    let bad = |option, reason: &str| {
+        Err(SimError::InvalidOption {
+            option,
+            reason: reason.into(),
+        })
+    };
+    if o.queue.is_empty() {
+        return bad("queue", "must not be empty");
+    }
+    if !(o.rate.is_finite() && o.rate >= 0.0) {
+        return bad(
+            "rate",
+            "must be a non-negative number of players per second",
+        );
+    }
+    if o.population == 0 {
+        return bad("population", "must be at least 1 player");
+    }
+    if !(o.speedup.is_finite() && o.speedup > 0.0) {
+        return bad("speedup", "must be a positive number");
+    }
+    for (option, share) in [
+        ("cancel_share", o.cancel_share),
+        ("requeue_share", o.requeue_share),
+        ("party_share", o.spec.party_share),
+    ] {
+        if !(0.0..=1.0).contains(&share) {
+            return bad(option, "must be between 0 and 1");
+        }
+    }
+    Ok(())
+}
+
+struct Simulation<'p> {
+    population: &'p Population,
+    options: SimulatorOptions,
+    prefix: String,
+    rng: Xoshiro256PlusPlus,
+    profiles: Vec<Profile>,
+    groups: Vec<Group>,
+    /// Groups not queued and not playing: candidates for a new session.
+    idle: Vec<usize>,
+    /// entry_id -> (group, member profile index)
+    entries: HashMap<i64, (usize, usize)>,
+    /// Opponents of each profile in its last match.
+    last_opponents: HashMap<usize, Vec<String>>,
+    /// player id -> profile index
+    by_id: HashMap<String, usize>,
+    start: DateTime<Utc>,
+    /// Fraction of the players awake worldwide, at its maximum over the day.
+    peak_awake: f64,
+    report: SimReport,
+}
+
+impl<'p> Simulation<'p> {
+    fn new(population: &'p Population, options: &SimulatorOptions) -> Simulation<'p> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(options.seed);
+        let prefix = options
+            .id_prefix
+            .clone()
+            .unwrap_or_else(|| format!("sim{}-", options.seed));
+        let spec = PopulationSpec {
+            id_prefix: prefix.clone(),
+            ..options.spec.clone()
+        };
+        // The base lives where players live; time of day decides who comes when.
+        let weights: Vec<f64> = population
+            .world()
+            .cities()
+            .iter()
+            .map(|c| c.player_weight)
+            .collect();
+        let picker = CityPicker::new(&weights);
+        let mut profiles = Vec::with_capacity(options.population);
+        let mut groups = Vec::new();
+        let mut next_id = 1;
+        let mut next_party = 1;
+        while profiles.len() < options.population {
+            let room = options.population - profiles.len();
+            let members = population.sample_group(&spec, &picker, &mut rng, &mut next_id, room);
+            let party_id = (members.len() > 1).then(|| {
+                let id = format!("{prefix}party-{next_party}");
+                next_party += 1;
+                id
+            });
+            let first = profiles.len();
+            profiles.extend(members);
+            groups.push(Group {
+                members: (first..profiles.len()).collect(),
+                party_id,
+                state: GroupState::Idle,
+            });
+        }
+        let by_id = profiles
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.id.clone(), k))
+            .collect();
+        let mut sim = Simulation {
+            population,
+            options: options.clone(),
+            prefix,
+            rng,
+            profiles,
+            idle: (0..groups.len()).collect(),
+            groups,
+            entries: HashMap::new(),
+            last_opponents: HashMap::new(),
+            by_id,
+            start: options.start.unwrap_or_else(Utc::now),
+            peak_awake: 1.0,
+            report: SimReport::default(),
+        };
+        sim.peak_awake = (0..96)
+            .map(|q| sim.awake_share(q as f64 / 4.0))
+            .fold(f64::MIN_POSITIVE, f64::max);
+        sim
+    }
+
+    fn sim_time(&self, elapsed: Duration) -> DateTime<Utc> {
+        let secs = elapsed.as_secs_f64() * self.options.speedup;
+        self.start + chrono::Duration::milliseconds((secs * 1000.0) as i64)
+    }
+
+    fn hour_utc(&self, elapsed: Duration) -> f64 {
+        let t = self.sim_time(elapsed);
+        let secs = t.timestamp().rem_euclid(86_400) as f64;
+        secs / 3600.0
+    }
+
+    /// Player-weighted share of the world awake at this UTC hour (activity in [0, 1]).
+    fn awake_share(&self, hour_utc: f64) -> f64 {
+        let cities = self.population.world().cities();
+        let total: f64 = cities.iter().map(|c| c.player_weight).sum();
+        let awake: f64 = cities
+            .iter()
+            .map(|c| c.player_weight * activity(hour_utc + c.utc_offset_hours))
+            .sum();
+        awake / total.max(f64::MIN_POSITIVE)
+    }
+
+    fn progress(&self, elapsed: Duration) -> SimProgress {
+        let mut queued = 0;
+        let mut playing = 0;
+        for g in &self.groups {
+            match g.state {
+                GroupState::Queued { .. } => queued += g.members.len(),
+                GroupState::Playing { .. } => playing += g.members.len(),
+                GroupState::Idle => {}
+            }
+        }
+        SimProgress {
+            sim_time: Some(self.sim_time(elapsed)),
+            queued_players: queued,
+            playing_players: playing,
+            report: self.report.clone(),
+        }
+    }
+
+    async fn step(
+        &mut self,
+        db: &PgPool,
+        now: Instant,
+        elapsed: Duration,
+        dt: f64,
+    ) -> Result<(), SimError> {
+        self.poll_entries(db, now).await?;
+        self.finish_matches(db, now).await?;
+        self.cancel_impatient(db, now).await?;
+        self.arrive(db, now, elapsed, dt).await
+    }
+
+    /// New sessions: Poisson arrivals of groups, weighted by local time of day.
+    async fn arrive(
+        &mut self,
+        db: &PgPool,
+        now: Instant,
+        elapsed: Duration,
+        dt: f64,
+    ) -> Result<(), SimError> {
+        let hour = self.hour_utc(elapsed);
+        let mean_group = self.profiles.len() as f64 / self.groups.len().max(1) as f64;
+        let expected =
+            self.options.rate * dt * self.awake_share(hour) / self.peak_awake / mean_group;
+        let arrivals = poisson(&mut self.rng, expected);
+        for _ in 0..arrivals {
+            let Some(group) = self.pick_idle(hour) else {
+                self.report.base_exhausted += 1;
+                continue;
+            };
+            self.enqueue(db, group, now, false).await?;
+        }
+        Ok(())
+    }
+
+    /// An idle group, accepted with the probability of its city's activity right now
+    /// (rejection sampling, bounded).
+    fn pick_idle(&mut self, hour_utc: f64) -> Option<usize> {
+        if self.idle.is_empty() {
+            return None;
+        }
+        let mut slot = self.rng.random_range(0..self.idle.len());
+        for _ in 0..64 {
+            let group = &self.groups[self.idle[slot]];
+            let city = &self.population.world().cities()[self.profiles[group.members[0]].city];
+            if self
+                .rng
+                .random_bool(activity(hour_utc + city.utc_offset_hours).clamp(0.0, 1.0))
+            {
+                break;
+            }
+            slot = self.rng.random_range(0..self.idle.len());
+        }
+        Some(self.idle.swap_remove(slot))
+    }
+
+    /// Enqueues every member of the group in one transaction (a party is all or nothing).
+    async fn enqueue(
+        &mut self,
+        db: &PgPool,
+        group: usize,
+        now: Instant,
+        returning: bool,
+    ) -> Result<(), SimError> {
+        let members = self.groups[group].members.clone();
+        let party_id = self.groups[group].party_id.clone();
+        let mut tx = db.begin().await?;
+        let mut ids = Vec::with_capacity(members.len());
+        let mut refused = None;
+        for &m in &members {
+            let p = &self.profiles[m];
+            let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar(
+                // The client contract: the daemon fills in status, times and the rest.
+                "INSERT INTO queue_entries \
+                    (queue, player_id, party_id, skill, skill_sigma, latencies, roles, side) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 RETURNING entry_id",
+            )
+            .bind(&self.options.queue)
+            .bind(&p.id)
+            .bind(&party_id)
+            .bind(p.skill)
+            .bind(p.skill_sigma)
+            .bind(Json(self.population.latencies(p)))
+            .bind(&p.roles)
+            .bind(p.side)
+            .fetch_one(&mut *tx)
+            .await;
+            match inserted {
+                Ok(id) => ids.push(id),
+                Err(sqlx::Error::Database(e)) => {
+                    // A constraint refused the row (e.g. this id is already queued by
+                    // another client): count it, keep the simulation going.
+                    refused = Some(format!("player {}: {}", p.id, e.message()));
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if let Some(message) = refused {
+            tx.rollback().await?;
+            self.report.enqueue_errors += 1;
+            self.report.last_enqueue_error = Some(message);
+            self.groups[group].state = GroupState::Idle;
+            self.idle.push(group);
+            return Ok(());
+        }
+        tx.commit().await?;
+
+        let n = members.len() as u64;
+        self.report.enqueued += n;
+        if members.len() > 1 {
+            self.report.enqueued_in_parties += n;
+        }
+        if returning {
+            self.report.requeued += n;
+        }
+        for (&id, &m) in ids.iter().zip(&members) {
+            self.entries.insert(id, (group, m));
+        }
+        let cancel_at = self
+            .rng
+            .random_bool(self.options.cancel_share)
+            .then(|| now + Duration::from_secs_f64(self.rng.random_range(5.0..90.0)));
+        self.groups[group].state = GroupState::Queued {
+            entries: ids,
+            since: now,
+            cancel_at,
+        };
+        Ok(())
+    }
+
+    /// Reads what the daemon did with our queued entries.
+    async fn poll_entries(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = self.entries.keys().copied().collect();
+        let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
+            "SELECT entry_id, status, match_id FROM queue_entries \
+              WHERE entry_id = ANY($1) AND status <> 'queued'",
+        )
+        .bind(&ids)
+        .fetch_all(db)
+        .await?;
+        let mut by_group: BTreeMap<usize, Vec<(i64, String, Option<i64>)>> = BTreeMap::new();
+        for row in rows {
+            if let Some(&(group, _)) = self.entries.get(&row.0) {
+                by_group.entry(group).or_default().push(row);
+            }
+        }
+        let mut new_matches = Vec::new();
+        for (group, rows) in by_group {
+            let GroupState::Queued { entries, since, .. } = self.groups[group].state.clone() else {
+                continue;
+            };
+            let matched: Vec<i64> = rows
+                .iter()
+                .filter(|r| r.1 == "matched")
+                .filter_map(|r| r.2)
+                .collect();
+            if matched.len() == entries.len() {
+                let wait = now.duration_since(since).as_secs_f64();
+                self.report.matched += entries.len() as u64;
+                self.report
+                    .waits_secs
+                    .extend(std::iter::repeat_n(wait, entries.len()));
+                new_matches.extend(matched);
+                let sim_secs = self.options.match_duration.as_secs_f64()
+                    * self.rng.random_range(0.6..1.4)
+                    / self.options.speedup;
+                self.set_state(
+                    group,
+                    GroupState::Playing {
+                        until: now + Duration::from_secs_f64(sim_secs),
+                    },
+                );
+            } else if rows.len() == entries.len() || rows.iter().any(|r| r.1 != "matched") {
+                // Rejected or cancelled (by someone else): the session ends. Members still
+                // queued are withdrawn with the group.
+                let rejected = rows.iter().filter(|r| r.1 == "rejected").count() as u64;
+                self.report.rejected += rejected;
+                self.cancel_group(db, group).await?;
+                if !matches!(self.groups[group].state, GroupState::Playing { .. }) {
+                    self.set_state(group, GroupState::Idle);
+                }
+            }
+            // Else: part of a party is matched and the rest not yet visible; next tick.
+        }
+        if !new_matches.is_empty() {
+            new_matches.sort_unstable();
+            new_matches.dedup();
+            self.report.matches += new_matches.len() as u64;
+            self.record_opponents(db, &new_matches).await?;
+        }
+        Ok(())
+    }
+
+    /// Opponent variation as players experience it: who they met in this match versus
+    /// their previous one.
+    async fn record_opponents(&mut self, db: &PgPool, match_ids: &[i64]) -> Result<(), SimError> {
+        let rows: Vec<(i64, String, i32)> = sqlx::query_as(
+            "SELECT match_id, player_id, team FROM match_players WHERE match_id = ANY($1)",
+        )
+        .bind(match_ids)
+        .fetch_all(db)
+        .await?;
+        let mut matches: BTreeMap<i64, Vec<(String, i32)>> = BTreeMap::new();
+        for (m, player, team) in rows {
+            matches.entry(m).or_default().push((player, team));
+        }
+        for players in matches.values() {
+            for (player, team) in players {
+                let Some(&k) = self.by_id.get(player) else {
+                    continue;
+                };
+                let opponents: Vec<String> = players
+                    .iter()
+                    .filter(|(_, t)| t != team)
+                    .map(|(p, _)| p.clone())
+                    .collect();
+                if let Some(previous) = self.last_opponents.get(&k) {
+                    self.report.opponent_pairs += opponents.len() as u64;
+                    self.report.repeated_opponent_pairs +=
+                        opponents.iter().filter(|o| previous.contains(o)).count() as u64;
+                }
+                self.last_opponents.insert(k, opponents);
+            }
+        }
+        Ok(())
+    }
+
+    /// Groups whose match is over queue again or leave.
+    async fn finish_matches(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
+        let done: Vec<usize> = (0..self.groups.len())
+            .filter(
+                |&g| matches!(self.groups[g].state, GroupState::Playing { until } if until <= now),
+            )
+            .collect();
+        for group in done {
+            if self.rng.random_bool(self.options.requeue_share) {
+                self.enqueue(db, group, now, true).await?;
+            } else {
+                self.set_state(group, GroupState::Idle);
+            }
+        }
+        Ok(())
+    }
+
+    async fn cancel_impatient(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
+        let due: Vec<usize> = (0..self.groups.len())
+            .filter(|&g| {
+                matches!(self.groups[g].state,
+                    GroupState::Queued { cancel_at: Some(at), .. } if at <= now)
+            })
+            .collect();
+        for group in due {
+            let cancelled = self.cancel_group(db, group).await?;
+            self.report.cancelled += cancelled;
+            if cancelled > 0 {
+                self.set_state(group, GroupState::Idle);
+            }
+            // Nothing cancelled: the group was matched meanwhile; the next poll sees it.
+            else if let GroupState::Queued { cancel_at, .. } = &mut self.groups[group].state {
+                *cancel_at = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The client contract's cancel, for every member of the group still queued.
+    async fn cancel_group(&mut self, db: &PgPool, group: usize) -> Result<u64, SimError> {
+        let ids: Vec<String> = self.groups[group]
+            .members
+            .iter()
+            .map(|&m| self.profiles[m].id.clone())
+            .collect();
+        let done = sqlx::query(
+            "UPDATE queue_entries SET status = 'cancelled' \
+              WHERE queue = $1 AND player_id = ANY($2) AND status = 'queued'",
+        )
+        .bind(&self.options.queue)
+        .bind(&ids)
+        .execute(db)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    fn set_state(&mut self, group: usize, state: GroupState) {
+        if let GroupState::Queued { entries, .. } = &self.groups[group].state {
+            for id in entries {
+                self.entries.remove(id);
+            }
+        }
+        let becomes_idle = matches!(state, GroupState::Idle);
+        let was_idle = matches!(self.groups[group].state, GroupState::Idle);
+        self.groups[group].state = state;
+        if becomes_idle && !was_idle {
+            self.idle.push(group);
+        }
+    }
+}
+
+/// Cancels every still-queued entry of this simulator's players (ids with `prefix`).
+async fn cancel_prefix(db: &PgPool, queue: &str, prefix: &str) -> Result<u64, SimError> {
+    // LIKE needs its wildcards escaped: the prefix is data, not a pattern.
+    let pattern = format!(
+        "{}%",
+        prefix
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    );
+    let done = sqlx::query(
+        "UPDATE queue_entries SET status = 'cancelled' \
+          WHERE queue = $1 AND status = 'queued' AND player_id LIKE $2",
+    )
+    .bind(queue)
+    .bind(pattern)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// A Poisson-distributed count with this mean (Knuth's method; normal approximation for
+/// large means).
+fn poisson<R: rand::Rng + ?Sized>(rng: &mut R, mean: f64) -> u64 {
+    if mean <= 0.0 {
+        return 0;
+    }
+    if mean > 30.0 {
+        let u: f64 = rng.random();
+        let v: f64 = rng.random();
+        let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+        return (mean + mean.sqrt() * z).round().max(0.0) as u64;
+    }
+    let limit = (-mean).exp();
+    let mut k = 0;
+    let mut p: f64 = rng.random();
+    while p > limit {
+        k += 1;
+        p *= rng.random::<f64>();
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisson_has_the_requested_mean() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        for mean in [0.3, 4.0, 50.0] {
+            let n = 20_000;
+            let total: u64 = (0..n).map(|_| poisson(&mut rng, mean)).sum();
+            let got = total as f64 / n as f64;
+            assert!((got - mean).abs() < mean * 0.05 + 0.02, "{mean}: {got}");
+        }
+    }
+
+    #[test]
+    fn base_is_built_of_groups_covering_the_population() {
+        let population = Population::realistic();
+        let options = SimulatorOptions {
+            population: 1000,
+            ..SimulatorOptions::default()
+        };
+        let sim = Simulation::new(&population, &options);
+        assert_eq!(sim.profiles.len(), 1000);
+        let members: usize = sim.groups.iter().map(|g| g.members.len()).sum();
+        assert_eq!(members, 1000);
+        assert!(sim.groups.iter().any(|g| g.party_id.is_some()));
+        assert!(sim.profiles.iter().all(|p| p.id.starts_with("sim1-")));
+        assert!(sim.peak_awake > 0.0 && sim.peak_awake <= 1.0);
+    }
+
+    #[test]
+    fn bad_options_are_refused_by_name() {
+        let options = SimulatorOptions {
+            cancel_share: 1.5,
+            ..SimulatorOptions::default()
+        };
+        let err = validate(&options).unwrap_err().to_string();
+        assert!(err.contains("cancel_share"), "{err}");
+    }
+}
