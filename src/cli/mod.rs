@@ -7,3 +7,4 @@ pub mod optimize;
 pub mod run;
 pub mod simulate;
 pub mod status;
+pub mod synthetic;

@@ -168,6 +168,7 @@ impl RoundRunner {
             budget: Budget::Time(config.round.budget),
             seed,
             threads: config.round.threads,
+            ..SolveOptions::default()
         };
         let pool = prepared.pool.clone();
         let span = tracing::Span::current();
