@@ -6,5 +6,7 @@
 //! reload) <- `cli` (subcommands).
 
 pub mod cli;
+pub mod config;
 pub mod core;
+pub mod db;
 pub mod sim;

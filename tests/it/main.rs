@@ -1,2 +1,7 @@
 //! All integration tests build into this one test binary (faster to link, one private
 //! PostgreSQL shared by the database tests).
+
+mod config;
+mod db_schema;
+mod local_pg;
+mod support;

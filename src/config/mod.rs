@@ -1,0 +1,417 @@
+//! The daemon's configuration (`config/matchmaker.toml`): typed, validated before use.
+//!
+//! ```toml
+//! default_queue = "ranked_3v3"
+//! [daemon]               # poll interval, lease TTL / renewal
+//! [queues.ranked_3v3]    # the core's QueueModel: format, network, weights, factors
+//! [queues.ranked_3v3.round]  # this daemon's RoundConfig: schedule, sizes, budget, seed
+//! ```
+//!
+//! [`Config::load`] / [`Config::from_toml_str`] refuse a bad file with a message naming
+//! the queue and the key; the daemon's hot reload keeps the old config in that case. Each
+//! queue's effective config has a [`QueueConfig::hash`] stored with every round, so a past
+//! round can be traced to the exact settings that produced it.
+
+pub mod schedule;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::core::{QueueModel, Strategy};
+pub use schedule::Schedule;
+
+/// The embedded default configuration (`config/matchmaker.toml`).
+pub const DEFAULT_TOML: &str = include_str!("../../config/matchmaker.toml");
+
+/// The schedule of a queue that sets neither `every` nor `cron`.
+pub const DEFAULT_EVERY: Duration = Duration::from_secs(120);
+
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "MATCHMAKER_CONFIG";
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config is not valid TOML: {0}")]
+    Toml(String),
+    /// A value is refused; `key` is the full dotted path, e.g. `queues.ranked_3v3.round.min_pool`.
+    #[error("config key `{key}`: {problem}")]
+    Invalid { key: String, problem: String },
+}
+
+fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        problem: problem.into(),
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// The queue clients use when they do not name one (and the simulator's default).
+    pub default_queue: String,
+    pub daemon: DaemonConfig,
+    pub queues: BTreeMap<String, QueueConfig>,
+}
+
+/// Process-wide settings of `matchmaker run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// How often each queue looks at its pool even without a NOTIFY (the fallback when
+    /// notifications are lost) and re-checks its lease.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// A leader that stops renewing loses its queues after this long; a standby takes
+    /// over within it.
+    #[serde(with = "humantime_serde")]
+    pub lease_ttl: Duration,
+    /// How often the leader renews its leases (well below `lease_ttl`).
+    #[serde(with = "humantime_serde")]
+    pub lease_renew: Duration,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            poll_interval: Duration::from_secs(5),
+            lease_ttl: Duration::from_secs(15),
+            lease_renew: Duration::from_secs(5),
+        }
+    }
+}
+
+/// One queue: the core's model (`[queues.NAME]`) and when / how its rounds run
+/// (`[queues.NAME.round]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueConfig {
+    pub model: QueueModel,
+    pub round: RoundConfig,
+}
+
+/// `[queues.NAME.round]`: the daemon's part of a queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoundConfig {
+    /// A round this long after the previous one. At most one of `every` / `cron`;
+    /// neither: every 2 minutes.
+    #[serde(
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub every: Option<Duration>,
+    /// A round at each tick of this cron expression (UTC; 5 fields, or 6 with seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// Start a round early as soon as this many players are queued (seed 003: 100-300).
+    /// Absent: no early start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_pool: Option<usize>,
+    /// A scheduled round waits while fewer players are queued; it starts when the pool
+    /// reaches this size, or when the longest-waiting player reaches the model's
+    /// `max_wait` (if a match can be formed). Default: one match worth of players.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_pool: Option<usize>,
+    /// At most this many players per round, oldest first; the rest wait for the next.
+    pub max_round_size: usize,
+    /// Wall-clock time the solver may spend on one round.
+    #[serde(with = "humantime_serde")]
+    pub budget: Duration,
+    /// Search strategy of the core.
+    pub strategy: Strategy,
+    /// Fixed solver seed. Absent: each round derives its seed from its start time. Either
+    /// way the seed used is stored with the round, so it can be replayed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Solver threads. Absent: all cores (rayon's global pool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// How many recent matches per pooled player the snapshot reads as history for
+    /// opponent variation (seed 003 looks at the previous match: 1).
+    pub history_matches: usize,
+}
+
+impl Default for RoundConfig {
+    fn default() -> Self {
+        RoundConfig {
+            every: None,
+            cron: None,
+            target_pool: None,
+            min_pool: None,
+            max_round_size: 10_000,
+            budget: Duration::from_secs(2),
+            strategy: Strategy::Default,
+            seed: None,
+            threads: None,
+            history_matches: 3,
+        }
+    }
+}
+
+impl RoundConfig {
+    /// The schedule (valid once the config was validated).
+    pub fn schedule(&self) -> Result<Schedule, String> {
+        match (&self.every, &self.cron) {
+            (Some(every), None) => Ok(Schedule::every(*every)),
+            (None, Some(cron)) => Schedule::cron(cron),
+            (Some(_), Some(_)) => Err("set either `every` or `cron`, not both".into()),
+            (None, None) => Ok(Schedule::every(DEFAULT_EVERY)),
+        }
+    }
+}
+
+impl QueueConfig {
+    /// `min_pool`, defaulting to one match worth of players.
+    pub fn min_pool(&self) -> usize {
+        self.round
+            .min_pool
+            .unwrap_or_else(|| self.model.players_per_match())
+    }
+
+    /// The effective config as JSON: the `[queues.NAME]` table with its `round` table,
+    /// every default filled in. Stored with each round.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(&self.model).expect("queue model serializes");
+        let round = serde_json::to_value(&self.round).expect("round config serializes");
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert("round".into(), round);
+        }
+        value
+    }
+
+    /// A short version tag of the effective config: FNV-1a 64 of its JSON (hex). Stable
+    /// across builds (unlike std's hasher), which is all a version tag needs.
+    pub fn hash(&self) -> String {
+        let json = self.to_json().to_string();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in json.bytes() {
+            h ^= u64::from(byte);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+}
+
+impl Serialize for QueueConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl Config {
+    /// Read and validate a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_toml_str(&text)
+    }
+
+    /// The embedded default (`config/matchmaker.toml` as built into the binary).
+    pub fn embedded_default() -> Config {
+        Config::from_toml_str(DEFAULT_TOML).expect("the embedded default config is valid")
+    }
+
+    /// Parse and validate.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+
+        let default_queue = match table.remove("default_queue") {
+            None => None,
+            Some(toml::Value::String(s)) => Some(s),
+            Some(_) => return Err(invalid("default_queue", "must be a string")),
+        };
+        let daemon: DaemonConfig = match table.remove("daemon") {
+            None => DaemonConfig::default(),
+            Some(v) => v
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid("daemon", e.message()))?,
+        };
+        let queues_value = table
+            .remove("queues")
+            .ok_or_else(|| invalid("queues", "at least one [queues.NAME] table is required"))?;
+        if let Some(key) = table.keys().next() {
+            return Err(invalid(
+                key.clone(),
+                "unknown key (expected default_queue, daemon, queues)",
+            ));
+        }
+        let toml::Value::Table(queue_tables) = queues_value else {
+            return Err(invalid("queues", "must be a table of [queues.NAME] tables"));
+        };
+
+        let mut queues = BTreeMap::new();
+        for (name, value) in queue_tables {
+            let key = format!("queues.{name}");
+            let toml::Value::Table(mut queue_table) = value else {
+                return Err(invalid(key, "must be a table"));
+            };
+            let round: RoundConfig = match queue_table.remove("round") {
+                None => RoundConfig::default(),
+                Some(v) => v
+                    .try_into()
+                    .map_err(|e: toml::de::Error| invalid(format!("{key}.round"), e.message()))?,
+            };
+            let model: QueueModel = toml::Value::Table(queue_table)
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(key.clone(), e.message()))?;
+            queues.insert(name, QueueConfig { model, round });
+        }
+
+        let default_queue = match default_queue {
+            Some(q) => q,
+            None if queues.len() == 1 => queues.keys().next().cloned().unwrap_or_default(),
+            None => {
+                return Err(invalid(
+                    "default_queue",
+                    "required when more than one queue is configured",
+                ));
+            }
+        };
+        let config = Config {
+            default_queue,
+            daemon,
+            queues,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Every rule a config must satisfy; the error names the queue and key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.queues.is_empty() {
+            return Err(invalid("queues", "at least one queue is required"));
+        }
+        if !self.queues.contains_key(&self.default_queue) {
+            return Err(invalid(
+                "default_queue",
+                format!("no queue named {:?} is configured", self.default_queue),
+            ));
+        }
+        let d = &self.daemon;
+        if d.poll_interval.is_zero() {
+            return Err(invalid("daemon.poll_interval", "must be greater than 0"));
+        }
+        if d.lease_renew.is_zero() || d.lease_renew >= d.lease_ttl {
+            return Err(invalid(
+                "daemon.lease_renew",
+                "must be greater than 0 and less than daemon.lease_ttl",
+            ));
+        }
+        for (name, queue) in &self.queues {
+            queue.validate(name)?;
+        }
+        Ok(())
+    }
+}
+
+impl QueueConfig {
+    /// Validate one queue named `name`.
+    pub fn validate(&self, name: &str) -> Result<(), ConfigError> {
+        let key = |k: &str| format!("queues.{name}.{k}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(invalid(
+                format!("queues.{name:?}"),
+                "queue names use letters, digits, '_' and '-'",
+            ));
+        }
+        validate_model(&self.model)
+            .map_err(|problem| invalid(format!("queues.{name}"), problem))?;
+        let r = &self.round;
+        r.schedule().map_err(|p| {
+            let k = if r.cron.is_some() && r.every.is_none() {
+                "round.cron"
+            } else {
+                "round.every"
+            };
+            invalid(key(k), p)
+        })?;
+        if r.every.is_some_and(|e| e < Duration::from_secs(1)) {
+            return Err(invalid(key("round.every"), "must be at least 1s"));
+        }
+        let per_match = self.model.players_per_match();
+        if r.max_round_size < per_match {
+            return Err(invalid(
+                key("round.max_round_size"),
+                format!("must be at least one match ({per_match} players)"),
+            ));
+        }
+        if let Some(min) = r.min_pool {
+            if min < per_match {
+                return Err(invalid(
+                    key("round.min_pool"),
+                    format!("must be at least one match ({per_match} players)"),
+                ));
+            }
+            if min > r.max_round_size {
+                return Err(invalid(
+                    key("round.min_pool"),
+                    "must not exceed round.max_round_size",
+                ));
+            }
+        }
+        if let Some(target) = r.target_pool
+            && target < self.min_pool()
+        {
+            return Err(invalid(
+                key("round.target_pool"),
+                format!("must be at least round.min_pool ({})", self.min_pool()),
+            ));
+        }
+        if r.budget.is_zero() {
+            return Err(invalid(key("round.budget"), "must be greater than 0"));
+        }
+        if r.threads == Some(0) {
+            return Err(invalid(key("round.threads"), "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The model's own rules. The message starts with the key inside the queue table.
+fn validate_model(model: &QueueModel) -> Result<(), String> {
+    if model.teams < 2 {
+        return Err("teams: must be at least 2".into());
+    }
+    if model.team_size < 1 {
+        return Err("team_size: must be at least 1".into());
+    }
+    if model.max_wait.is_zero() {
+        return Err("max_wait: must be greater than 0".into());
+    }
+    // Every weight, whatever weights the core defines: finite and >= 0.
+    if let Ok(serde_json::Value::Object(weights)) = serde_json::to_value(&model.weights) {
+        for (name, w) in weights {
+            if !w.as_f64().is_some_and(|w| w.is_finite() && w >= 0.0) {
+                return Err(format!("weights.{name}: must be a finite number >= 0"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the config comes from: `--config`, else `MATCHMAKER_CONFIG`, else
+/// `config/matchmaker.toml` if it exists, else the embedded default (None).
+pub fn resolve_path(flag: Option<PathBuf>) -> Option<PathBuf> {
+    flag.or_else(|| std::env::var_os(CONFIG_ENV).map(PathBuf::from))
+        .or_else(|| {
+            let local = PathBuf::from("config/matchmaker.toml");
+            local.exists().then_some(local)
+        })
+}

@@ -1,0 +1,375 @@
+//! A private PostgreSQL server started from the local binaries, for tests and for a local
+//! trial of `matchmaker run` without a database.
+//!
+//! It finds `initdb` / `pg_ctl` on `PATH` or in `/usr/lib/postgresql/<version>/bin`
+//! (Debian's `postgresql` package; the highest version wins), creates a data directory,
+//! and starts the server on a free port of 127.0.0.1 with a private unix-socket
+//! directory, trust authentication and user `postgres`. PostgreSQL refuses to run as root,
+//! so when we are root every command runs as the `postgres` system user (`runuser`) and
+//! the directory is handed to that user.
+//!
+//! * [`LocalPostgres::start_temporary`]: a fresh server in a temporary directory, removed
+//!   when stopped or dropped (tests).
+//! * [`LocalPostgres::start_persistent`]: state survives restarts (`matchmaker run`
+//!   without `DATABASE_URL` keeps it in `.local-pg/`). A server already running in that
+//!   directory (another `matchmaker run`) is reused and left running.
+
+use std::net::TcpListener;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use thiserror::Error;
+
+/// Why a private server could not be started or stopped.
+#[derive(Debug, Error)]
+pub enum LocalPgError {
+    #[error(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in \
+         /usr/lib/postgresql/*/bin; install the Debian package `postgresql` \
+         (apt-get install postgresql) or set DATABASE_URL to an existing server"
+    )]
+    BinariesMissing,
+    #[error(
+        "running as root, but PostgreSQL refuses to run as root and the `postgres` system \
+         user does not exist; create it (the Debian package `postgresql` does) or set \
+         DATABASE_URL"
+    )]
+    NoPostgresUser,
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}): {output}")]
+    Command {
+        command: String,
+        status: String,
+        output: String,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LocalPgError {
+    let what = what.into();
+    move |source| LocalPgError::Io { what, source }
+}
+
+/// A running private server. Stop it with [`LocalPostgres::stop`]; dropping it stops it
+/// too (blocking) if this process started it.
+#[derive(Debug)]
+pub struct LocalPostgres {
+    bin_dir: PathBuf,
+    /// Holds `data/`, `socket/` and `server.log`.
+    base_dir: PathBuf,
+    port: u16,
+    /// Remove `base_dir` when stopped.
+    temporary: bool,
+    /// False when we reused a server another process started: we leave it running.
+    owned: bool,
+    stopped: bool,
+    run_as_postgres: bool,
+}
+
+impl LocalPostgres {
+    /// Start a fresh server in a new temporary directory (removed on stop / drop).
+    pub async fn start_temporary() -> Result<Self, LocalPgError> {
+        tokio::task::spawn_blocking(Self::start_temporary_blocking)
+            .await
+            .expect("local PostgreSQL start task panicked")
+    }
+
+    /// Start (or reuse) a server whose state lives in `dir`, created if missing.
+    pub async fn start_persistent(dir: impl Into<PathBuf>) -> Result<Self, LocalPgError> {
+        let dir = dir.into();
+        tokio::task::spawn_blocking(move || Self::start_persistent_blocking(&dir))
+            .await
+            .expect("local PostgreSQL start task panicked")
+    }
+
+    /// Blocking twin of [`start_temporary`](Self::start_temporary), for callers without
+    /// an async runtime (test support starts one server per test binary this way).
+    pub fn start_temporary_blocking() -> Result<Self, LocalPgError> {
+        Self::start_temporary_in_blocking(&std::env::temp_dir())
+    }
+
+    /// Like [`start_temporary_blocking`](Self::start_temporary_blocking), under `parent`.
+    pub fn start_temporary_in_blocking(parent: &Path) -> Result<Self, LocalPgError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!(
+            "matchmaker-pg-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let base = parent.join(name);
+        let mut server = Self::init(&base, true)?;
+        server.start(&["-c", "fsync=off", "-c", "synchronous_commit=off"])?;
+        Ok(server)
+    }
+
+    /// Blocking twin of [`start_persistent`](Self::start_persistent).
+    pub fn start_persistent_blocking(dir: &Path) -> Result<Self, LocalPgError> {
+        let base = std::path::absolute(dir).map_err(io_err(format!("{}", dir.display())))?;
+        let mut server = Self::init(&base, false)?;
+        if let Some(port) = server.running_port() {
+            // Another `matchmaker run` started it: share it, leave it running.
+            server.port = port;
+            server.owned = false;
+            return Ok(server);
+        }
+        server.start(&[])?;
+        Ok(server)
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The directory holding the data directory, socket and log.
+    pub fn base_dir(&self) -> &Path {
+        &self.base_dir
+    }
+
+    /// Stop the server (fast shutdown) and remove a temporary directory.
+    pub async fn stop(mut self) -> Result<(), LocalPgError> {
+        tokio::task::spawn_blocking(move || self.stop_blocking())
+            .await
+            .expect("local PostgreSQL stop task panicked")
+    }
+
+    /// Blocking twin of [`stop`](Self::stop); idempotent.
+    pub fn stop_blocking(&mut self) -> Result<(), LocalPgError> {
+        if self.stopped {
+            return Ok(());
+        }
+        self.stopped = true;
+        let mut result = Ok(());
+        if self.owned {
+            let data = self.data_dir();
+            result = self
+                .pg_ctl(&["-D", path_str(&data), "-m", "fast", "-w", "stop"])
+                .map(drop);
+        }
+        if self.temporary {
+            let _ = std::fs::remove_dir_all(&self.base_dir);
+        }
+        result
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.base_dir.join("data")
+    }
+
+    fn socket_dir(&self) -> PathBuf {
+        self.base_dir.join("socket")
+    }
+
+    /// Create the directories and the cluster (unless it exists already).
+    fn init(base: &Path, temporary: bool) -> Result<Self, LocalPgError> {
+        let bin_dir = find_bin_dir().ok_or(LocalPgError::BinariesMissing)?;
+        let run_as_postgres = running_as_root();
+        let owner = if run_as_postgres {
+            Some(postgres_user_ids().ok_or(LocalPgError::NoPostgresUser)?)
+        } else {
+            None
+        };
+        let server = LocalPostgres {
+            bin_dir,
+            base_dir: base.to_path_buf(),
+            port: 0,
+            temporary,
+            owned: true,
+            stopped: true, // nothing to stop until `start` succeeds
+            run_as_postgres,
+        };
+        for dir in [base.to_path_buf(), server.socket_dir()] {
+            std::fs::create_dir_all(&dir).map_err(io_err(format!("create {}", dir.display())))?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(io_err(format!("chmod {}", dir.display())))?;
+            if let Some((uid, gid)) = owner {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                    .map_err(io_err(format!("chown {} to postgres", dir.display())))?;
+            }
+        }
+        if !server.data_dir().join("PG_VERSION").exists() {
+            let data = server.data_dir();
+            let result = server.run(
+                "initdb",
+                &[
+                    "-D",
+                    path_str(&data),
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ],
+            );
+            if let Err(err) = result {
+                if temporary {
+                    let _ = std::fs::remove_dir_all(base);
+                }
+                return Err(err);
+            }
+        }
+        Ok(server)
+    }
+
+    /// Start on a free port; a port taken between our probe and the server's bind is
+    /// retried with another port.
+    fn start(&mut self, extra: &[&str]) -> Result<(), LocalPgError> {
+        let mut last_err = None;
+        for _ in 0..5 {
+            let port = free_port().map_err(io_err("find a free TCP port"))?;
+            let mut options = format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300",
+                path_str(&self.socket_dir())
+            );
+            for pair in extra.chunks(2) {
+                options.push(' ');
+                options.push_str(&pair.join(" "));
+            }
+            let data = self.data_dir();
+            let log = self.base_dir.join("server.log");
+            match self.pg_ctl(&[
+                "-D",
+                path_str(&data),
+                "-l",
+                path_str(&log),
+                "-o",
+                &options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]) {
+                Ok(_) => {
+                    self.port = port;
+                    self.stopped = false;
+                    return Ok(());
+                }
+                Err(err) => last_err = Some(err),
+            }
+        }
+        if self.temporary {
+            let _ = std::fs::remove_dir_all(&self.base_dir);
+        }
+        Err(last_err.expect("at least one attempt"))
+    }
+
+    /// The port of a server already running in our data directory, if any.
+    fn running_port(&self) -> Option<u16> {
+        let data = self.data_dir();
+        self.pg_ctl(&["-D", path_str(&data), "status"]).ok()?;
+        // postmaster.pid: line 4 is the port.
+        let pid_file = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
+        pid_file.lines().nth(3)?.trim().parse().ok()
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> Result<Output, LocalPgError> {
+        self.run("pg_ctl", args)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Result<Output, LocalPgError> {
+        let exe = self.bin_dir.join(program);
+        let mut command = if self.run_as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        // The postgres user may not be allowed into our working directory.
+        command.args(args).current_dir(&self.base_dir);
+        let shown = format!("{} {}", exe.display(), args.join(" "));
+        let output = command.output().map_err(io_err(format!("run {shown}")))?;
+        if output.status.success() {
+            Ok(output)
+        } else {
+            let mut text = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            if text.is_empty() {
+                text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+            }
+            let log = self.base_dir.join("server.log");
+            if let Ok(log) = std::fs::read_to_string(&log) {
+                let tail: Vec<_> = log.lines().rev().take(5).collect();
+                let tail: Vec<_> = tail.into_iter().rev().collect();
+                text.push_str(&format!("; server log tail: {}", tail.join(" | ")));
+            }
+            Err(LocalPgError::Command {
+                command: shown,
+                status: output.status.to_string(),
+                output: text,
+            })
+        }
+    }
+}
+
+impl Drop for LocalPostgres {
+    fn drop(&mut self) {
+        let _ = self.stop_blocking();
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("local PostgreSQL paths are UTF-8")
+}
+
+/// `PATH` first, then Debian's versioned directories, highest version first.
+fn find_bin_dir() -> Option<PathBuf> {
+    let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if has_both(&dir) {
+                return Some(dir);
+            }
+        }
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            Some((version, e.path().join("bin")))
+        })
+        .filter(|(_, bin)| has_both(bin))
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+/// `/proc/self` belongs to the effective user of this process.
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// (uid, gid) of the `postgres` system user, from `/etc/passwd`.
+fn postgres_user_ids() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<_> = line.split(':').collect();
+        if fields.first() == Some(&"postgres") && fields.len() > 3 {
+            Some((fields[2].parse().ok()?, fields[3].parse().ok()?))
+        } else {
+            None
+        }
+    })
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}

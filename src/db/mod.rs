@@ -1,0 +1,70 @@
+//! The PostgreSQL shell around the core: connection, migrations, the snapshot of a round,
+//! its commit, leases and the queue state the countdown is made of.
+//!
+//! Every query takes the current time as a parameter (`now`) instead of reading the
+//! database clock, so tests drive rounds, leases and countdowns with an injected clock.
+
+pub mod local_pg;
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+use thiserror::Error;
+
+/// Errors at the database boundary.
+#[derive(Debug, Error)]
+pub enum DbError {
+    #[error("cannot connect to PostgreSQL at {url}: {source}")]
+    Connect {
+        url: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// The migrations in `migrations/`, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
+
+/// Connect a pool to `url`.
+pub async fn connect(url: &str) -> Result<PgPool, DbError> {
+    connect_with(url, 10).await
+}
+
+/// Connect a pool of at most `max_connections` to `url`.
+pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbError> {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect(url)
+        .await
+        .map_err(|source| DbError::Connect {
+            url: redact(url),
+            source,
+        })
+}
+
+/// Apply pending migrations (idempotent; concurrent callers are serialized by sqlx's
+/// advisory lock).
+pub async fn migrate(db: &PgPool) -> Result<(), DbError> {
+    MIGRATOR.run(db).await?;
+    Ok(())
+}
+
+/// The URL without its password, for error messages and logs.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}

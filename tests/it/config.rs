@@ -1,0 +1,81 @@
+//! The config file: the shipped default is valid; bad values are refused naming queue
+//! and key.
+
+use matchmaker::config::{Config, ConfigError};
+
+fn err(toml: &str) -> String {
+    match Config::from_toml_str(toml) {
+        Ok(_) => panic!("should be refused:\n{toml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn shipped_config_is_valid_and_has_the_default_queue() {
+    let config = Config::load(std::path::Path::new("config/matchmaker.toml")).unwrap();
+    assert_eq!(config, Config::embedded_default());
+    assert_eq!(config.default_queue, "ranked_3v3");
+    let q = &config.queues["ranked_3v3"];
+    assert_eq!(q.model.players_per_match(), 6);
+    assert_eq!(q.round.target_pool, Some(300));
+    assert!(config.queues.contains_key("casual_5v5"));
+}
+
+#[test]
+fn bad_values_are_refused_naming_queue_and_key() {
+    let cases = [
+        (
+            "[queues.a.round]\nevery = \"2m\"\nmin_pool = 3\n",
+            "queues.a.round.min_pool",
+        ),
+        (
+            "[queues.a.round]\nevery = \"2m\"\ncron = \"* * * * *\"\n",
+            "queues.a.round.every",
+        ),
+        (
+            "[queues.a.round]\ncron = \"nonsense\"\n",
+            "queues.a.round.cron",
+        ),
+        ("[queues.a]\nteams = 1\n", "queues.a"),
+        ("[queues.a]\ncolour = \"red\"\n", "queues.a"),
+        (
+            "[queues.a.round]\nbudget = \"0s\"\n",
+            "queues.a.round.budget",
+        ),
+        (
+            "[queues.a.round]\ntarget_pool = 10\nmin_pool = 60\n",
+            "queues.a.round.target_pool",
+        ),
+        (
+            "[queues.a.weights]\nenemy_ping = -1.0\n",
+            "weights.enemy_ping",
+        ),
+        ("default_queue = \"b\"\n[queues.a]\n", "default_queue"),
+        (
+            "[daemon]\nlease_ttl = \"5s\"\nlease_renew = \"10s\"\n[queues.a]\n",
+            "daemon.lease_renew",
+        ),
+    ];
+    for (toml, key) in cases {
+        let message = err(toml);
+        assert!(
+            message.contains(key),
+            "{toml}\nexpected `{key}` in: {message}"
+        );
+    }
+    assert!(matches!(
+        Config::from_toml_str("queues = ["),
+        Err(ConfigError::Toml(_))
+    ));
+}
+
+#[test]
+fn config_hash_changes_with_any_effective_setting() {
+    let a = Config::from_toml_str("[queues.a.round]\nevery = \"2m\"\n").unwrap();
+    let b = Config::from_toml_str("[queues.a.round]\nevery = \"3m\"\n").unwrap();
+    let a2 = Config::from_toml_str("[queues.a]\n[queues.a.round]\nevery = \"120s\"\n").unwrap();
+    let (qa, qb, qa2) = (&a.queues["a"], &b.queues["a"], &a2.queues["a"]);
+    assert_ne!(qa.hash(), qb.hash());
+    assert_eq!(qa.hash(), qa2.hash(), "same effective config, same hash");
+    assert_eq!(qa.to_json()["round"]["every"], "2m");
+}

@@ -1,0 +1,143 @@
+//! Shared test support: a real PostgreSQL for the database tests.
+//!
+//! `DATABASE_URL` set: tests use that server. Otherwise ONE private server is started from
+//! the local binaries the first time a test needs it (shared by the whole test binary) and
+//! stopped when the binary exits; its directory lives under the target dir, and leftovers
+//! of a killed earlier run are removed at the next start. Each test gets its own fresh
+//! database with the migrations applied, so tests run in parallel without seeing each
+//! other. Tests never skip: without binaries or a server they fail with the reason.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use matchmaker::db::local_pg::LocalPostgres;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+
+/// A fresh, migrated database of its own for one test.
+pub struct TestDb {
+    pub pool: PgPool,
+    pub options: PgConnectOptions,
+    pub name: String,
+}
+
+impl TestDb {
+    /// Another pool on the same database (a second daemon, a client).
+    pub async fn new_pool(&self, max_connections: u32) -> PgPool {
+        PgPoolOptions::new()
+            .max_connections(max_connections)
+            .connect_with(self.options.clone())
+            .await
+            .expect("connect to the test database")
+    }
+
+    /// `postgres://...` of this test's database.
+    pub fn url(&self) -> String {
+        let server = server_url();
+        let (base, _) = server.rsplit_once('/').expect("URL has a database path");
+        format!("{base}/{}", self.name)
+    }
+}
+
+/// A new database on the shared test server, migrated.
+pub async fn fresh_db() -> TestDb {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "mm_t_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let server = PgConnectOptions::from_str(server_url()).expect("valid server URL");
+    let mut admin = server
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("connect to test PostgreSQL {}: {e}", server_url()));
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create the test database");
+    admin.close().await.ok();
+    let options = server.database(&name);
+    let pool = PgPoolOptions::new()
+        .max_connections(8)
+        .connect_with(options.clone())
+        .await
+        .expect("connect to the test database");
+    matchmaker::db::migrate(&pool)
+        .await
+        .expect("migrations apply");
+    TestDb {
+        pool,
+        options,
+        name,
+    }
+}
+
+/// The server all tests of this binary share.
+pub fn server_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DATABASE_URL") {
+            return url;
+        }
+        let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("it-pg");
+        std::fs::create_dir_all(&parent).expect("create the test server directory");
+        remove_stale_servers(&parent);
+        let server = LocalPostgres::start_temporary_in_blocking(&parent).unwrap_or_else(|e| {
+            panic!("no DATABASE_URL and cannot start a private PostgreSQL for tests: {e}")
+        });
+        let url = server.url();
+        *SERVER.lock().unwrap() = Some(server);
+        // Statics are never dropped: stop the server when the test binary exits.
+        // SAFETY: atexit is the C library's, and the callback never unwinds.
+        unsafe { atexit(stop_server_at_exit) };
+        url
+    })
+}
+
+static SERVER: Mutex<Option<LocalPostgres>> = Mutex::new(None);
+
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+extern "C" fn stop_server_at_exit() {
+    let server = std::panic::catch_unwind(|| SERVER.lock().ok().and_then(|mut s| s.take()));
+    if let Ok(Some(mut server)) = server {
+        let _ = server.stop_blocking();
+    }
+}
+
+/// Servers of earlier test runs that were killed before they could stop their server:
+/// directories are named `matchmaker-pg-<pid>-...`; a dead pid means a leftover.
+fn remove_stale_servers(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix("matchmaker-pg-")
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let pid_file = entry.path().join("data").join("postmaster.pid");
+        if let Some(postmaster) = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|s| s.lines().next().map(str::to_string))
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-QUIT", &postmaster])
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(entry.path());
+    }
+}
