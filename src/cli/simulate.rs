@@ -164,11 +164,7 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         .database_url
         .as_deref()
         .context("--database-url or DATABASE_URL is required")?;
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .connect(url)
-        .await
-        .context("connecting to the database")?;
+    let pool = crate::db::connect_with(url, 4).await?;
     let population = Population::realistic();
     let options = args.load.options(args.duration, LoadDefaults::SIMULATE);
     eprintln!(

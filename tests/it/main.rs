@@ -4,4 +4,6 @@
 mod config;
 mod db_schema;
 mod local_pg;
+mod sim;
+mod sim_deploy;
 mod support;

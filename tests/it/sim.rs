@@ -28,9 +28,15 @@ async fn simulator_enqueues_parties_cancels_and_cleans_up() {
         },
         ..SimulatorOptions::default()
     };
-    let report = run_simulator(&db.pool, &population, &options, None, std::future::pending())
-        .await
-        .expect("the simulator runs");
+    let report = run_simulator(
+        &db.pool,
+        &population,
+        &options,
+        None,
+        std::future::pending(),
+    )
+    .await
+    .expect("the simulator runs");
 
     let rows: Vec<(String, Option<String>, String, serde_json::Value, f64)> = sqlx::query_as(
         "SELECT player_id, party_id, status, latencies,
@@ -48,7 +54,10 @@ async fn simulator_enqueues_parties_cancels_and_cleans_up() {
         report.enqueued,
         "every entry ends cancelled: {report}"
     );
-    assert!(rows.iter().all(|r| r.2 == "cancelled"), "nothing left queued");
+    assert!(
+        rows.iter().all(|r| r.2 == "cancelled"),
+        "nothing left queued"
+    );
 
     let regions = population.region_names();
     for (player, _, _, latencies, _) in &rows {
@@ -64,7 +73,10 @@ async fn simulator_enqueues_parties_cancels_and_cleans_up() {
             parties.entry(party).or_default().push(*at);
         }
     }
-    assert!(!parties.is_empty() && report.enqueued_in_parties > 0, "{report}");
+    assert!(
+        !parties.is_empty() && report.enqueued_in_parties > 0,
+        "{report}"
+    );
     for (party, times) in &parties {
         // A party may queue more than once in a run; each enqueue adds 2-3 rows.
         assert!(times.len() >= 2, "{party}: {times:?}");
