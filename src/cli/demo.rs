@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use crate::cli::simulate::{LoadArgs, LoadDefaults, progress_line};
 use crate::cli::status::{read_status, render};
 use crate::config::Config;
+use crate::daemon::DaemonOptions;
 use crate::db::local_pg::LocalPostgres;
 use crate::sim::population::Population;
 use crate::sim::simulator::{SimProgress, run_simulator};
@@ -169,7 +170,12 @@ fn start_daemon(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> impl Future<Output = anyhow::Result<()>> + Send + 'static {
     async move {
-        crate::daemon::run(db, config, shutdown).await?;
+        // No config path: the demo's schedule overrides are not hot-reloaded.
+        let options = DaemonOptions {
+            config_path: None,
+            ..DaemonOptions::default()
+        };
+        crate::daemon::run(db, config, options, shutdown).await?;
         Ok(())
     }
 }

@@ -6,4 +6,5 @@ mod db_schema;
 mod local_pg;
 mod sim;
 mod sim_deploy;
+mod sim_status;
 mod support;
