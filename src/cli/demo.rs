@@ -45,6 +45,8 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let log = log_to_file()?;
+    eprintln!("daemon log: {}", log.display());
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(demo(args))
 }
@@ -233,6 +235,21 @@ async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The daemon's log lines go to a file: the terminal belongs to the live view.
+fn log_to_file() -> anyhow::Result<PathBuf> {
+    let path = std::env::temp_dir().join(format!("matchmaker-demo-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("creating the demo log {}", path.display()))?;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+    Ok(path)
 }
 
 /// Awaits `work` while printing `what...` and the elapsed seconds, so a slow step (initdb,
