@@ -93,20 +93,39 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let daemon = start_daemon(db.clone(), config, stopped(stop_rx.clone()));
+    let daemon = start_daemon(db.clone(), config.clone(), stopped(stop_rx.clone()));
     let daemon = tokio::spawn(daemon);
 
-    let (progress_tx, progress_rx) = watch::channel(SimProgress::default());
-    // The simulator stops with the demo; its own limit is only a safety net.
-    let options = args
-        .load
-        .options(args.duration + Duration::from_secs(60), LoadDefaults::DEMO);
-    let sim_db = db.clone();
-    let sim_stop = stopped(stop_rx.clone());
-    let simulator = tokio::spawn(async move {
-        let population = Population::realistic();
-        run_simulator(&sim_db, &population, &options, Some(progress_tx), sim_stop).await
-    });
+    // One simulator per queue: the demo queue at --rate, the others at half of it, each
+    // with its queue's format (party sizes up to the team size, the queue's roles).
+    let population = std::sync::Arc::new(Population::realistic());
+    let mut simulators = Vec::new();
+    for (k, (name, queue)) in config.queues.iter().enumerate() {
+        // The simulator stops with the demo; its own limit is only a safety net.
+        let mut options = args
+            .load
+            .options(args.duration + Duration::from_secs(60), LoadDefaults::DEMO);
+        if *name != args.load.queue {
+            options.rate /= 2.0;
+        }
+        options.queue = name.clone();
+        options.seed = options.seed.wrapping_add(k as u64);
+        options.id_prefix = Some(format!(
+            "{}{name}-",
+            args.load.id_prefix.clone().unwrap_or_else(|| "sim-".into())
+        ));
+        options.spec.max_party_size = options.spec.max_party_size.min(queue.model.team_size);
+        if options.spec.roles.is_empty() {
+            options.spec.roles = queue.model.roles.clone();
+        }
+        let (progress_tx, progress_rx) = watch::channel(SimProgress::default());
+        let (sim_db, sim_stop, population) =
+            (db.clone(), stopped(stop_rx.clone()), population.clone());
+        let task = tokio::spawn(async move {
+            run_simulator(&sim_db, &population, &options, Some(progress_tx), sim_stop).await
+        });
+        simulators.push((name.clone(), progress_rx, task));
+    }
 
     // 4. The live view until Ctrl-C or --duration.
     let started = Instant::now();
@@ -116,7 +135,9 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
         let left = args.duration.saturating_sub(started.elapsed());
         print!("\x1b[H\x1b[2J{}", render(&view, true));
         println!();
-        println!("{}", progress_line(&progress_rx.borrow()));
+        for (name, progress, _) in &simulators {
+            println!("{name:<16} {}", progress_line(&progress.borrow()));
+        }
         println!(
             "\x1b[2mdemo: {} left; Ctrl-C stops\x1b[0m",
             humantime::format_duration(Duration::from_secs(left.as_secs()))
@@ -134,13 +155,19 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
         if interrupted { "Ctrl-C:" } else { "time is up:" }
     );
     let _ = stop_tx.send(true);
-    let report = simulator.await.context("simulator task")??;
+    let mut reports = Vec::new();
+    for (name, _, task) in simulators {
+        reports.push((name, task.await.context("simulator task")??));
+    }
     daemon.await.context("daemon task")??;
 
     // 5. Where to look next.
     let view = read_status(&db, None, 6).await?;
     println!("\n{}", render(&view, false));
-    println!("simulator: {report}\n");
+    for (name, report) in &reports {
+        println!("simulator {name}: {report}");
+    }
+    println!();
     print_next_steps(&db, args.database_url.is_some()).await?;
     Ok(())
 }
