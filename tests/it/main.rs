@@ -11,4 +11,7 @@ mod local_pg;
 mod optimizer;
 mod optimizer_factors;
 mod optimizer_search;
+mod sim;
+mod sim_deploy;
+mod sim_status;
 mod support;
