@@ -8,4 +8,5 @@ mod daemon_run;
 mod daemon_triggers;
 mod db_schema;
 mod local_pg;
+mod ops_queries;
 mod support;
