@@ -2,6 +2,7 @@
 //! `db` and `daemon`.
 
 pub mod bench;
+pub mod bench_db;
 pub mod migrate;
 pub mod optimize;
 pub mod run;
