@@ -53,6 +53,8 @@ pub struct IndexedPool {
     pub roles: Vec<u32>,
     pub unit_of: Vec<u32>,
     pub units: Vec<Unit>,
+    /// Size of each unit (a compact copy of `units[u].size()` for the hot path).
+    pub unit_size: Vec<u8>,
     /// Region names (sorted) and latencies, player-major: `lat[p * regions + r]`.
     pub regions: Vec<String>,
     pub lat: Vec<f32>,
@@ -260,6 +262,7 @@ impl IndexedPool {
             roles: Vec::new(),
             unit_of: Vec::new(),
             units: Vec::new(),
+            unit_size: Vec::new(),
             regions,
             lat: Vec::new(),
             peer: Vec::new(),
@@ -322,6 +325,7 @@ impl IndexedPool {
             ix.units[unit as usize].members.push(k);
             ix.unit_of.push(unit);
         }
+        ix.unit_size = ix.units.iter().map(|u| u.size() as u8).collect();
         for u in &mut ix.units {
             u.skill = u.members.iter().map(|&m| ix.skill[m as usize]).sum::<f64>()
                 / u.members.len() as f64;
