@@ -152,7 +152,11 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
     }
     println!(
         "\n{} stopping the simulator and the daemon...",
-        if interrupted { "Ctrl-C:" } else { "time is up:" }
+        if interrupted {
+            "Ctrl-C:"
+        } else {
+            "time is up:"
+        }
     );
     let _ = stop_tx.send(true);
     let mut reports = Vec::new();
@@ -174,7 +178,7 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
 
 /// The demo's queue setup: every queue on a fast fixed schedule, small enough minimum
 /// pools that the first round comes within one interval.
-fn demo_config(mut config: Config, every: Duration, queue: &str) -> anyhow::Result<Config> {
+pub fn demo_config(mut config: Config, every: Duration, queue: &str) -> anyhow::Result<Config> {
     anyhow::ensure!(
         config.queues.contains_key(queue),
         "queue {queue:?} is not in the config (queues: {})",
@@ -193,50 +197,61 @@ fn demo_config(mut config: Config, every: Duration, queue: &str) -> anyhow::Resu
 }
 
 /// The daemon, running `config` until `shutdown`.
-fn start_daemon(
+async fn start_daemon(
     db: PgPool,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> impl Future<Output = anyhow::Result<()>> + Send + 'static {
-    async move {
-        // No config path: the demo's schedule overrides are not hot-reloaded.
-        let options = DaemonOptions {
-            config_path: None,
-            ..DaemonOptions::default()
-        };
-        crate::daemon::run(db, config, options, shutdown).await?;
-        Ok(())
-    }
+) -> anyhow::Result<()> {
+    // No config path: the demo's schedule overrides are not hot-reloaded.
+    let options = DaemonOptions {
+        config_path: None,
+        ..DaemonOptions::default()
+    };
+    crate::daemon::run(db, config, options, shutdown).await
 }
 
-/// Prints the SQL an operator runs next, each with its result on the demo's data.
-async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
-    const QUERIES: [(&str, &str); 3] = [
-        (
-            "the last rounds",
-            "SELECT round_id, queue, trigger, pool_size, match_count, left_over,
+/// The SQL an operator runs next: (title, query, its columns in display order).
+const NEXT_STEPS: [(&str, &str, &[&str]); 3] = [
+    (
+        "the last rounds",
+        "SELECT round_id, queue, trigger, pool_size, match_count, left_over,
        round(score::numeric, 3) AS score, round(solve_ms::numeric) AS solve_ms
   FROM round_summaries ORDER BY round_id DESC LIMIT 5;",
-        ),
-        (
-            "the weakest matches of the last round and why (per-factor scores)",
-            "SELECT match_id, round(match_score::numeric, 3) AS score, region, factors
-  FROM (SELECT DISTINCT ON (match_id) match_id, match_score, region, factors
-          FROM match_details
-         WHERE round_id = (SELECT max(round_id) FROM rounds)) m
- ORDER BY score LIMIT 3;",
-        ),
-        (
-            "wait-time percentiles per round (seconds)",
-            "SELECT round_id,
+        &[
+            "round_id",
+            "queue",
+            "trigger",
+            "pool_size",
+            "match_count",
+            "left_over",
+            "score",
+            "solve_ms",
+        ],
+    ),
+    (
+        "the weakest matches of the last round, and why (per-factor scores)",
+        "SELECT DISTINCT ON (match_score, match_id) match_id, queue,
+       round(match_score::numeric, 3) AS score, region, factors
+  FROM match_details
+ WHERE round_id = (SELECT max(round_id) FROM rounds)
+ ORDER BY match_score, match_id LIMIT 3;",
+        &["match_id", "queue", "score", "region", "factors"],
+    ),
+    (
+        "wait from enqueue to match, per round (seconds)",
+        "SELECT round_id,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY waited_seconds)::numeric, 1) AS p50,
        round(percentile_cont(0.9) WITHIN GROUP (ORDER BY waited_seconds)::numeric, 1) AS p90,
        round(max(waited_seconds)::numeric, 1) AS max
   FROM match_details GROUP BY round_id ORDER BY round_id DESC LIMIT 5;",
-        ),
-    ];
+        &["round_id", "p50", "p90", "max"],
+    ),
+];
+
+/// Prints the SQL an operator runs next, each with its result on the demo's data.
+async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
     println!("Where to look next: the rounds are in the database, explained in SQL.");
-    for (title, sql) in QUERIES {
+    for (title, sql, columns) in NEXT_STEPS {
         println!("\n-- {title}\n{sql}");
         let rows = sqlx::query_scalar::<_, serde_json::Value>(sqlx::AssertSqlSafe(format!(
             "SELECT to_jsonb(t) FROM ({}) t",
@@ -244,12 +259,7 @@ async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
         )))
         .fetch_all(db)
         .await?;
-        if rows.is_empty() {
-            println!("   (no rows)");
-        }
-        for row in rows {
-            println!("   {row}");
-        }
+        print!("{}", format_table(columns, &rows));
     }
     println!();
     if kept {
@@ -262,6 +272,49 @@ async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A psql-like table of JSON rows, columns in the given order.
+fn format_table(columns: &[&str], rows: &[serde_json::Value]) -> String {
+    let cell = |row: &serde_json::Value, column: &str| match row.get(column) {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    };
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| columns.iter().map(|c| cell(row, c)).collect())
+        .collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            cells
+                .iter()
+                .map(|r| r[k].chars().count())
+                .chain([c.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |values: Vec<&str>| {
+        let padded: Vec<String> = values
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect();
+        format!("   {}\n", padded.join(" | ").trim_end())
+    };
+    let mut out = line(columns.to_vec());
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    out.push_str(&format!("   {}\n", rule.join("-+-")));
+    for row in &cells {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    if cells.is_empty() {
+        out.push_str("   (no rows)\n");
+    }
+    out
 }
 
 /// The daemon's log lines go to a file: the terminal belongs to the live view.
@@ -279,24 +332,32 @@ fn log_to_file() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Awaits `work` while printing `what...` and the elapsed seconds, so a slow step (initdb,
-/// migrations) shows it is alive.
+/// Awaits `work` while showing `what...` and, on a terminal, the elapsed seconds, so a
+/// slow step (initdb, migrations) shows it is alive.
 async fn with_progress<T>(what: &str, work: impl Future<Output = T>) -> T {
+    use std::io::IsTerminal as _;
     let started = Instant::now();
-    eprint!("{what}...");
-    let _ = std::io::stderr().flush();
+    let live = std::io::stderr().is_terminal();
+    if live {
+        eprint!("{what}...");
+        let _ = std::io::stderr().flush();
+    }
     tokio::pin!(work);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
     let out = loop {
         tokio::select! {
             out = &mut work => break out,
-            _ = tick.tick() => {
+            _ = tick.tick() => if live {
                 eprint!("\r{what}... {} s", started.elapsed().as_secs());
                 let _ = std::io::stderr().flush();
             }
         }
     };
-    eprintln!("\r{what}... done in {:.1} s", started.elapsed().as_secs_f64());
+    let prefix = if live { "\r" } else { "" };
+    eprintln!(
+        "{prefix}{what}... done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     out
 }

@@ -39,7 +39,7 @@ pub struct LoadArgs {
     #[arg(long, default_value = "ranked_3v3")]
     pub queue: String,
     /// New players per second at the busiest time of day (players coming back from a
-    /// match come on top). Default: 2 (simulate), 3 (demo).
+    /// match come on top). Default: 2 (simulate), 5 (demo).
     #[arg(long)]
     pub rate: Option<f64>,
     /// Size of the player base (distinct players).
@@ -94,7 +94,7 @@ impl LoadDefaults {
         speedup: 1.0,
     };
     pub const DEMO: LoadDefaults = LoadDefaults {
-        rate: 3.0,
+        rate: 5.0,
         speedup: 30.0,
     };
 }
