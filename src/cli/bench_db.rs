@@ -162,6 +162,7 @@ async fn timed_round(
                 budget: Budget::Time(Duration::from_millis(200)),
                 seed: 1,
                 threads: Some(1),
+                ..SolveOptions::default()
             },
         )
     })

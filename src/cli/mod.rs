@@ -8,4 +8,3 @@ pub mod optimize;
 pub mod run;
 pub mod simulate;
 pub mod status;
-pub mod synthetic;
