@@ -21,6 +21,12 @@ enum Command {
     Optimize(cli::optimize::OptimizeArgs),
     /// Run every strategy on fixed seeded pools and print a side-by-side table.
     Bench(cli::bench::BenchArgs),
+    /// Run the round daemon: matchmaking rounds for every configured queue.
+    Run(cli::run::RunArgs),
+    /// Apply the database migrations.
+    Migrate(cli::migrate::MigrateArgs),
+    /// Measure the database work of rounds and enqueue throughput under load.
+    BenchDb(cli::bench_db::BenchDbArgs),
     /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
     Simulate(cli::simulate::SimulateArgs),
     /// Live view of the queues and recent rounds, read from the database.
@@ -32,6 +38,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Optimize(args) => cli::optimize::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Run(args) => cli::run::run(args),
+        Command::Migrate(args) => cli::migrate::run(args),
+        Command::BenchDb(args) => cli::bench_db::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Status(args) => cli::status::run(args),
     };

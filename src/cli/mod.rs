@@ -2,6 +2,9 @@
 //! `db` and `daemon`.
 
 pub mod bench;
+pub mod bench_db;
+pub mod migrate;
 pub mod optimize;
+pub mod run;
 pub mod simulate;
 pub mod status;
