@@ -8,5 +8,6 @@
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod daemon;
 pub mod db;
 pub mod sim;

@@ -21,10 +21,17 @@ enum Command {
     Optimize(cli::optimize::OptimizeArgs),
     /// Run every strategy on fixed seeded pools and print a side-by-side table.
     Bench(cli::bench::BenchArgs),
+    /// Run the round daemon: matchmaking rounds for every configured queue.
+    Run(cli::run::RunArgs),
+    /// Apply the database migrations.
+    Migrate(cli::migrate::MigrateArgs),
     /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
     Simulate(cli::simulate::SimulateArgs),
     /// Live view of the queues and recent rounds, read from the database.
     Status(cli::status::StatusArgs),
+    /// The daemon and simulated players together, live: a private PostgreSQL unless
+    /// DATABASE_URL is set.
+    Demo(cli::demo::DemoArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -32,8 +39,11 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Optimize(args) => cli::optimize::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Run(args) => cli::run::run(args),
+        Command::Migrate(args) => cli::migrate::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Status(args) => cli::status::run(args),
+        Command::Demo(args) => cli::demo::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

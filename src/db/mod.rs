@@ -4,7 +4,17 @@
 //! Every query takes the current time as a parameter (`now`) instead of reading the
 //! database clock, so tests drive rounds, leases and countdowns with an injected clock.
 
+pub mod commit;
+pub mod enqueue;
+pub mod lease;
 pub mod local_pg;
+pub mod queue_state;
+pub mod snapshot;
+
+pub use commit::{CommitReport, RoundRecord, RoundTrigger, commit_round};
+pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
+pub use queue_state::{PoolStats, QueueStateRow, WaitingFor, pool_stats, write_queue_state};
+pub use snapshot::{QueuedEntry, Snapshot, snapshot_pool};
 
 use std::time::Duration;
 
@@ -23,6 +33,9 @@ pub enum DbError {
     },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The round's lease expired or changed hands: the round was not committed.
+    #[error("lease of queue {queue} (term {term}) is no longer held: round not committed")]
+    LeaseLost { queue: String, term: i64 },
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }

@@ -2,9 +2,17 @@
 //! PostgreSQL shared by the database tests).
 
 mod config;
+mod daemon_lease;
+mod daemon_rounds;
+mod daemon_run;
+mod daemon_triggers;
 mod db_schema;
 mod local_pg;
+mod optimizer;
+mod optimizer_factors;
+mod optimizer_search;
 mod sim;
+mod sim_demo;
 mod sim_deploy;
 mod sim_status;
 mod support;

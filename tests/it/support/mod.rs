@@ -141,3 +141,104 @@ fn remove_stale_servers(parent: &Path) {
         let _ = std::fs::remove_dir_all(entry.path());
     }
 }
+
+// ---- Round and daemon helpers ----------------------------------------------------------
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use matchmaker::config::{Config, QueueConfig};
+use matchmaker::core::Player;
+use matchmaker::daemon::clock::ManualClock;
+use matchmaker::daemon::round::RoundRunner;
+use matchmaker::daemon::worker::QueueWorker;
+
+/// A fixed start time for manual clocks.
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap()
+}
+
+pub fn secs(s: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(s)
+}
+
+/// A solo player with a skill and a latency to one region.
+pub fn player(id: &str, skill: f64, enqueued_at: DateTime<Utc>) -> Player {
+    Player {
+        id: id.to_string(),
+        party: None,
+        skill,
+        skill_sigma: None,
+        enqueued_at: Some(enqueued_at),
+        latencies: [("eu".to_string(), 30.0)].into_iter().collect(),
+        peer_pings: Default::default(),
+        roles: Vec::new(),
+        side: None,
+    }
+}
+
+/// `n` players named `{prefix}{i}`, enqueued at `at`.
+pub async fn enqueue_n(db: &PgPool, queue: &str, prefix: &str, n: usize, at: DateTime<Utc>) {
+    let players: Vec<Player> = (0..n)
+        .map(|i| player(&format!("{prefix}{i}"), 1000.0 + 37.0 * i as f64, at))
+        .collect();
+    matchmaker::db::enqueue::enqueue_many(db, queue, &players, at)
+        .await
+        .expect("enqueue");
+}
+
+/// A config with one queue `q` whose round table is `round` (TOML lines).
+pub fn queue_config(round: &str) -> Arc<QueueConfig> {
+    let config = Config::from_toml_str(&format!("[queues.q]\n[queues.q.round]\n{round}\n"))
+        .expect("test config is valid");
+    Arc::new(config.queues["q"].clone())
+}
+
+/// A worker for queue `q` on the manual clock (lease TTL 15 s).
+pub fn worker(
+    db: &PgPool,
+    clock: &ManualClock,
+    holder: &str,
+    config: Arc<QueueConfig>,
+) -> QueueWorker {
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    QueueWorker::new("q", holder, runner, config, secs(15))
+}
+
+/// player_id -> status of the latest entry.
+pub async fn statuses(db: &PgPool, queue: &str) -> HashMap<String, String> {
+    sqlx::query_as::<_, (String, String)>(
+        "SELECT player_id, status FROM player_status WHERE queue = $1",
+    )
+    .bind(queue)
+    .fetch_all(db)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect()
+}
+
+pub async fn count(db: &PgPool, sql: &'static str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(db).await.unwrap()
+}
+
+/// The invariant of every test: no entry in two matches, every matched entry in exactly
+/// one match, no player matched in two matches of one round.
+pub async fn assert_nobody_matched_twice(db: &PgPool) {
+    let bad = count(
+        db,
+        "SELECT count(*) FROM queue_entries e
+          WHERE (e.status = 'matched') <> EXISTS (
+                SELECT 1 FROM match_players mp WHERE mp.entry_id = e.entry_id)",
+    )
+    .await;
+    assert_eq!(bad, 0, "matched entries and match_players disagree");
+    let twice = count(
+        db,
+        "SELECT count(*) FROM (SELECT m.round_id, mp.player_id FROM match_players mp
+           JOIN matches m USING (match_id) GROUP BY 1, 2 HAVING count(*) > 1) x",
+    )
+    .await;
+    assert_eq!(twice, 0, "a player in two matches of one round");
+}

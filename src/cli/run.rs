@@ -1,0 +1,127 @@
+//! `matchmaker run`: the round daemon. Also the shared wiring of the database commands
+//! (where the database comes from) and the log setup.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use sqlx::PgPool;
+
+use crate::config::{self, Config};
+use crate::daemon::{self, DaemonOptions};
+use crate::db::{self, local_pg::LocalPostgres};
+
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (for log shippers).
+    Json,
+}
+
+/// Where the database comes from (shared by `run`, `migrate`, `bench-db`).
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// PostgreSQL URL. Without it, a private PostgreSQL is started from the local binaries
+    /// with its data in --local-pg-dir (kept across runs; for a local trial).
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Data directory of the private PostgreSQL used when no URL is given.
+    #[arg(long, default_value = ".local-pg")]
+    pub local_pg_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Config file (default: $MATCHMAKER_CONFIG, else ./config/matchmaker.toml if present,
+    /// else the built-in default). Reloaded on change and on SIGHUP.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Do not apply pending migrations at start-up.
+    #[arg(long)]
+    pub no_migrate: bool,
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// This replica's name in the leases table (default: hostname-pid).
+    #[arg(long)]
+    pub holder: Option<String>,
+}
+
+/// Install the tracing subscriber (RUST_LOG filters; default `info`).
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Connect to `--database-url`, or start (or reuse) the private PostgreSQL. The returned
+/// server, if any, must be kept alive (and stopped) by the caller.
+pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Option<LocalPostgres>)> {
+    match &args.database_url {
+        Some(url) => Ok((db::connect(url).await?, None)),
+        None => {
+            let server = LocalPostgres::start_persistent(&args.local_pg_dir)
+                .await
+                .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
+            tracing::info!(url = %server.url(), dir = %args.local_pg_dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
+            let pool = db::connect(&server.url()).await?;
+            Ok((pool, Some(server)))
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    init_logging(args.log_format);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> anyhow::Result<()> {
+    let config_path = config::resolve_path(args.config.clone());
+    let config = match &config_path {
+        Some(path) => Config::load(path)?,
+        None => Config::embedded_default(),
+    };
+    tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
+    let (pool, server) = open_database(&args.database).await?;
+    if !args.no_migrate {
+        db::migrate(&pool).await?;
+    }
+    let options = DaemonOptions {
+        holder: args.holder.unwrap_or_else(daemon::default_holder),
+        config_path,
+        ..DaemonOptions::default()
+    };
+    let result = daemon::run(pool.clone(), config, options, shutdown_signal()).await;
+    pool.close().await;
+    if let Some(server) = server {
+        // Left running if another `matchmaker run` shares it.
+        server.stop().await?;
+    }
+    result
+}
+
+/// SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = term => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,299 @@
+//! The round daemon (`matchmaker run`): for each configured queue, a worker that keeps the
+//! queue's leader lease, watches the pool and runs rounds (snapshot -> solve -> commit)
+//! when a trigger fires; plus the config reload and the enqueue listener.
+//!
+//! ```text
+//! run(db, config, options, shutdown)
+//!  ├─ config watcher (file change, SIGHUP)  ──► watch<Arc<Config>>
+//!  ├─ LISTEN matchmaker_enqueue             ──► wakes the queue's worker
+//!  └─ per queue:
+//!       ├─ lease keeper: renew / take the lease every `daemon.lease_renew`
+//!       └─ worker loop: step() on wake-up (next round time, poll interval, NOTIFY,
+//!          config change) until shutdown; then release the lease
+//! ```
+//!
+//! Entry point: [`run`]. Tests drive [`worker::QueueWorker::step`] directly with a
+//! [`clock::ManualClock`].
+//!
+//! * Never two rounds of one queue at once: one worker per queue per process, rounds run
+//!   inside its loop; across processes the lease decides, and the commit checks its term.
+//! * Shutdown: no new rounds start; a round in flight finishes (commits, or is abandoned
+//!   with its entries still queued if its lease was lost); the leases are released so a
+//!   standby takes over at once.
+
+pub mod clock;
+pub mod countdown;
+pub mod reload;
+pub mod round;
+pub mod trigger;
+pub mod worker;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use clock::Clock;
+use round::RoundRunner;
+use worker::{QueueWorker, StepOutcome};
+
+/// The NOTIFY channel of enqueues (payload: queue name).
+pub const ENQUEUE_CHANNEL: &str = "matchmaker_enqueue";
+/// The NOTIFY channel of committed rounds (payload: JSON).
+pub const ROUND_CHANNEL: &str = "matchmaker_round";
+
+/// After an enqueue notification, wait this long before looking at the pool, so that a
+/// burst of enqueues costs one look, not one per row.
+const NOTIFY_DEBOUNCE: Duration = Duration::from_millis(250);
+
+pub struct DaemonOptions {
+    /// This replica's name in the leases table (default: `hostname-pid`).
+    pub holder: String,
+    /// Watched for hot reload (and re-read on SIGHUP). None: no reload.
+    pub config_path: Option<PathBuf>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for DaemonOptions {
+    fn default() -> Self {
+        DaemonOptions {
+            holder: default_holder(),
+            config_path: None,
+            clock: Arc::new(clock::SystemClock),
+        }
+    }
+}
+
+/// `hostname-pid`: unique per process, readable in the leases table.
+pub fn default_holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "matchmaker".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Run until `shutdown` completes; then finish in-flight rounds and release the leases.
+pub async fn run(
+    db: PgPool,
+    config: Config,
+    options: DaemonOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let (config_tx, config_rx) = watch::channel(Arc::new(config));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (wake_tx, _) = broadcast::channel::<String>(1024);
+    let runner = RoundRunner::new(db.clone(), options.clock.clone());
+    tracing::info!(holder = %options.holder, queues = ?config_rx.borrow().queues.keys().collect::<Vec<_>>(), "daemon started");
+
+    let mut background: Vec<JoinHandle<()>> = Vec::new();
+    if let Some(path) = options.config_path.clone() {
+        background.push(tokio::spawn(reload::watch_config(
+            path,
+            config_tx.clone(),
+            stop_rx.clone(),
+        )));
+    }
+    background.push(tokio::spawn(listen_enqueues(
+        db.clone(),
+        wake_tx.clone(),
+        stop_rx.clone(),
+    )));
+
+    // The supervisor: a worker per configured queue; queues added by a reload get one,
+    // removed queues' workers stop by themselves.
+    let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut config_changes = config_rx.clone();
+    tokio::pin!(shutdown);
+    loop {
+        workers.retain(|_, handle| !handle.is_finished());
+        let names: Vec<String> = config_changes
+            .borrow_and_update()
+            .queues
+            .keys()
+            .cloned()
+            .collect();
+        for name in names {
+            if let std::collections::hash_map::Entry::Vacant(slot) = workers.entry(name.clone()) {
+                slot.insert(tokio::spawn(queue_task(
+                    name,
+                    options.holder.clone(),
+                    runner.clone(),
+                    config_rx.clone(),
+                    wake_tx.subscribe(),
+                    stop_rx.clone(),
+                )));
+            }
+        }
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = config_changes.changed() => {}
+        }
+    }
+
+    tracing::info!("shutting down: no new rounds; finishing rounds in flight");
+    let _ = stop_tx.send(true);
+    for (_, handle) in workers {
+        let _ = handle.await;
+    }
+    for handle in background {
+        handle.abort();
+    }
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+/// One queue: the lease keeper and the worker loop.
+async fn queue_task(
+    queue: String,
+    holder: String,
+    runner: RoundRunner,
+    config: watch::Receiver<Arc<Config>>,
+    mut wake: broadcast::Receiver<String>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (queue_config, daemon) = {
+        let c = config.borrow();
+        match c.queues.get(&queue) {
+            Some(q) => (Arc::new(q.clone()), c.daemon.clone()),
+            None => return,
+        }
+    };
+    let mut worker = QueueWorker::new(
+        &queue,
+        &holder,
+        runner.clone(),
+        queue_config,
+        daemon.lease_ttl,
+    );
+
+    // The lease keeper renews on its own timer, so a long round does not let the lease
+    // lapse.
+    let keeper = {
+        let (db, clock, handle) = (
+            runner.db.clone(),
+            runner.clock.clone(),
+            worker.lease_handle(),
+        );
+        let (queue, holder, mut stop) = (queue.clone(), holder.clone(), stop.clone());
+        let (renew, ttl) = (daemon.lease_renew, daemon.lease_ttl);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(renew);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    _ = tick.tick() => {}
+                }
+                if let Err(e) =
+                    worker::keep_lease(&db, &handle, &queue, &holder, ttl, clock.now()).await
+                {
+                    tracing::warn!(queue, error = %e, "lease renewal failed");
+                }
+            }
+        })
+    };
+
+    let mut config_rx = config.clone();
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let (poll, queue_config) = {
+            let c = config_rx.borrow_and_update();
+            match c.queues.get(&queue) {
+                Some(q) => (c.daemon.poll_interval, Arc::new(q.clone())),
+                None => {
+                    tracing::info!(queue, "queue removed from the config; stopping its worker");
+                    break;
+                }
+            }
+        };
+        worker.set_config(queue_config);
+        let wake_at = match worker.step().await {
+            Ok(StepOutcome::Waiting { next_round_at, .. }) => next_round_at,
+            // Right after a round, look again soon (the next trigger may already hold).
+            Ok(StepOutcome::Ran(_)) => Some(runner.clock.now()),
+            Ok(StepOutcome::Standby) => None,
+            Err(e) => {
+                tracing::error!(queue, error = %format!("{e:#}"), "round failed");
+                None
+            }
+        };
+        let mut sleep = poll;
+        if let Some(at) = wake_at {
+            let until = (at - runner.clock.now()).to_std().unwrap_or(Duration::ZERO);
+            sleep = sleep.min(until.max(Duration::from_millis(10)));
+        }
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = config_rx.changed() => {}
+            _ = tokio::time::sleep(sleep) => {}
+            _ = wait_for_wake(&mut wake, &queue) => {
+                tokio::time::sleep(NOTIFY_DEBOUNCE).await;
+            }
+        }
+    }
+    keeper.abort();
+    if let Err(e) = worker.release().await {
+        tracing::warn!(queue, error = %e, "could not release the lease; it expires by itself");
+    }
+}
+
+async fn wait_for_wake(wake: &mut broadcast::Receiver<String>, queue: &str) {
+    loop {
+        match wake.recv().await {
+            Ok(q) if q == queue => return,
+            Ok(_) => {}
+            // Missed some: one of them may have been ours.
+            Err(broadcast::error::RecvError::Lagged(_)) => return,
+            Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+        }
+    }
+}
+
+/// LISTEN for enqueues and wake the queue's worker. On connection loss it reconnects;
+/// meanwhile the workers poll.
+async fn listen_enqueues(
+    db: PgPool,
+    wake: broadcast::Sender<String>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let mut listener = match PgListener::connect_with(&db).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "LISTEN connection failed; polling until it is back");
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => continue,
+                }
+            }
+        };
+        if let Err(e) = listener.listen(ENQUEUE_CHANNEL).await {
+            tracing::warn!(error = %e, "LISTEN failed; polling");
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep(Duration::from_secs(5)) => continue,
+            }
+        }
+        loop {
+            tokio::select! {
+                _ = stop.changed() => return,
+                n = listener.recv() => match n {
+                    Ok(n) => { let _ = wake.send(n.payload().to_string()); }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Hot reload of the config file, on file change (notify) and on SIGHUP: validate first,
+//! swap second. An invalid file is refused with a log line saying why, and the running
+//! config stays (Vector's `app.rs` does the same). A valid one is published to the queue
+//! workers, which apply it from their next round.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::config::{Config, ConfigError};
+
+/// Load `path`; publish it if valid and different. `Ok(true)`: a new config is live.
+pub fn reload_config(
+    path: &Path,
+    current: &watch::Sender<Arc<Config>>,
+) -> Result<bool, ConfigError> {
+    match Config::load(path) {
+        Ok(new) => {
+            if **current.borrow() == new {
+                tracing::debug!(path = %path.display(), "config unchanged");
+                return Ok(false);
+            }
+            let changed: Vec<String> = {
+                let old = current.borrow();
+                new.queues
+                    .iter()
+                    .filter(|(name, q)| old.queues.get(*name).is_none_or(|o| o != *q))
+                    .map(|(name, q)| format!("{name}={}", q.hash()))
+                    .collect()
+            };
+            current.send_replace(Arc::new(new));
+            tracing::info!(path = %path.display(), changed = ?changed, "config reloaded; applies from each queue's next round");
+            Ok(true)
+        }
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "config refused; keeping the running config");
+            Err(e)
+        }
+    }
+}
+
+/// Watch `path` for changes and SIGHUP until `stop` turns true.
+pub async fn watch_config(
+    path: PathBuf,
+    current: watch::Sender<Arc<Config>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(16);
+    // Watch the directory: editors replace the file (write new, rename), which a watch on
+    // the file itself would miss after the first save.
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let file_name = path.file_name().map(|n| n.to_owned());
+    let watcher = {
+        let tx = tx.clone();
+        notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event
+                && event
+                    .paths
+                    .iter()
+                    .any(|p| p.file_name() == file_name.as_deref())
+            {
+                let _ = tx.try_send(());
+            }
+        })
+    };
+    let _watcher = match watcher {
+        Ok(mut w) => {
+            use notify::Watcher;
+            match w.watch(&dir, notify::RecursiveMode::NonRecursive) {
+                Ok(()) => Some(w),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot watch config directory; reload with SIGHUP");
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no file watcher; reload with SIGHUP");
+            None
+        }
+    };
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            Some(()) = rx.recv() => {
+                // An editor's save is several events: let them settle, then read once.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                while rx.try_recv().is_ok() {}
+            }
+            Some(()) = async {
+                match hangup.as_mut() {
+                    Some(h) => h.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                tracing::info!("SIGHUP: reloading config");
+            }
+        }
+        let _ = reload_config(&path, &current);
+    }
+}

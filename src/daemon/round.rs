@@ -1,0 +1,308 @@
+//! One round of one queue: snapshot -> solve -> commit, each a separate step so that tests
+//! can act between them (e.g. cancel a player while "the solver runs").
+//!
+//! The solver runs on a blocking thread (it is CPU work, seconds long) and carries the
+//! round's tracing span with it. Rows that fail conversion, and players the core rejects
+//! or refuses as malformed, are marked rejected with the reason while the rest of the
+//! pool is matched.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use thiserror::Error;
+use tracing::Instrument;
+
+use super::clock::Clock;
+use super::countdown;
+use crate::config::QueueConfig;
+use crate::core::{self, Budget, Pool, PoolError, Rejection, RoundOutcome, SolveOptions};
+use crate::db::{self, DbError, Lease, RoundRecord, RoundTrigger, Snapshot};
+
+#[derive(Debug, Error)]
+pub enum RoundError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The queue's model is refused by the core (a config problem: nothing is written).
+    #[error("queue {queue}: the core refused the round: {source}")]
+    Core {
+        queue: String,
+        #[source]
+        source: PoolError,
+    },
+    #[error("solver thread failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+impl RoundError {
+    /// The round was not committed because another replica holds the lease now.
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(self, RoundError::Db(DbError::LeaseLost { .. }))
+    }
+}
+
+/// After the snapshot.
+pub struct PreparedRound {
+    pub queue: String,
+    pub config: Arc<QueueConfig>,
+    pub config_hash: String,
+    pub trigger: RoundTrigger,
+    pub started_at: DateTime<Utc>,
+    pub snapshot_at: DateTime<Utc>,
+    pub snapshot: Snapshot,
+    pub pool: Pool,
+    pub rejected: Vec<Rejection>,
+    pub snapshot_ms: f64,
+    started: Instant,
+}
+
+/// After the solve.
+pub struct SolvedRound {
+    pub prepared: PreparedRound,
+    pub outcome: RoundOutcome,
+    /// Conversion failures, malformed players and the core's rejections.
+    pub rejected: Vec<Rejection>,
+    pub seed: u64,
+    pub solve_ms: f64,
+}
+
+/// What a committed round did: the summary line of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundReport {
+    pub queue: String,
+    pub trigger: RoundTrigger,
+    pub round_id: i64,
+    pub players: usize,
+    pub matches: usize,
+    pub matched: usize,
+    pub left_over: usize,
+    pub rejected: usize,
+    pub dropped_by_cancel: usize,
+    pub score: Option<f64>,
+    pub snapshot_ms: f64,
+    pub solve_ms: f64,
+    pub commit_ms: f64,
+    pub elapsed_ms: f64,
+    pub next_round_at: Option<DateTime<Utc>>,
+}
+
+/// Runs rounds against one database with one clock.
+#[derive(Clone)]
+pub struct RoundRunner {
+    pub db: PgPool,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl RoundRunner {
+    pub fn new(db: PgPool, clock: Arc<dyn Clock>) -> Self {
+        RoundRunner { db, clock }
+    }
+
+    /// The whole round; the lease fences the commit.
+    pub async fn run(
+        &self,
+        queue: &str,
+        config: Arc<QueueConfig>,
+        trigger: RoundTrigger,
+        lease: &Lease,
+    ) -> Result<RoundReport, RoundError> {
+        let span = tracing::info_span!(
+            "round",
+            queue,
+            trigger = trigger.as_str(),
+            term = lease.term
+        );
+        async {
+            let prepared = self.prepare(queue, config, trigger).await?;
+            let solved = self.solve(prepared).await?;
+            self.commit(solved, lease).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Step 1: the snapshot, converted to the core's pool.
+    pub async fn prepare(
+        &self,
+        queue: &str,
+        config: Arc<QueueConfig>,
+        trigger: RoundTrigger,
+    ) -> Result<PreparedRound, RoundError> {
+        let started = Instant::now();
+        let started_at = self.clock.now();
+        let snapshot = db::snapshot_pool(
+            &self.db,
+            queue,
+            config.round.max_round_size,
+            config.round.history_matches,
+        )
+        .await?;
+        let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let snapshot_at = self.clock.now();
+        let (pool, rejected) = snapshot.to_pool(started_at);
+        Ok(PreparedRound {
+            queue: queue.to_string(),
+            config_hash: config.hash(),
+            config,
+            trigger,
+            started_at,
+            snapshot_at,
+            snapshot,
+            pool,
+            rejected,
+            snapshot_ms,
+            started,
+        })
+    }
+
+    /// Step 2: the solver, off the async runtime, within the queue's time budget.
+    pub async fn solve(&self, prepared: PreparedRound) -> Result<SolvedRound, RoundError> {
+        let config = prepared.config.clone();
+        let seed = config
+            .round
+            .seed
+            .unwrap_or_else(|| derive_seed(&prepared.queue, prepared.started_at));
+        let options = SolveOptions {
+            strategy: config.round.strategy,
+            budget: Budget::Time(config.round.budget),
+            seed,
+            threads: config.round.threads,
+            ..SolveOptions::default()
+        };
+        let pool = prepared.pool.clone();
+        let span = tracing::Span::current();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || {
+            span.in_scope(|| solve_rejecting_malformed(pool, &config.model, &options))
+        })
+        .await?;
+        let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let (outcome, malformed) = result.map_err(|source| RoundError::Core {
+            queue: prepared.queue.clone(),
+            source,
+        })?;
+        let mut rejected = prepared.rejected.clone();
+        rejected.extend(malformed);
+        rejected.extend(outcome.rejected.iter().cloned());
+        Ok(SolvedRound {
+            prepared,
+            outcome,
+            rejected,
+            seed,
+            solve_ms,
+        })
+    }
+
+    /// Step 3: the commit, fenced by `lease`.
+    pub async fn commit(
+        &self,
+        solved: SolvedRound,
+        lease: &Lease,
+    ) -> Result<RoundReport, RoundError> {
+        let p = &solved.prepared;
+        let committed_at = self.clock.now();
+        let next_state = countdown::after_round(&p.queue, &p.config, committed_at);
+        let config_json = p.config.to_json();
+        let report = db::commit_round(
+            &self.db,
+            &RoundRecord {
+                snapshot: &p.snapshot,
+                trigger: p.trigger,
+                lease,
+                started_at: p.started_at,
+                snapshot_at: p.snapshot_at,
+                committed_at,
+                outcome: &solved.outcome,
+                rejected: &solved.rejected,
+                seed: solved.seed,
+                config_hash: &p.config_hash,
+                config: &config_json,
+                snapshot_ms: p.snapshot_ms,
+                solve_ms: solved.solve_ms,
+                next_state: &next_state,
+            },
+        )
+        .await?;
+        let report = RoundReport {
+            queue: p.queue.clone(),
+            trigger: p.trigger,
+            round_id: report.round_id,
+            players: p.snapshot.entries.len(),
+            matches: report.match_count,
+            matched: report.matched,
+            left_over: report.left_over,
+            rejected: report.rejected,
+            dropped_by_cancel: report.dropped_by_cancel,
+            score: report.score,
+            snapshot_ms: p.snapshot_ms,
+            solve_ms: solved.solve_ms,
+            commit_ms: report.commit_ms,
+            elapsed_ms: p.started.elapsed().as_secs_f64() * 1000.0,
+            next_round_at: next_state.next_round_at,
+        };
+        tracing::info!(
+            queue = %report.queue,
+            trigger = %report.trigger,
+            round_id = report.round_id,
+            players = report.players,
+            matches = report.matches,
+            matched = report.matched,
+            left_over = report.left_over,
+            rejected = report.rejected,
+            dropped_by_cancel = report.dropped_by_cancel,
+            score = report.score.map(|s| (s * 10_000.0).round() / 10_000.0),
+            snapshot_ms = report.snapshot_ms.round(),
+            solve_ms = report.solve_ms.round(),
+            commit_ms = report.commit_ms.round(),
+            elapsed_ms = report.elapsed_ms.round(),
+            "round committed"
+        );
+        Ok(report)
+    }
+}
+
+/// Solve; a player the core refuses as malformed is rejected with the core's message and
+/// the round is solved again without them (never the whole round lost for one row).
+fn solve_rejecting_malformed(
+    mut pool: Pool,
+    model: &core::QueueModel,
+    options: &SolveOptions,
+) -> Result<(RoundOutcome, Vec<Rejection>), PoolError> {
+    let mut rejected = Vec::new();
+    loop {
+        let (id, reason) = match core::solve(&pool, model, options) {
+            Ok(outcome) => return Ok((outcome, rejected)),
+            Err(PoolError::Player { id, field, problem }) => (id, format!("{field}: {problem}")),
+            Err(PoolError::PlayerIndex { index, problem }) if index < pool.players.len() => {
+                (pool.players[index].id.clone(), format!("id: {problem}"))
+            }
+            Err(PoolError::History { index, problem }) if !pool.history.is_empty() => {
+                tracing::warn!(index, %problem, "history refused by the core; solving without it");
+                pool.history.clear();
+                continue;
+            }
+            Err(other) => return Err(other),
+        };
+        let before = pool.players.len();
+        pool.players.retain(|p| p.id != id);
+        if pool.players.len() == before {
+            // The core named a player we do not have: do not loop forever.
+            return Err(PoolError::Player {
+                id,
+                field: "id",
+                problem: reason,
+            });
+        }
+        rejected.push(Rejection { id, reason });
+    }
+}
+
+/// A round's seed when the config fixes none: from the queue and the round's start time.
+fn derive_seed(queue: &str, started_at: DateTime<Utc>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in queue.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^ started_at.timestamp_micros() as u64
+}

@@ -1,0 +1,88 @@
+//! When a queue's round runs: the triggers of seed 003, as one pure decision.
+//!
+//! * **pool size**: the pool reached `target_pool` — start early (more players do not
+//!   wait for the tick);
+//! * **schedule**: the tick (interval or cron) is due and the pool has at least
+//!   `min_pool` players; below that the round waits for players;
+//! * **max wait**: the longest-waiting player reached the model's `max_wait` and at least
+//!   one match can be formed — whatever the schedule says.
+//!
+//! The early triggers (pool size, max wait) need the pool to have changed since the last
+//! round: a pool the solver just left as it is would only give the same answer again.
+//! The decision also yields the countdown (`next_round_at`, what the queue waits for).
+
+use chrono::{DateTime, Utc};
+
+use crate::config::QueueConfig;
+use crate::db::{RoundTrigger, WaitingFor};
+
+/// What the queue looks like now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueView {
+    pub now: DateTime<Utc>,
+    pub pool_size: usize,
+    pub oldest_enqueued_at: Option<DateTime<Utc>>,
+    /// When the schedule's next tick is (or was) due.
+    pub next_due: DateTime<Utc>,
+    /// The pool is exactly as the last round left it.
+    pub unchanged_since_last_round: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decision {
+    Run(RoundTrigger),
+    Wait {
+        /// The countdown: when the next round will start if nothing else happens (None:
+        /// unknown, not enough players for a match).
+        next_round_at: Option<DateTime<Utc>>,
+        waiting_for: WaitingFor,
+    },
+}
+
+pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
+    let per_match = config.model.players_per_match();
+    let can_form_match = view.pool_size >= per_match;
+    let changed = !view.unchanged_since_last_round;
+    let max_wait =
+        chrono::Duration::from_std(config.model.max_wait).unwrap_or(chrono::Duration::MAX);
+    let max_wait_at = view
+        .oldest_enqueued_at
+        .filter(|_| can_form_match)
+        .map(|oldest| oldest + max_wait);
+
+    if changed
+        && config
+            .round
+            .target_pool
+            .is_some_and(|target| view.pool_size >= target)
+    {
+        return Decision::Run(RoundTrigger::PoolSize);
+    }
+    if view.now >= view.next_due && view.pool_size >= config.min_pool() {
+        return Decision::Run(RoundTrigger::Schedule);
+    }
+    if changed && max_wait_at.is_some_and(|at| view.now >= at) {
+        return Decision::Run(RoundTrigger::MaxWait);
+    }
+    if view.now < view.next_due {
+        // Before the tick; the max-wait fallback may come first.
+        let next = match max_wait_at {
+            Some(at) if at < view.next_due && changed => at,
+            _ => view.next_due,
+        };
+        Decision::Wait {
+            next_round_at: Some(next),
+            waiting_for: WaitingFor::Schedule,
+        }
+    } else if can_form_match {
+        Decision::Wait {
+            next_round_at: max_wait_at.filter(|_| changed),
+            waiting_for: WaitingFor::MinPool,
+        }
+    } else {
+        Decision::Wait {
+            next_round_at: None,
+            waiting_for: WaitingFor::Players,
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! One queue's worker: keeps the lease, looks at the pool, decides, runs the round, and
+//! keeps the countdown in `queue_state` up to date. [`QueueWorker::step`] is one look at
+//! the queue with the clock's current time; the daemon calls it on wake-ups (timer,
+//! NOTIFY, config change), tests call it directly with a manual clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Mutex;
+
+use super::countdown;
+use super::round::{RoundError, RoundReport, RoundRunner};
+use super::trigger::{Decision, QueueView, decide};
+use crate::config::QueueConfig;
+use crate::db::{self, DbError, Lease, QueueStateRow, WaitingFor};
+
+/// The lease of one queue, shared by the worker and the task that renews it on a timer.
+#[derive(Clone, Default)]
+pub struct LeaseHandle(Arc<Mutex<Option<Lease>>>);
+
+impl LeaseHandle {
+    pub async fn current(&self) -> Option<Lease> {
+        self.0.lock().await.clone()
+    }
+}
+
+/// Renew our lease, or take the queue's lease if it is free or expired. Returns the lease
+/// we hold afterwards (None: another replica leads this queue).
+pub async fn keep_lease(
+    db: &sqlx::PgPool,
+    handle: &LeaseHandle,
+    queue: &str,
+    holder: &str,
+    ttl: Duration,
+    now: DateTime<Utc>,
+) -> Result<Option<Lease>, DbError> {
+    let mut current = handle.0.lock().await;
+    if let Some(lease) = current.clone() {
+        if db::renew_lease(db, &lease, ttl, now).await? {
+            return Ok(Some(lease));
+        }
+        tracing::warn!(
+            queue,
+            term = lease.term,
+            "lease lost: another replica may lead this queue now"
+        );
+        *current = None;
+    }
+    if let Some(lease) = db::acquire_lease(db, queue, holder, ttl, now).await? {
+        tracing::info!(
+            queue,
+            holder,
+            term = lease.term,
+            "lease acquired: leading this queue"
+        );
+        *current = Some(lease);
+    }
+    Ok(current.clone())
+}
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    /// Another replica holds the lease.
+    Standby,
+    Ran(RoundReport),
+    Waiting {
+        next_round_at: Option<DateTime<Utc>>,
+        waiting_for: WaitingFor,
+    },
+}
+
+pub struct QueueWorker {
+    pub queue: String,
+    pub holder: String,
+    runner: RoundRunner,
+    lease_ttl: Duration,
+    lease: LeaseHandle,
+    config: Arc<QueueConfig>,
+    /// The term we set up the countdown for (a new term re-reads the last round).
+    term: Option<i64>,
+    next_due: Option<DateTime<Utc>>,
+    last_round_at: Option<DateTime<Utc>>,
+    pool_after_last_round: Option<usize>,
+    last_written: Option<QueueStateRow>,
+}
+
+impl QueueWorker {
+    pub fn new(
+        queue: &str,
+        holder: &str,
+        runner: RoundRunner,
+        config: Arc<QueueConfig>,
+        lease_ttl: Duration,
+    ) -> Self {
+        QueueWorker {
+            queue: queue.to_string(),
+            holder: holder.to_string(),
+            runner,
+            lease_ttl,
+            lease: LeaseHandle::default(),
+            config,
+            term: None,
+            next_due: None,
+            last_round_at: None,
+            pool_after_last_round: None,
+            last_written: None,
+        }
+    }
+
+    pub fn lease_handle(&self) -> LeaseHandle {
+        self.lease.clone()
+    }
+
+    pub fn config(&self) -> &Arc<QueueConfig> {
+        &self.config
+    }
+
+    /// Renew or take the lease now (the daemon also does this on a timer).
+    pub async fn keep_lease(&self) -> Result<Option<Lease>, DbError> {
+        let now = self.runner.clock.now();
+        keep_lease(
+            &self.runner.db,
+            &self.lease,
+            &self.queue,
+            &self.holder,
+            self.lease_ttl,
+            now,
+        )
+        .await
+    }
+
+    /// A new config for this queue; applies from the next round. The countdown follows a
+    /// schedule change at once (next tick counted from the last round).
+    pub fn set_config(&mut self, config: Arc<QueueConfig>) {
+        if config.hash() == self.config.hash() {
+            return;
+        }
+        self.config = config;
+        if self.term.is_some() {
+            let from = self
+                .last_round_at
+                .unwrap_or_else(|| self.runner.clock.now());
+            self.next_due = Some(countdown::next_tick(&self.config, from));
+        }
+        self.last_written = None;
+        self.pool_after_last_round = None;
+    }
+
+    /// One look at the queue: lease, pool, decision, and the round if one is due.
+    pub async fn step(&mut self) -> Result<StepOutcome, RoundError> {
+        let Some(lease) = self.keep_lease().await? else {
+            self.term = None;
+            return Ok(StepOutcome::Standby);
+        };
+        let db = &self.runner.db;
+        let now = self.runner.clock.now();
+        if self.term != Some(lease.term) {
+            // Newly leading: continue the countdown players already see.
+            self.term = Some(lease.term);
+            let stored = db::queue_state::read_queue_state(db, &self.queue).await?;
+            self.last_round_at = stored.as_ref().and_then(|s| s.last_round_at);
+            let tick_after_last = self
+                .last_round_at
+                .map(|at| countdown::next_tick(&self.config, at));
+            self.next_due = Some(match stored {
+                // The announced tick, if it was announced for this very config.
+                Some(s)
+                    if s.waiting_for == WaitingFor::Schedule.as_str()
+                        && s.config_hash == self.config.hash()
+                        && s.next_round_at.is_some() =>
+                {
+                    s.next_round_at.unwrap_or(now)
+                }
+                // The tick has passed already (the queue waits for players).
+                Some(s) if s.waiting_for != WaitingFor::Schedule.as_str() => {
+                    tick_after_last.unwrap_or(now)
+                }
+                _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
+            });
+            self.pool_after_last_round = None;
+            self.last_written = None;
+        }
+        let next_due = self.next_due.unwrap_or(now);
+        let stats = db::pool_stats(db, &self.queue).await?;
+        let view = QueueView {
+            now,
+            pool_size: stats.size,
+            oldest_enqueued_at: stats.oldest_enqueued_at,
+            next_due,
+            unchanged_since_last_round: self.pool_after_last_round == Some(stats.size),
+        };
+        match decide(&self.config, &view) {
+            Decision::Run(trigger) => {
+                let result = self
+                    .runner
+                    .run(&self.queue, self.config.clone(), trigger, &lease)
+                    .await;
+                match result {
+                    Ok(report) => {
+                        self.next_due = report.next_round_at;
+                        self.last_round_at = Some(self.runner.clock.now());
+                        self.pool_after_last_round =
+                            Some(db::pool_stats(&self.runner.db, &self.queue).await?.size);
+                        self.last_written = None;
+                        Ok(StepOutcome::Ran(report))
+                    }
+                    Err(e) if e.is_lease_lost() => {
+                        tracing::warn!(queue = %self.queue, "round abandoned: {e}");
+                        *self.lease.0.lock().await = None;
+                        self.term = None;
+                        Ok(StepOutcome::Standby)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Decision::Wait {
+                next_round_at,
+                waiting_for,
+            } => {
+                let row =
+                    countdown::state_row(&self.queue, &self.config, next_round_at, waiting_for);
+                if self.last_written.as_ref() != Some(&row) {
+                    db::write_queue_state(db, &row, None, now).await?;
+                    self.last_written = Some(row);
+                }
+                Ok(StepOutcome::Waiting {
+                    next_round_at,
+                    waiting_for,
+                })
+            }
+        }
+    }
+
+    /// Give the lease up (shutdown).
+    pub async fn release(&self) -> Result<(), DbError> {
+        if let Some(lease) = self.lease.0.lock().await.take() {
+            db::release_lease(&self.runner.db, &lease, self.runner.clock.now()).await?;
+            tracing::info!(queue = %self.queue, term = lease.term, "lease released");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,342 @@
+//! The commit of a round: one transaction, fenced by the lease term.
+//!
+//! Round row, matches, match players, queued -> matched for entries that are STILL queued,
+//! rejected rows, the queue state for the countdown, and (by trigger) the NOTIFY. A player
+//! who cancelled while the solver ran wins: the whole match is dropped and its other
+//! players stay queued, untouched, keeping their original `enqueued_at`. Left-over players
+//! are not written at all (they simply stay queued).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use super::DbError;
+use super::lease::Lease;
+use super::queue_state::{QueueStateRow, write_queue_state};
+use super::snapshot::Snapshot;
+use crate::core::{Rejection, RoundOutcome};
+
+/// Why a round ran; `rounds.trigger`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundTrigger {
+    /// The schedule's tick (interval or cron).
+    Schedule,
+    /// The pool reached the target size: early start.
+    PoolSize,
+    /// The longest-waiting player reached the queue's max wait.
+    MaxWait,
+    /// An operator asked for it.
+    Manual,
+}
+
+impl RoundTrigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoundTrigger::Schedule => "schedule",
+            RoundTrigger::PoolSize => "pool_size",
+            RoundTrigger::MaxWait => "max_wait",
+            RoundTrigger::Manual => "manual",
+        }
+    }
+}
+
+impl std::fmt::Display for RoundTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything a round writes.
+pub struct RoundRecord<'a> {
+    pub snapshot: &'a Snapshot,
+    pub trigger: RoundTrigger,
+    pub lease: &'a Lease,
+    pub started_at: DateTime<Utc>,
+    pub snapshot_at: DateTime<Utc>,
+    /// The commit time (`now`): matched_at of the players.
+    pub committed_at: DateTime<Utc>,
+    pub outcome: &'a RoundOutcome,
+    /// Every rejection of the round: conversion failures and the core's.
+    pub rejected: &'a [Rejection],
+    pub seed: u64,
+    pub config_hash: &'a str,
+    pub config: &'a serde_json::Value,
+    pub snapshot_ms: f64,
+    pub solve_ms: f64,
+    /// The countdown after this round.
+    pub next_state: &'a QueueStateRow,
+}
+
+/// What the commit wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitReport {
+    pub round_id: i64,
+    pub match_count: usize,
+    pub matched: usize,
+    pub left_over: usize,
+    pub rejected: usize,
+    /// Players whose match was dropped because a match-mate cancelled during the solve.
+    pub dropped_by_cancel: usize,
+    pub score: Option<f64>,
+    pub commit_ms: f64,
+}
+
+/// Write the round. Fails with [`DbError::LeaseLost`] (writing nothing) if `lease` is no
+/// longer the current, unexpired lease of the queue at `committed_at`.
+pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitReport, DbError> {
+    let started = Instant::now();
+    let queue = r.snapshot.queue.as_str();
+    let mut tx = db.begin().await?;
+
+    // The fence. FOR UPDATE: a standby's takeover (which bumps the term) waits until this
+    // transaction ends, so the lease cannot change hands between this check and COMMIT.
+    let held: Option<i64> = sqlx::query_scalar(
+        "SELECT term FROM leases
+          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > $4
+          FOR UPDATE",
+    )
+    .bind(queue)
+    .bind(&r.lease.holder)
+    .bind(r.lease.term)
+    .bind(r.committed_at)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if held.is_none() {
+        return Err(DbError::LeaseLost {
+            queue: queue.to_string(),
+            term: r.lease.term,
+        });
+    }
+
+    // Lock the pool's rows and see which are still queued. A client's cancel that is in
+    // flight finishes first (we wait for its row lock), so its cancel is seen here.
+    let entry_ids = r.snapshot.entry_ids();
+    let all_ids: Vec<i64> = entry_ids.values().copied().collect();
+    let still_queued: HashSet<i64> = sqlx::query_scalar(
+        "SELECT entry_id FROM queue_entries
+          WHERE entry_id = ANY($1) AND status = 'queued'
+          ORDER BY entry_id
+          FOR UPDATE",
+    )
+    .bind(&all_ids)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .collect();
+    let queued = |player: &str| {
+        entry_ids
+            .get(player)
+            .is_some_and(|id| still_queued.contains(id))
+    };
+
+    // Keep a match only if every one of its players is still queued.
+    let mut kept = Vec::new();
+    let mut dropped_by_cancel = 0;
+    for m in &r.outcome.matches {
+        let players = m.teams.iter().flatten();
+        if players.clone().all(|p| queued(p)) {
+            kept.push(m);
+        } else {
+            dropped_by_cancel += players.filter(|p| queued(p)).count();
+        }
+    }
+
+    let match_ids: Vec<i64> = sqlx::query_scalar(
+        "SELECT nextval(pg_get_serial_sequence('matches', 'match_id'))
+           FROM generate_series(1, $1)",
+    )
+    .bind(kept.len() as i64)
+    .fetch_all(&mut *tx)
+    .await?;
+
+    let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
+    let rejected: Vec<&Rejection> = r.rejected.iter().filter(|x| queued(&x.id)).collect();
+    let pool_size = r.snapshot.entries.len();
+    let left_over = pool_size - matched - rejected.len();
+    let (score, factor_averages) = summarize(r.outcome, &kept, dropped_by_cancel > 0);
+
+    let round_id: i64 = sqlx::query_scalar(
+        "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
+                             committed_at, pool_size, match_count, matched, left_over,
+                             rejected, dropped_by_cancel, score, factor_averages,
+                             solver_stats, snapshot_ms, solve_ms, commit_ms, seed,
+                             config_hash, config)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18, $19, $20::text::numeric, $21, $22)
+         RETURNING round_id",
+    )
+    .bind(queue)
+    .bind(r.trigger.as_str())
+    .bind(&r.lease.holder)
+    .bind(r.lease.term)
+    .bind(r.started_at)
+    .bind(r.snapshot_at)
+    .bind(r.committed_at)
+    .bind(pool_size as i32)
+    .bind(kept.len() as i32)
+    .bind(matched as i32)
+    .bind(left_over as i32)
+    .bind(rejected.len() as i32)
+    .bind(dropped_by_cancel as i32)
+    .bind(score)
+    .bind(sqlx::types::Json(&factor_averages))
+    .bind(sqlx::types::Json(&r.outcome.stats))
+    .bind(r.snapshot_ms)
+    .bind(r.solve_ms)
+    // commit_ms is not known before COMMIT; set below, inside the same transaction.
+    .bind(0.0_f64)
+    .bind(r.seed.to_string())
+    .bind(r.config_hash)
+    .bind(r.config)
+    .fetch_one(&mut *tx)
+    .await?;
+
+    if !kept.is_empty() {
+        let scores: Vec<f64> = kept.iter().map(|m| m.score).collect();
+        let factors: Vec<serde_json::Value> = kept
+            .iter()
+            .map(|m| serde_json::to_value(&m.factors).expect("factors serialize"))
+            .collect();
+        let regions: Vec<Option<&str>> = kept.iter().map(|m| m.region.as_deref()).collect();
+        let hosts: Vec<serde_json::Value> = kept
+            .iter()
+            .map(|m| serde_json::to_value(m.hosts.clone().unwrap_or_default()).expect("hosts"))
+            .collect();
+        sqlx::query(
+            "INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
+                                  region, hosts)
+             OVERRIDING SYSTEM VALUE
+             SELECT u.id, $2, $3, $4, u.score, u.factors, u.region,
+                    ARRAY(SELECT jsonb_array_elements_text(u.hosts))
+               FROM unnest($1::bigint[], $5::float8[], $6::jsonb[], $7::text[], $8::jsonb[])
+                    AS u(id, score, factors, region, hosts)",
+        )
+        .bind(&match_ids)
+        .bind(round_id)
+        .bind(queue)
+        .bind(r.committed_at)
+        .bind(&scores)
+        .bind(&factors)
+        .bind(&regions)
+        .bind(&hosts)
+        .execute(&mut *tx)
+        .await?;
+
+        let mut p_match = Vec::with_capacity(matched);
+        let mut p_entry = Vec::with_capacity(matched);
+        let mut p_team = Vec::with_capacity(matched);
+        let mut p_role: Vec<Option<String>> = Vec::with_capacity(matched);
+        for (m, match_id) in kept.iter().zip(&match_ids) {
+            for (team, players) in m.teams.iter().enumerate() {
+                for p in players {
+                    p_match.push(*match_id);
+                    p_entry.push(entry_ids[p.as_str()]);
+                    p_team.push(team as i32);
+                    p_role.push(m.roles.as_ref().and_then(|roles| roles.get(p).cloned()));
+                }
+            }
+        }
+        // The players' own values come from their rows (skill, party, enqueue time).
+        sqlx::query(
+            "WITH placed AS (
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
+                          AS u(match_id, entry_id, team, role)),
+             matched AS (
+                 UPDATE queue_entries e
+                    SET status = 'matched', round_id = $5, match_id = placed.match_id,
+                        team = placed.team, role = placed.role, updated_at = $6
+                   FROM placed
+                  WHERE e.entry_id = placed.entry_id AND e.status = 'queued'
+              RETURNING e.*)
+             INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id, team,
+                                        role, skill, enqueued_at, matched_at)
+             SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team, m.role,
+                    m.skill, m.enqueued_at, $6
+               FROM matched m",
+        )
+        .bind(&p_match)
+        .bind(&p_entry)
+        .bind(&p_team)
+        .bind(&p_role)
+        .bind(round_id)
+        .bind(r.committed_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+
+    if !rejected.is_empty() {
+        let ids: Vec<i64> = rejected.iter().map(|x| entry_ids[x.id.as_str()]).collect();
+        let reasons: Vec<&str> = rejected.iter().map(|x| x.reason.as_str()).collect();
+        sqlx::query(
+            "UPDATE queue_entries e
+                SET status = 'rejected', reject_reason = u.reason, round_id = $3,
+                    updated_at = $4
+               FROM unnest($1::bigint[], $2::text[]) AS u(entry_id, reason)
+              WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+        )
+        .bind(&ids)
+        .bind(&reasons)
+        .bind(round_id)
+        .bind(r.committed_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+
+    write_queue_state(
+        &mut *tx,
+        r.next_state,
+        Some((round_id, r.committed_at)),
+        r.committed_at,
+    )
+    .await?;
+
+    let commit_ms = started.elapsed().as_secs_f64() * 1000.0;
+    sqlx::query("UPDATE rounds SET commit_ms = $2 WHERE round_id = $1")
+        .bind(round_id)
+        .bind(commit_ms)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+
+    Ok(CommitReport {
+        round_id,
+        match_count: kept.len(),
+        matched,
+        left_over,
+        rejected: rejected.len(),
+        dropped_by_cancel,
+        score,
+        commit_ms: started.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+/// Round score and per-factor means of the kept matches. The core's round score stands
+/// unless matches were dropped; then the plain mean of the kept matches replaces it.
+fn summarize(
+    outcome: &RoundOutcome,
+    kept: &[&crate::core::MatchOutcome],
+    dropped: bool,
+) -> (Option<f64>, BTreeMap<String, f64>) {
+    let mut sums: HashMap<&str, (f64, usize)> = HashMap::new();
+    for m in kept {
+        for (factor, value) in &m.factors {
+            let entry = sums.entry(factor.as_str()).or_default();
+            entry.0 += value;
+            entry.1 += 1;
+        }
+    }
+    let averages = sums
+        .into_iter()
+        .map(|(f, (sum, n))| (f.to_string(), sum / n as f64))
+        .collect();
+    let score = if kept.is_empty() {
+        None
+    } else if dropped {
+        Some(kept.iter().map(|m| m.score).sum::<f64>() / kept.len() as f64)
+    } else {
+        Some(outcome.score)
+    };
+    (score, averages)
+}

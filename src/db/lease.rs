@@ -1,0 +1,100 @@
+//! Leader lease per queue: a row with a holder, a term and an expiry (River's
+//! `river_leader`, Oban's peers). The holder renews it on a timer; anyone may take an
+//! expired lease, which bumps the term. A round commits only while its lease (holder and
+//! term) is still current — see `commit::commit_round` — so a paused or partitioned old
+//! leader cannot write, even if it wakes up in the middle of a commit.
+//!
+//! Times come from the caller's clock (`now`), like every query of this module; replicas
+//! are assumed to have roughly synchronized clocks (well within the TTL).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use super::DbError;
+
+/// Proof of leadership of one queue for one term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub queue: String,
+    pub holder: String,
+    pub term: i64,
+}
+
+/// Take the lease of `queue` if it is free or expired. `None`: someone else holds it
+/// (or we hold it already: use [`renew_lease`]).
+pub async fn acquire_lease(
+    db: &PgPool,
+    queue: &str,
+    holder: &str,
+    ttl: Duration,
+    now: DateTime<Utc>,
+) -> Result<Option<Lease>, DbError> {
+    let term: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO leases (queue, holder, term, acquired_at, expires_at)
+         VALUES ($1, $2, 1, $3, $3 + make_interval(secs => $4))
+         ON CONFLICT (queue) DO UPDATE
+            SET holder = EXCLUDED.holder,
+                -- A new term on every change of hands: the old holder's term is now stale,
+                -- and its commits are refused.
+                term = leases.term + 1,
+                acquired_at = EXCLUDED.acquired_at,
+                expires_at = EXCLUDED.expires_at
+          -- Only an expired (or released) lease changes hands.
+          WHERE leases.expires_at <= EXCLUDED.acquired_at
+         RETURNING term",
+    )
+    .bind(queue)
+    .bind(holder)
+    .bind(now)
+    .bind(ttl.as_secs_f64())
+    .fetch_optional(db)
+    .await?;
+    Ok(term.map(|term| Lease {
+        queue: queue.to_string(),
+        holder: holder.to_string(),
+        term,
+    }))
+}
+
+/// Extend our lease to `now + ttl`. `false`: it expired or changed hands (we are no
+/// longer the leader; acquiring again gives a new term).
+pub async fn renew_lease(
+    db: &PgPool,
+    lease: &Lease,
+    ttl: Duration,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    let renewed = sqlx::query(
+        "UPDATE leases SET expires_at = $4 + make_interval(secs => $5)
+          WHERE queue = $1 AND holder = $2 AND term = $3
+            -- Not once expired: a standby may be taking it over right now.
+            AND expires_at > $4",
+    )
+    .bind(&lease.queue)
+    .bind(&lease.holder)
+    .bind(lease.term)
+    .bind(now)
+    .bind(ttl.as_secs_f64())
+    .execute(db)
+    .await?
+    .rows_affected();
+    Ok(renewed == 1)
+}
+
+/// Give the lease up (shutdown): it expires now, so a standby takes over at its next look
+/// instead of waiting for the TTL.
+pub async fn release_lease(db: &PgPool, lease: &Lease, now: DateTime<Utc>) -> Result<(), DbError> {
+    sqlx::query(
+        "UPDATE leases SET expires_at = $4
+          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > $4",
+    )
+    .bind(&lease.queue)
+    .bind(&lease.holder)
+    .bind(lease.term)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(())
+}

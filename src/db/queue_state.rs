@@ -1,0 +1,129 @@
+//! The queue state: what the countdown players see is made of (next round time, why it
+//! waits, the early-start target), and the live pool figures the triggers look at.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgExecutor, PgPool};
+
+use super::DbError;
+
+/// What a round (or the trigger logic) waits for; `queue_state.waiting_for`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitingFor {
+    /// The next schedule tick (`next_round_at`).
+    Schedule,
+    /// The tick passed but the pool is below `min_pool`; `next_round_at` is the max-wait
+    /// fallback of the oldest player.
+    MinPool,
+    /// Not one match can be formed yet; `next_round_at` is unknown (NULL).
+    Players,
+}
+
+impl WaitingFor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitingFor::Schedule => "schedule",
+            WaitingFor::MinPool => "min_pool",
+            WaitingFor::Players => "players",
+        }
+    }
+}
+
+/// One `queue_state` row as the leader writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStateRow {
+    pub queue: String,
+    pub next_round_at: Option<DateTime<Utc>>,
+    pub waiting_for: WaitingFor,
+    /// Human-readable schedule ("every 2m", "cron 0 */2 * * * *").
+    pub schedule: String,
+    pub target_pool: Option<i32>,
+    pub min_pool: i32,
+    pub players_per_match: i32,
+    pub max_wait_secs: f64,
+    pub config_hash: String,
+}
+
+/// The live pool of a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    pub size: usize,
+    pub oldest_enqueued_at: Option<DateTime<Utc>>,
+}
+
+pub async fn pool_stats(db: &PgPool, queue: &str) -> Result<PoolStats, DbError> {
+    // Served by the partial index queue_entries_queued_oldest_first.
+    let (size, oldest): (i64, Option<DateTime<Utc>>) = sqlx::query_as(
+        "SELECT count(*), min(enqueued_at) FROM queue_entries
+          WHERE queue = $1 AND status = 'queued'",
+    )
+    .bind(queue)
+    .fetch_one(db)
+    .await?;
+    Ok(PoolStats {
+        size: size as usize,
+        oldest_enqueued_at: oldest,
+    })
+}
+
+/// Insert or update the row; `last_round` is set by a round commit only.
+pub async fn write_queue_state<'e>(
+    db: impl PgExecutor<'e>,
+    row: &QueueStateRow,
+    last_round: Option<(i64, DateTime<Utc>)>,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    sqlx::query(
+        "INSERT INTO queue_state (queue, next_round_at, waiting_for, schedule, target_pool,
+                                  min_pool, players_per_match, max_wait, last_round_id,
+                                  last_round_at, config_hash, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, make_interval(secs => $8), $9, $10, $11, $12)
+         ON CONFLICT (queue) DO UPDATE SET
+             next_round_at = EXCLUDED.next_round_at,
+             waiting_for = EXCLUDED.waiting_for,
+             schedule = EXCLUDED.schedule,
+             target_pool = EXCLUDED.target_pool,
+             min_pool = EXCLUDED.min_pool,
+             players_per_match = EXCLUDED.players_per_match,
+             max_wait = EXCLUDED.max_wait,
+             -- Keep the last round unless this write comes from a round commit.
+             last_round_id = coalesce(EXCLUDED.last_round_id, queue_state.last_round_id),
+             last_round_at = coalesce(EXCLUDED.last_round_at, queue_state.last_round_at),
+             config_hash = EXCLUDED.config_hash,
+             updated_at = EXCLUDED.updated_at",
+    )
+    .bind(&row.queue)
+    .bind(row.next_round_at)
+    .bind(row.waiting_for.as_str())
+    .bind(&row.schedule)
+    .bind(row.target_pool)
+    .bind(row.min_pool)
+    .bind(row.players_per_match)
+    .bind(row.max_wait_secs)
+    .bind(last_round.map(|(id, _)| id))
+    .bind(last_round.map(|(_, at)| at))
+    .bind(&row.config_hash)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The countdown as the previous leader (or we, before a lease lapse) left it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredState {
+    pub next_round_at: Option<DateTime<Utc>>,
+    pub waiting_for: String,
+    pub config_hash: String,
+    pub last_round_at: Option<DateTime<Utc>>,
+}
+
+/// Where a new leader's countdown continues.
+pub async fn read_queue_state(db: &PgPool, queue: &str) -> Result<Option<StoredState>, DbError> {
+    Ok(sqlx::query_as(
+        "SELECT next_round_at, waiting_for, config_hash, last_round_at FROM queue_state
+          WHERE queue = $1",
+    )
+    .bind(queue)
+    .fetch_optional(db)
+    .await?)
+}

@@ -1,0 +1,245 @@
+//! Rounds against a real PostgreSQL: enqueue -> round -> assignment, cancellation during
+//! the solve, rows rejected by the round while the rest is matched, the countdown.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use matchmaker::daemon::clock::ManualClock;
+use matchmaker::daemon::round::RoundRunner;
+use matchmaker::db::{self, RoundTrigger};
+
+use crate::support::*;
+
+async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
+    db::acquire_lease(
+        db,
+        "q",
+        "test",
+        secs(15),
+        matchmaker::daemon::clock::Clock::now(clock),
+    )
+    .await
+    .unwrap()
+    .expect("free lease")
+}
+
+#[tokio::test]
+async fn enqueue_round_assignment() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    enqueue_n(db, "q", "p", 14, t0()).await;
+    let config = queue_config("every = \"2m\"");
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let lease = lead(db, &clock).await;
+    clock.advance(secs(1));
+    let report = runner
+        .run("q", config.clone(), RoundTrigger::Manual, &lease)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.players, report.matches, report.matched),
+        (14, 2, 12)
+    );
+    assert_eq!((report.left_over, report.rejected), (2, 0));
+
+    let status = statuses(db, "q").await;
+    assert_eq!(status.values().filter(|s| *s == "matched").count(), 12);
+    assert_eq!(status.values().filter(|s| *s == "queued").count(), 2);
+
+    // The assignment as a client reads it, and the match from the ops view.
+    let (player, match_id, team): (String, i64, i32) = sqlx::query_as(
+        "SELECT player_id, match_id, team FROM player_status
+          WHERE queue = 'q' AND status = 'matched' ORDER BY player_id LIMIT 1",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    let (teammates, opponents): (Vec<String>, Vec<String>) = sqlx::query_as(
+        "SELECT teammates, opponents FROM match_details WHERE match_id = $1 AND player_id = $2",
+    )
+    .bind(match_id)
+    .bind(&player)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!((teammates.len(), opponents.len()), (2, 3));
+    let same_team: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM queue_entries WHERE match_id = $1 AND team = $2")
+            .bind(match_id)
+            .bind(team)
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(same_team, 3);
+
+    // The round row explains itself: trigger, lease, config, counts.
+    let (trigger, term, hash, pool_size, cfg): (String, i64, String, i32, serde_json::Value) =
+        sqlx::query_as(
+            "SELECT trigger, term, config_hash, pool_size, config FROM rounds
+              WHERE round_id = $1",
+        )
+        .bind(report.round_id)
+        .fetch_one(db)
+        .await
+        .unwrap();
+    assert_eq!(trigger, "manual");
+    assert_eq!(term, lease.term);
+    assert_eq!(hash, config.hash());
+    assert_eq!(pool_size, 14);
+    assert_eq!(cfg["round"]["every"], "2m");
+
+    // The countdown: the next round 2 minutes after this one.
+    let next: DateTime<Utc> =
+        sqlx::query_scalar("SELECT next_round_at FROM queue_state WHERE queue = 'q'")
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(next, t0() + chrono::Duration::seconds(121));
+    assert_nobody_matched_twice(db).await;
+}
+
+#[tokio::test]
+async fn a_cancel_during_the_solve_wins_and_keeps_the_others_queued() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    enqueue_n(db, "q", "p", 12, t0()).await;
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let lease = lead(db, &clock).await;
+
+    let prepared = runner
+        .prepare("q", queue_config(""), RoundTrigger::Manual)
+        .await
+        .unwrap();
+    let solved = runner.solve(prepared).await.unwrap();
+    assert_eq!(solved.outcome.matches.len(), 2);
+    // p0 cancels while "the solver runs" (between snapshot and commit).
+    let victim_match = solved
+        .outcome
+        .matches
+        .iter()
+        .find(|m| m.teams.iter().flatten().any(|p| p == "p0"))
+        .unwrap()
+        .clone();
+    assert!(db::enqueue::cancel(db, "q", "p0").await.unwrap());
+    let report = runner.commit(solved, &lease).await.unwrap();
+
+    assert_eq!((report.matches, report.matched), (1, 6));
+    assert_eq!(report.dropped_by_cancel, 5);
+    let status = statuses(db, "q").await;
+    assert_eq!(status["p0"], "cancelled");
+    for p in victim_match.teams.iter().flatten().filter(|p| *p != "p0") {
+        assert_eq!(status[p], "queued", "{p} stays queued");
+    }
+    // ... keeping their original enqueue time, untouched by the round.
+    let moved: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM queue_entries
+          WHERE status = 'queued' AND (enqueued_at <> $1 OR round_id IS NOT NULL)",
+    )
+    .bind(t0())
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(moved, 0);
+    let dropped: i32 = sqlx::query_scalar("SELECT dropped_by_cancel FROM rounds")
+        .fetch_one(db)
+        .await
+        .unwrap();
+    assert_eq!(dropped, 5);
+    assert_nobody_matched_twice(db).await;
+}
+
+#[tokio::test]
+async fn unusable_rows_are_rejected_with_a_reason_while_the_rest_is_matched() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    enqueue_n(db, "q", "p", 6, t0()).await;
+    // A row stored before a constraint existed (or written around it): the round must
+    // reject it with a reason, not fail, and not drop it.
+    sqlx::raw_sql(
+        "ALTER TABLE queue_entries DROP CONSTRAINT latencies_must_map_regions_to_non_negative_ms;
+         INSERT INTO queue_entries (queue, player_id, skill, latencies, enqueued_at)
+         VALUES ('q', 'broken', 1000, '{\"eu\": null}', '2026-01-01T11:59:00Z');",
+    )
+    .execute(db)
+    .await
+    .unwrap();
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let lease = lead(db, &clock).await;
+    let report = runner
+        .run("q", queue_config(""), RoundTrigger::Manual, &lease)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.matched, report.rejected, report.left_over),
+        (6, 1, 0)
+    );
+    let (status, reason): (String, Option<String>) = sqlx::query_as(
+        "SELECT status, reject_reason FROM player_status WHERE player_id = 'broken'",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(status, "rejected");
+    assert!(
+        reason.unwrap().contains("latencies"),
+        "reason names the field"
+    );
+    assert_nobody_matched_twice(db).await;
+}
+
+#[tokio::test]
+async fn countdown_shows_seconds_to_the_next_round_and_players_missing() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    // The views count against the database's now(): use a clock near real time.
+    let start = chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+    let clock = ManualClock::new(start);
+    enqueue_n(db, "q", "p", 4, start).await;
+    let config = queue_config("every = \"90s\"\ntarget_pool = 10\nmin_pool = 6");
+    let mut w = worker(db, &clock, "a", config);
+    w.step().await.unwrap();
+
+    let mut tx = db.begin().await.unwrap();
+    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    let (seconds, next, missing, early, waiting): (i32, DateTime<Utc>, i32, bool, String) =
+        sqlx::query_as(
+            "SELECT seconds_to_next_round, next_round_at, players_missing_for_early_start,
+                    may_start_early, waiting_for
+               FROM player_status WHERE queue = 'q' AND player_id = 'p1'",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(next, start + chrono::Duration::seconds(90));
+    let expected = ((next - now).num_microseconds().unwrap() as f64 / 1e6)
+        .ceil()
+        .max(0.0);
+    assert_eq!(seconds as f64, expected);
+    assert_eq!(missing, 6, "target 10, pool 4");
+    assert!(early);
+    assert_eq!(waiting, "schedule");
+
+    // A matched player has no countdown but an assignment.
+    enqueue_n(db, "q", "x", 6, start).await;
+    let outcome = w.step().await.unwrap();
+    assert!(matches!(
+        outcome,
+        matchmaker::daemon::worker::StepOutcome::Ran(_)
+    ));
+    let (seconds, match_id): (Option<i32>, Option<i64>) = sqlx::query_as(
+        "SELECT seconds_to_next_round, match_id FROM player_status
+          WHERE queue = 'q' AND status = 'matched' LIMIT 1",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(seconds, None);
+    assert!(match_id.is_some());
+}

@@ -1,0 +1,176 @@
+//! Triggers with an injected clock: schedule, early start at the target pool size,
+//! min pool with the max-wait fallback; and the pure decision behind them.
+
+use chrono::Duration as D;
+use matchmaker::daemon::clock::ManualClock;
+use matchmaker::daemon::trigger::{Decision, QueueView, decide};
+use matchmaker::daemon::worker::StepOutcome;
+use matchmaker::db::{RoundTrigger, WaitingFor};
+
+use crate::support::*;
+
+fn ran(outcome: &StepOutcome) -> Option<RoundTrigger> {
+    match outcome {
+        StepOutcome::Ran(r) => Some(r.trigger),
+        _ => None,
+    }
+}
+
+#[test]
+fn decision_table() {
+    let config = queue_config("every = \"2m\"\ntarget_pool = 30\nmin_pool = 12");
+    let now = t0();
+    let view = |pool, oldest_min: i64, due_in: i64, unchanged| QueueView {
+        now,
+        pool_size: pool,
+        oldest_enqueued_at: Some(now - D::minutes(oldest_min)),
+        next_due: now + D::seconds(due_in),
+        unchanged_since_last_round: unchanged,
+    };
+    // Early start at the target, before the tick; not again on an unchanged pool.
+    assert_eq!(
+        decide(&config, &view(30, 1, 60, false)),
+        Decision::Run(RoundTrigger::PoolSize)
+    );
+    assert!(matches!(
+        decide(&config, &view(30, 1, 60, true)),
+        Decision::Wait { .. }
+    ));
+    // The tick with enough players.
+    assert_eq!(
+        decide(&config, &view(12, 1, 0, false)),
+        Decision::Run(RoundTrigger::Schedule)
+    );
+    // The tick below min_pool waits; the countdown shows the max-wait fallback.
+    assert_eq!(
+        decide(&config, &view(8, 1, -5, false)),
+        Decision::Wait {
+            next_round_at: Some(now - D::minutes(1) + D::minutes(10)),
+            waiting_for: WaitingFor::MinPool
+        }
+    );
+    // Max wait reached and a match can be formed.
+    assert_eq!(
+        decide(&config, &view(8, 10, -5, false)),
+        Decision::Run(RoundTrigger::MaxWait)
+    );
+    // ... but not one match: wait for players, whatever the wait.
+    assert_eq!(
+        decide(&config, &view(5, 30, -5, false)),
+        Decision::Wait {
+            next_round_at: None,
+            waiting_for: WaitingFor::Players
+        }
+    );
+    // Before the tick: the countdown is the tick.
+    assert_eq!(
+        decide(&config, &view(8, 1, 60, false)),
+        Decision::Wait {
+            next_round_at: Some(now + D::seconds(60)),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+}
+
+#[tokio::test]
+async fn schedule_early_start_and_max_wait_with_an_injected_clock() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    let config = queue_config("every = \"2m\"\ntarget_pool = 18\nmin_pool = 12");
+    let mut w = worker(db, &clock, "a", config);
+
+    // 6 players: before the tick, wait for it.
+    enqueue_n(db, "q", "a", 6, t0()).await;
+    let s = w.step().await.unwrap();
+    assert_eq!(
+        s,
+        StepOutcome::Waiting {
+            next_round_at: Some(t0() + D::minutes(2)),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+
+    // Early start: the pool reaches the target before the tick.
+    clock.advance(secs(30));
+    enqueue_n(db, "q", "b", 12, clock_now(&clock)).await;
+    let s = w.step().await.unwrap();
+    assert_eq!(ran(&s), Some(RoundTrigger::PoolSize));
+    let StepOutcome::Ran(report) = &s else {
+        unreachable!()
+    };
+    assert_eq!(report.matched, 18);
+    // The next tick counts from that round.
+    assert_eq!(
+        report.next_round_at,
+        Some(t0() + D::seconds(30) + D::minutes(2))
+    );
+
+    // The tick with enough players (min_pool 12).
+    enqueue_n(db, "q", "c", 12, clock_now(&clock)).await;
+    clock.advance(secs(60));
+    assert_eq!(ran(&w.step().await.unwrap()), None, "before the tick");
+    clock.advance(secs(60));
+    assert_eq!(ran(&w.step().await.unwrap()), Some(RoundTrigger::Schedule));
+
+    // Below min_pool: the tick passes, the round waits; the countdown shows the
+    // max-wait fallback of the oldest player (max_wait 10m).
+    let enq = clock_now(&clock);
+    enqueue_n(db, "q", "d", 6, enq).await;
+    clock.advance(secs(150));
+    let s = w.step().await.unwrap();
+    assert_eq!(
+        s,
+        StepOutcome::Waiting {
+            next_round_at: Some(enq + D::minutes(10)),
+            waiting_for: WaitingFor::MinPool
+        }
+    );
+    let waiting: String =
+        sqlx::query_scalar("SELECT waiting_for FROM queue_state WHERE queue = 'q'")
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(waiting, "min_pool");
+
+    // Max wait: the oldest player has waited 10 minutes; one match can be formed.
+    clock.set(enq + D::minutes(10));
+    assert_eq!(ran(&w.step().await.unwrap()), Some(RoundTrigger::MaxWait));
+    let pool_after = count(
+        db,
+        "SELECT count(*) FROM queue_entries WHERE status = 'queued'",
+    )
+    .await;
+    assert_eq!(pool_after, 0);
+
+    let triggers: Vec<String> = sqlx::query_scalar("SELECT trigger FROM rounds ORDER BY round_id")
+        .fetch_all(db)
+        .await
+        .unwrap();
+    assert_eq!(triggers, ["pool_size", "schedule", "max_wait"]);
+    assert_nobody_matched_twice(db).await;
+}
+
+#[tokio::test]
+async fn cron_schedule_runs_at_its_ticks() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0() + D::seconds(10));
+    let config = queue_config("cron = \"*/5 * * * *\"");
+    let mut w = worker(db, &clock, "a", config);
+    enqueue_n(db, "q", "a", 6, t0()).await;
+    let s = w.step().await.unwrap();
+    assert_eq!(
+        s,
+        StepOutcome::Waiting {
+            next_round_at: Some(t0() + D::minutes(5)),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+    clock.set(t0() + D::minutes(5));
+    assert_eq!(ran(&w.step().await.unwrap()), Some(RoundTrigger::Schedule));
+}
+
+fn clock_now(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
+    matchmaker::daemon::clock::Clock::now(clock)
+}
