@@ -15,11 +15,13 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Row};
 
+use crate::cli::run::{DatabaseArgs, open_database};
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
-    /// PostgreSQL URL of the matchmaker's database.
-    #[arg(long, env = "DATABASE_URL")]
-    pub database_url: String,
+    /// The database (default: the private PostgreSQL of a local `matchmaker run`).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Show only this queue.
     #[arg(long)]
     pub queue: Option<String>,
@@ -79,24 +81,33 @@ pub struct StatusView {
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
-        let db = crate::db::connect_with(&args.database_url, 2).await?;
-        loop {
-            let view = read_status(&db, args.queue.as_deref(), args.rounds).await?;
-            if args.once {
-                print!("{}", render(&view, false));
-                return Ok(());
-            }
-            print!("{CLEAR}{}", render(&view, true));
-            println!(
-                "{DIM}refresh every {}; Ctrl-C quits{RESET}",
-                humantime::format_duration(args.interval)
-            );
-            tokio::select! {
-                _ = tokio::time::sleep(args.interval) => {}
-                _ = tokio::signal::ctrl_c() => return Ok(()),
-            }
+        let (db, server) = open_database(&args.database).await?;
+        let shown = show(&db, &args).await;
+        db.close().await;
+        if let Some(server) = server {
+            server.stop().await?;
         }
+        shown
     })
+}
+
+async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
+    loop {
+        let view = read_status(db, args.queue.as_deref(), args.rounds).await?;
+        if args.once {
+            print!("{}", render(&view, false));
+            return Ok(());
+        }
+        print!("{CLEAR}{}", render(&view, true));
+        println!(
+            "{DIM}refresh every {}; Ctrl-C quits{RESET}",
+            humantime::format_duration(args.interval)
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(args.interval) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
 }
 
 /// Reads one frame of the view.
