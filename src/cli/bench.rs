@@ -1,8 +1,296 @@
-//! `matchmaker bench`: all strategies on fixed seeded pools, one side-by-side table.
+//! `matchmaker bench`: all strategies on fixed seeded pools, one side-by-side table,
+//! then the issue's targets as ratios measured in the same run.
+//!
+//! ```text
+//! matchmaker bench [--players 300] [--pools 3] [--budgets 100ms,1s] [--baseline 5s]
+//!                  [--long-factor 50] [--threads N] [--skip-targets]
+//! ```
+//! Columns: round score; mean and worst team-skill difference (team means); skill
+//! spread (mean pairwise difference in a match); mean enemy ping (ms, opponent pairs);
+//! share of matches with asymmetric premades; repeated opponent pairs (met as opponents
+//! in the history and opponents again); unmatched players; moves evaluated per second.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::bail;
+
+use crate::cli::synthetic::{SyntheticSpec, synthetic_pool};
+use crate::core::index::IndexedPool;
+use crate::core::{Budget, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve};
 
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// Players per pool.
+    #[arg(long, default_value_t = 300)]
+    pub players: usize,
+    /// Number of seeded pools (seeds 1..=N); figures are means over the pools.
+    #[arg(long, default_value_t = 3)]
+    pub pools: u64,
+    /// Budgets of the table, comma separated (humantime).
+    #[arg(long, default_value = "100ms,1s", value_delimiter = ',', value_parser = humantime::parse_duration)]
+    pub budgets: Vec<Duration>,
+    /// Budget of the awesomenauts baseline in the target check.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub baseline: Duration,
+    /// The long reference run is this many times the longest table budget.
+    #[arg(long, default_value_t = 50)]
+    pub long_factor: u32,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Only print the table.
+    #[arg(long)]
+    pub skip_targets: bool,
+    /// Write the first pool as JSON to this file and exit (for `optimize`).
+    #[arg(long)]
+    pub write_pool: Option<std::path::PathBuf>,
+}
 
-pub fn run(_args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("matchmaker bench is not built yet")
+#[derive(Debug, Default, Clone)]
+struct Row {
+    score: f64,
+    mean_diff: f64,
+    worst_diff: f64,
+    spread: f64,
+    ping: f64,
+    asym: f64,
+    repeats: f64,
+    unmatched: f64,
+    moves_per_s: f64,
+}
+
+fn metrics(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Row {
+    let ix = IndexedPool::build(pool, model).expect("bench pools are valid");
+    let index: HashMap<&str, u32> = ix
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i as u32))
+        .collect();
+    let mut r = Row {
+        score: out.score,
+        unmatched: out.unmatched.len() as f64,
+        moves_per_s: out.stats.moves_per_second,
+        ..Row::default()
+    };
+    let (mut pings, mut npings) = (0.0, 0usize);
+    let nm = out.matches.len().max(1) as f64;
+    for m in &out.matches {
+        let teams: Vec<Vec<u32>> = m
+            .teams
+            .iter()
+            .map(|t| t.iter().map(|id| index[id.as_str()]).collect())
+            .collect();
+        let means: Vec<f64> = teams
+            .iter()
+            .map(|t| t.iter().map(|&p| ix.skill[p as usize]).sum::<f64>() / t.len() as f64)
+            .collect();
+        let d = means.iter().copied().fold(f64::MIN, f64::max)
+            - means.iter().copied().fold(f64::MAX, f64::min);
+        r.mean_diff += d / nm;
+        r.worst_diff = r.worst_diff.max(d);
+        let all: Vec<u32> = teams.iter().flatten().copied().collect();
+        let mut s = 0.0;
+        for i in 0..all.len() {
+            for j in i + 1..all.len() {
+                s += (ix.skill[all[i] as usize] - ix.skill[all[j] as usize]).abs();
+            }
+        }
+        r.spread += s / (all.len() * (all.len() - 1) / 2) as f64 / nm;
+        for (a, ta) in teams.iter().enumerate() {
+            for tb in &teams[a + 1..] {
+                for &x in ta {
+                    for &y in tb {
+                        pings +=
+                            ix.ping_ms(x, y, model.ping.relay_overhead_ms, model.ping.unknown_ms);
+                        npings += 1;
+                        if ix.history[x as usize].iter().any(|e| e.0 == y) {
+                            r.repeats += 1.0;
+                        }
+                    }
+                }
+            }
+        }
+        let parties: Vec<usize> = teams
+            .iter()
+            .map(|t| {
+                let mut u: Vec<u32> = t.iter().map(|&p| ix.unit_of[p as usize]).collect();
+                u.sort();
+                u.dedup();
+                u.len()
+            })
+            .collect();
+        if parties.iter().min() != parties.iter().max() {
+            r.asym += 1.0 / nm;
+        }
+    }
+    r.ping = pings / npings.max(1) as f64;
+    r
+}
+
+fn run_one(
+    pool: &Pool,
+    model: &QueueModel,
+    strategy: Strategy,
+    budget: Duration,
+    threads: Option<usize>,
+) -> anyhow::Result<RoundOutcome> {
+    let options = SolveOptions {
+        strategy,
+        budget: Budget::Time(budget),
+        seed: 7,
+        threads,
+        ..SolveOptions::default()
+    };
+    Ok(solve(pool, model, &options)?)
+}
+
+fn mean_rows(rows: &[Row]) -> Row {
+    let n = rows.len().max(1) as f64;
+    let mut m = Row::default();
+    for r in rows {
+        m.score += r.score / n;
+        m.mean_diff += r.mean_diff / n;
+        m.worst_diff += r.worst_diff / n;
+        m.spread += r.spread / n;
+        m.ping += r.ping / n;
+        m.asym += r.asym / n;
+        m.repeats += r.repeats / n;
+        m.unmatched += r.unmatched / n;
+        m.moves_per_s += r.moves_per_s / n;
+    }
+    m
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.budgets.is_empty() {
+        bail!("--budgets needs at least one duration");
+    }
+    let model = QueueModel::default();
+    let spec = SyntheticSpec {
+        players: args.players,
+        ..SyntheticSpec::default()
+    };
+    let pools: Vec<Pool> = (1..=args.pools).map(|s| synthetic_pool(&spec, s)).collect();
+    if let Some(path) = &args.write_pool {
+        std::fs::write(path, serde_json::to_string_pretty(&pools[0])?)?;
+        return Ok(());
+    }
+    println!(
+        "{} pools x {} players, 3v3 peer-to-peer, default weights; means over pools",
+        args.pools, args.players
+    );
+    println!(
+        "{:<13} {:>7} {:>8} {:>9} {:>9} {:>8} {:>8} {:>6} {:>7} {:>6} {:>11}",
+        "strategy",
+        "budget",
+        "score",
+        "mean_dT",
+        "worst_dT",
+        "spread",
+        "ping_ms",
+        "asym%",
+        "repeat",
+        "unm",
+        "moves/s"
+    );
+    let mut table: HashMap<(Strategy, Duration), Row> = HashMap::new();
+    for &strategy in &Strategy::ALL {
+        let budgets: Vec<Duration> = match strategy {
+            Strategy::Chunk | Strategy::Greedy => vec![args.budgets[0]],
+            _ => args.budgets.clone(),
+        };
+        for budget in budgets {
+            let rows: Vec<Row> = pools
+                .iter()
+                .map(|p| {
+                    run_one(p, &model, strategy, budget, args.threads)
+                        .map(|o| metrics(p, &model, &o))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            let m = mean_rows(&rows);
+            println!(
+                "{:<13} {:>7} {:>8.5} {:>9.2} {:>9.2} {:>8.2} {:>8.1} {:>6.1} {:>7.2} {:>6.1} {:>11.0}",
+                strategy.name(),
+                humantime::format_duration(budget).to_string(),
+                m.score,
+                m.mean_diff,
+                m.worst_diff,
+                m.spread,
+                m.ping,
+                100.0 * m.asym,
+                m.repeats,
+                m.unmatched,
+                m.moves_per_s
+            );
+            table.insert((strategy, budget), m);
+        }
+    }
+    if args.skip_targets {
+        return Ok(());
+    }
+    println!();
+    println!("targets (ratios measured in this run):");
+    let fast = args.budgets[0];
+    let slow = *args.budgets.last().unwrap();
+    let d_fast = &table[&(Strategy::Default, fast)];
+    let mut awe = Vec::new();
+    for p in &pools {
+        awe.push(metrics(
+            p,
+            &model,
+            &run_one(
+                p,
+                &model,
+                Strategy::Awesomenauts,
+                args.baseline,
+                args.threads,
+            )?,
+        ));
+    }
+    let awe = mean_rows(&awe);
+    println!(
+        "  default@{} / awesomenauts@{} round score: {:.5} / {:.5} = {:.4} (target >= 1)",
+        humantime::format_duration(fast),
+        humantime::format_duration(args.baseline),
+        d_fast.score,
+        awe.score,
+        d_fast.score / awe.score
+    );
+    let long = slow * args.long_factor;
+    let mut best_long = Vec::new();
+    for p in &pools {
+        best_long.push(run_one(p, &model, Strategy::Default, long, args.threads)?.score);
+    }
+    let best_long = best_long.iter().sum::<f64>() / best_long.len() as f64;
+    let d_slow = &table[&(Strategy::Default, slow)];
+    let gap = (best_long - d_slow.score) / best_long;
+    println!(
+        "  default@{} vs default@{}: {:.5} vs {:.5}, gap {:.4}% (target <= 0.1%)",
+        humantime::format_duration(slow),
+        humantime::format_duration(long),
+        d_slow.score,
+        best_long,
+        100.0 * gap
+    );
+    for &s in &[Strategy::Awesomenauts, Strategy::Chunk, Strategy::Greedy] {
+        let other = table
+            .iter()
+            .filter(|((st, _), _)| *st == s)
+            .map(|(_, r)| r.score)
+            .fold(f64::MIN, f64::max);
+        println!(
+            "  default@{} / best {} in the table: {:.5} / {:.5} = {:.4} (target >= 1)",
+            humantime::format_duration(fast),
+            s.name(),
+            d_fast.score,
+            other,
+            d_fast.score / other
+        );
+    }
+    println!(
+        "  default moves evaluated per second (2 matches re-split per move): {:.0} (target >= 5,000,000)",
+        d_slow.moves_per_s
+    );
+    Ok(())
 }

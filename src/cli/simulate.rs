@@ -25,6 +25,9 @@ pub struct SimulateArgs {
     /// Players in the pool written by --write-pool.
     #[arg(long, default_value_t = 300, requires = "write_pool")]
     pub players: usize,
+    /// How long to run (wall clock), e.g. `90s`, `5m`.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -36,20 +39,19 @@ pub struct LoadArgs {
     #[arg(long, default_value = "ranked_3v3")]
     pub queue: String,
     /// New players per second at the busiest time of day (players coming back from a
-    /// match come on top).
-    #[arg(long, default_value_t = 2.0)]
-    pub rate: f64,
-    /// How long to run (wall clock), e.g. `90s`, `5m`.
-    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
-    pub duration: Duration,
+    /// match come on top). Default: 2 (simulate), 3 (demo).
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// Size of the player base (distinct players).
     #[arg(long, default_value_t = 3000)]
     pub population: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Simulated seconds per wall-clock second (time of day and match durations).
-    #[arg(long, default_value_t = 1.0)]
-    pub speedup: f64,
+    /// Default: 1 (simulate), 30 (demo: a 10-minute match lasts 20 s, so players come
+    /// back and meet again).
+    #[arg(long)]
+    pub speedup: Option<f64>,
     /// Simulated UTC hour at the start (0-23); default: the current time.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..24))]
     pub start_hour: Option<u32>,
@@ -79,22 +81,42 @@ pub struct LoadArgs {
     pub id_prefix: Option<String>,
 }
 
+/// Defaults of the options that differ between `simulate` and `demo`.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadDefaults {
+    pub rate: f64,
+    pub speedup: f64,
+}
+
+impl LoadDefaults {
+    pub const SIMULATE: LoadDefaults = LoadDefaults {
+        rate: 2.0,
+        speedup: 1.0,
+    };
+    pub const DEMO: LoadDefaults = LoadDefaults {
+        rate: 3.0,
+        speedup: 30.0,
+    };
+}
+
 impl LoadArgs {
-    pub fn options(&self) -> SimulatorOptions {
+    /// The simulator options for a run of `duration`.
+    pub fn options(&self, duration: Duration, defaults: LoadDefaults) -> SimulatorOptions {
         let start = self.start_hour.map(|hour| {
             let today = Utc::now().date_naive();
             Utc.from_utc_datetime(&today.and_hms_opt(hour, 0, 0).expect("hour < 24"))
         });
         SimulatorOptions {
             queue: self.queue.clone(),
-            rate: self.rate,
-            duration: self.duration,
+            rate: self.rate.unwrap_or(defaults.rate),
+            duration,
             population: self.population,
             seed: self.seed,
-            speedup: self.speedup,
+            speedup: self.speedup.unwrap_or(defaults.speedup),
             start,
             match_duration: self.match_duration,
             cancel_share: self.cancel_share,
+            patience: SimulatorOptions::default().patience,
             requeue_share: self.requeue_share,
             spec: PopulationSpec {
                 party_share: self.party_share,
@@ -123,7 +145,7 @@ fn write_pool(args: &SimulateArgs, path: &std::path::Path) -> anyhow::Result<()>
         players: args.players,
         hour_utc: load.start_hour.unwrap_or(20),
         queue: Some(load.queue.clone()),
-        ..load.options().spec
+        ..load.options(args.duration, LoadDefaults::SIMULATE).spec
     };
     let pool = Population::realistic().generate_pool(&spec, load.seed);
     let json = serde_json::to_string_pretty(&pool)?;
@@ -142,13 +164,9 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         .database_url
         .as_deref()
         .context("--database-url or DATABASE_URL is required")?;
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .connect(url)
-        .await
-        .context("connecting to the database")?;
+    let pool = crate::db::connect_with(url, 4).await?;
     let population = Population::realistic();
-    let options = args.load.options();
+    let options = args.load.options(args.duration, LoadDefaults::SIMULATE);
     eprintln!(
         "simulating {} players at {} new/s into queue {:?} for {} (Ctrl-C stops)",
         options.population,

@@ -79,11 +79,7 @@ pub struct StatusView {
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
-        let db = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(2)
-            .connect(&args.database_url)
-            .await
-            .context("connecting to the database")?;
+        let db = crate::db::connect_with(&args.database_url, 2).await?;
         loop {
             let view = read_status(&db, args.queue.as_deref(), args.rounds).await?;
             if args.once {

@@ -44,6 +44,24 @@ impl Deadline {
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()
     }
+
+    /// The budget, if any.
+    pub fn budget(&self) -> Option<Duration> {
+        self.end.map(|end| end - self.start)
+    }
+
+    /// Share of the time from `since` (an earlier `elapsed()`) to the end that has
+    /// passed, in [0, 1]; 0 without an end.
+    pub fn progress_since(&self, since: Duration) -> f64 {
+        let Some(total) = self.budget() else {
+            return 0.0;
+        };
+        let span = total.saturating_sub(since).as_secs_f64();
+        if span <= 0.0 {
+            return 1.0;
+        }
+        ((self.elapsed().saturating_sub(since)).as_secs_f64() / span).min(1.0)
+    }
 }
 
 /// Why the search stopped.

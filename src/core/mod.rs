@@ -4,10 +4,15 @@
 
 pub mod deadline;
 pub mod error;
+pub mod factors;
+pub mod index;
 pub mod model;
 pub mod pool;
 pub mod round;
+pub mod score;
+pub mod search;
 pub mod solver;
+pub mod split;
 
 pub use deadline::{Budget, Deadline, StopReason};
 pub use error::PoolError;

@@ -1,10 +1,25 @@
 //! The queue model: what a match looks like in one queue (format, network, roles) and how
 //! its quality is scored (weights and factor parameters). Pure, validated data; it is the
 //! `[queues.NAME]` table of `config/matchmaker.toml` minus the daemon's `round` table.
+//!
+//! Every key has a default (`#[serde(default)]`), so an empty table is the Awesomenauts
+//! 3v3 peer-to-peer queue of seed 003. The formulas each parameter feeds are documented in
+//! `core::factors` (one file per factor); [`QueueModel::validate`] refuses bad values
+//! with a message naming the key.
+//!
+//! Reproducing Alman and McKay's imbalance f = alpha * d_p + v_q (seed 001) exactly:
+//! weights `equal_teams = alpha`, `equal_players = 1`, every other weight 0,
+//! `equal_teams.team_skill = "norm"`, `equal_teams.p = P`, `equal_players.measure =
+//! "uniformity"`, `equal_players.q = Q` (P, Q >= 1 or `"inf"`), both curves
+//! `{ kind = "linear", scale = S }` with S at least the largest possible f (e.g. with
+//! `skill.cap_max` set). Then every match score is exactly 1 - f / (S * (1 + alpha)).
 
+use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::error::PoolError;
 
 /// Match format and scoring of one queue. `Default` is the Awesomenauts format of seed
 /// 003: two teams of three, peer-to-peer.
@@ -17,7 +32,7 @@ pub struct QueueModel {
     pub team_size: usize,
     pub network: Network,
     /// Role-restricted queue (seed 001): each team fills every role listed here, once.
-    /// Empty: no roles.
+    /// Empty: no roles. At most `team_size` roles; remaining slots take any player.
     pub roles: Vec<String>,
     /// `strict`: a team must fill every role (hard constraint); `soft`: scored by the
     /// roles factor.
@@ -27,11 +42,23 @@ pub struct QueueModel {
     #[serde(with = "humantime_serde")]
     pub max_wait: Duration,
     /// Seed 001's time-sensitive priority g = f + beta * wait: score credit per minute
-    /// of wait for including a player in a match rather than leaving them unmatched.
+    /// of wait (capped at `max_wait`) for each player placed in a match rather than left
+    /// unmatched.
     pub wait_priority_per_minute: f64,
+    /// Round score = power mean of the match scores with this exponent (0 < p <= 1):
+    /// 1 is the plain mean of seed 003; 0.5 (its "square root" remark) makes fixing the
+    /// worst matches more important.
+    pub round_score_power: f64,
     pub weights: Weights,
-    // The core helper adds the factor parameter tables here (skill cap, curves, p, q,
-    // KL prior, premade table, ping curve, history depth/decay, host threshold, ...).
+    pub skill: SkillParams,
+    pub equal_teams: EqualTeamsParams,
+    pub equal_players: EqualPlayersParams,
+    pub indistinguishable_teams: IndistinguishableParams,
+    pub premades: PremadeParams,
+    pub ping: PingParams,
+    pub opponent_variation: VariationParams,
+    pub hosts: HostParams,
+    pub predicted_fairness: FairnessParams,
 }
 
 impl Default for QueueModel {
@@ -44,14 +71,159 @@ impl Default for QueueModel {
             role_mode: RoleMode::Strict,
             max_wait: Duration::from_secs(10 * 60),
             wait_priority_per_minute: 0.002,
+            round_score_power: 1.0,
             weights: Weights::default(),
+            skill: SkillParams::default(),
+            equal_teams: EqualTeamsParams::default(),
+            equal_players: EqualPlayersParams::default(),
+            indistinguishable_teams: IndistinguishableParams::default(),
+            premades: PremadeParams::default(),
+            ping: PingParams::default(),
+            opponent_variation: VariationParams::default(),
+            hosts: HostParams::default(),
+            predicted_fairness: FairnessParams::default(),
         }
     }
 }
 
+/// Hard limits that keep the exhaustive team split small.
+pub const MAX_PLAYERS_PER_MATCH: usize = 16;
+pub const MAX_ROLES: usize = 16;
+
 impl QueueModel {
     pub fn players_per_match(&self) -> usize {
         self.teams * self.team_size
+    }
+
+    /// Refuse values the scoring cannot use; the message names the key.
+    pub fn validate(&self) -> Result<(), PoolError> {
+        let bad = |key: &str, problem: &str| Err(PoolError::Model(format!("{key}: {problem}")));
+        if self.teams < 2 {
+            return bad("teams", "must be at least 2");
+        }
+        if self.team_size < 1 {
+            return bad("team_size", "must be at least 1");
+        }
+        if self.players_per_match() > MAX_PLAYERS_PER_MATCH {
+            return bad(
+                "team_size",
+                &format!("teams * team_size must be at most {MAX_PLAYERS_PER_MATCH}"),
+            );
+        }
+        if self.roles.len() > self.team_size {
+            return bad("roles", "more roles than team_size");
+        }
+        for (i, r) in self.roles.iter().enumerate() {
+            if r.is_empty() {
+                return bad("roles", "empty role name");
+            }
+            if self.roles[..i].contains(r) {
+                return bad("roles", &format!("role {r:?} listed twice"));
+            }
+        }
+        let nonneg = |key: &str, v: f64| -> Result<(), PoolError> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                bad(key, "must be a finite number >= 0")
+            }
+        };
+        let positive = |key: &str, v: f64| -> Result<(), PoolError> {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                bad(key, "must be a finite number > 0")
+            }
+        };
+        let unit = |key: &str, v: f64| -> Result<(), PoolError> {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                bad(key, "must be in [0, 1]")
+            }
+        };
+        nonneg("wait_priority_per_minute", self.wait_priority_per_minute)?;
+        if !(self.round_score_power > 0.0 && self.round_score_power <= 1.0) {
+            return bad("round_score_power", "must be in (0, 1]");
+        }
+        let w = &self.weights;
+        for (name, v) in w.named() {
+            nonneg(&format!("weights.{name}"), v)?;
+        }
+        if w.named().iter().all(|(_, v)| *v == 0.0) {
+            return bad("weights", "at least one weight must be > 0");
+        }
+        if let (Some(lo), Some(hi)) = (self.skill.cap_min, self.skill.cap_max)
+            && lo > hi
+        {
+            return bad("skill.cap_min", "must not exceed skill.cap_max");
+        }
+        for (key, v) in [
+            ("skill.cap_min", self.skill.cap_min),
+            ("skill.cap_max", self.skill.cap_max),
+        ] {
+            if let Some(v) = v {
+                nonneg(key, v)?;
+            }
+        }
+        if self.equal_teams.p.0.is_nan() || self.equal_teams.p.0 < 1.0 {
+            return bad("equal_teams.p", "must be >= 1 or \"inf\"");
+        }
+        positive("equal_teams.curve.scale", self.equal_teams.curve.scale)?;
+        if self.equal_players.q.0.is_nan() || self.equal_players.q.0 < 1.0 {
+            return bad("equal_players.q", "must be >= 1 or \"inf\"");
+        }
+        positive("equal_players.curve.scale", self.equal_players.curve.scale)?;
+        positive(
+            "indistinguishable_teams.sigma_prior",
+            self.indistinguishable_teams.sigma_prior,
+        )?;
+        positive(
+            "indistinguishable_teams.scale",
+            self.indistinguishable_teams.scale,
+        )?;
+        let table = &self.premades.table;
+        if table.is_empty() {
+            return bad(
+                "premades.table",
+                "needs at least one [difference, score] point",
+            );
+        }
+        for (i, [x, y]) in table.iter().enumerate() {
+            unit("premades.table", *x)?;
+            unit("premades.table", *y)?;
+            if i > 0 && *x <= table[i - 1][0] {
+                return bad("premades.table", "differences must increase");
+            }
+        }
+        positive("ping.good_ms", self.ping.good_ms)?;
+        positive("ping.bad_ms", self.ping.bad_ms)?;
+        if self.ping.bad_ms <= self.ping.good_ms {
+            return bad("ping.bad_ms", "must exceed ping.good_ms");
+        }
+        nonneg("ping.unknown_ms", self.ping.unknown_ms)?;
+        nonneg("ping.relay_overhead_ms", self.ping.relay_overhead_ms)?;
+        let v = &self.opponent_variation;
+        if v.depth == 0 {
+            return bad("opponent_variation.depth", "must be at least 1");
+        }
+        unit("opponent_variation.decay", v.decay)?;
+        unit(
+            "opponent_variation.same_relation_cost",
+            v.same_relation_cost,
+        )?;
+        unit(
+            "opponent_variation.swapped_relation_cost",
+            v.swapped_relation_cost,
+        )?;
+        positive("hosts.max_ping_ms", self.hosts.max_ping_ms)?;
+        unit("hosts.one_host_score", self.hosts.one_host_score)?;
+        positive("predicted_fairness.beta", self.predicted_fairness.beta)?;
+        positive(
+            "predicted_fairness.default_sigma",
+            self.predicted_fairness.default_sigma,
+        )?;
+        Ok(())
     }
 }
 
@@ -74,7 +246,8 @@ pub enum RoleMode {
 }
 
 /// Weights of the match-score factors (seed 003's weighted average). A weight of 0
-/// disables the factor.
+/// disables the factor. Factors that do not apply to a queue (hosts on dedicated
+/// servers, roles without roles) are left out of the average.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Weights {
@@ -104,5 +277,386 @@ impl Default for Weights {
             roles: 0.0,
             predicted_fairness: 0.0,
         }
+    }
+}
+
+impl Weights {
+    /// (config key, weight), in the fixed factor order.
+    pub fn named(&self) -> [(&'static str, f64); 10] {
+        [
+            ("equal_teams", self.equal_teams),
+            ("equal_players", self.equal_players),
+            ("indistinguishable_teams", self.indistinguishable_teams),
+            ("premades", self.premades),
+            ("enemy_ping", self.enemy_ping),
+            ("opponent_variation", self.opponent_variation),
+            ("two_hosts", self.two_hosts),
+            ("side_preference", self.side_preference),
+            ("roles", self.roles),
+            ("predicted_fairness", self.predicted_fairness),
+        ]
+    }
+}
+
+/// Skill capping before any skill factor (seed 003: "we cap them to workable ranges").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillParams {
+    /// Skills below this count as this value. None: no lower cap.
+    pub cap_min: Option<f64>,
+    /// Skills above this count as this value (Awesomenauts: 18000). None: no cap.
+    pub cap_max: Option<f64>,
+}
+
+/// A curve from a non-negative difference d to a score in [0, 1], x = d / scale:
+/// `linear` max(0, 1 - x), `exponential` exp(-x), `reciprocal` 1 / (1 + x),
+/// `gaussian` exp(-x^2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Curve {
+    pub kind: CurveKind,
+    pub scale: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CurveKind {
+    #[default]
+    Linear,
+    Exponential,
+    Reciprocal,
+    Gaussian,
+}
+
+impl Default for Curve {
+    fn default() -> Self {
+        Curve {
+            kind: CurveKind::Linear,
+            scale: 300.0,
+        }
+    }
+}
+
+impl Curve {
+    pub fn score(&self, d: f64) -> f64 {
+        let x = d / self.scale;
+        match self.kind {
+            CurveKind::Linear => (1.0 - x).max(0.0),
+            CurveKind::Exponential => (-x).exp(),
+            CurveKind::Reciprocal => 1.0 / (1.0 + x),
+            CurveKind::Gaussian => (-x * x).exp(),
+        }
+    }
+}
+
+/// An exponent p >= 1 that may be infinite; written as a number or `"inf"`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exponent(pub f64);
+
+impl Exponent {
+    pub const INFINITE: Exponent = Exponent(f64::INFINITY);
+    pub fn is_infinite(self) -> bool {
+        self.0.is_infinite()
+    }
+}
+
+impl fmt::Display for Exponent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_infinite() {
+            f.write_str("inf")
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl Serialize for Exponent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_infinite() {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Exponent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Num(f64),
+            Text(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Num(v) => Ok(Exponent(v)),
+            Repr::Text(t) if matches!(t.as_str(), "inf" | "infinity" | "Infinity") => {
+                Ok(Exponent::INFINITE)
+            }
+            Repr::Text(t) => Err(serde::de::Error::custom(format!(
+                "expected a number or \"inf\", got {t:?}"
+            ))),
+        }
+    }
+}
+
+/// Factor 1, equal teams (seeds 003, 001).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EqualTeamsParams {
+    /// `mean`: team skill is the power mean (mean of s^p)^(1/p), the plain mean for
+    /// p = 1 (seed 003). `norm`: seed 001's p-norm (sum of s^p)^(1/p).
+    pub team_skill: TeamSkill,
+    /// p >= 1 or "inf" (team skill = best player).
+    pub p: Exponent,
+    /// Curve of the difference between the strongest and weakest team.
+    pub curve: Curve,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TeamSkill {
+    #[default]
+    Mean,
+    Norm,
+}
+
+impl Default for EqualTeamsParams {
+    fn default() -> Self {
+        EqualTeamsParams {
+            team_skill: TeamSkill::Mean,
+            p: Exponent(1.0),
+            curve: Curve {
+                kind: CurveKind::Linear,
+                scale: 300.0,
+            },
+        }
+    }
+}
+
+/// Factor 2, equal players (seeds 003, 001).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EqualPlayersParams {
+    /// `pairwise`: mean absolute difference over all pairs (seed 003's 15 pairs for 6
+    /// players). `uniformity`: seed 001's v_q = (mean |s - mean|^q)^(1/q).
+    pub measure: SpreadMeasure,
+    /// q >= 1 or "inf" (largest deviation), for `uniformity`.
+    pub q: Exponent,
+    pub curve: Curve,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpreadMeasure {
+    #[default]
+    Pairwise,
+    Uniformity,
+}
+
+impl Default for EqualPlayersParams {
+    fn default() -> Self {
+        EqualPlayersParams {
+            measure: SpreadMeasure::Pairwise,
+            q: Exponent(2.0),
+            curve: Curve {
+                kind: CurveKind::Linear,
+                scale: 600.0,
+            },
+        }
+    }
+}
+
+/// Factor 3, indistinguishable teams (seed 000).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndistinguishableParams {
+    /// Prior added to every standard deviation (skill points), so that equal skills do
+    /// not give log 0.
+    pub sigma_prior: f64,
+    /// Score = exp(-D / scale), D the summed KL divergence.
+    pub scale: f64,
+}
+
+impl Default for IndistinguishableParams {
+    fn default() -> Self {
+        IndistinguishableParams {
+            sigma_prior: 50.0,
+            scale: 1.0,
+        }
+    }
+}
+
+/// Factor 4, premades (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PremadeParams {
+    /// Piecewise-linear score of the relative premade difference between the teams,
+    /// as [difference, score] points with increasing difference in [0, 1]. The default
+    /// reproduces seed 003 for 3v3: same structure 1, 3 vs 2+1 0.6, 3 vs 1+1+1 0.
+    pub table: Vec<[f64; 2]>,
+}
+
+impl Default for PremadeParams {
+    fn default() -> Self {
+        PremadeParams {
+            table: vec![[0.0, 1.0], [0.5, 0.6], [1.0, 0.0]],
+        }
+    }
+}
+
+/// Factor 5, ping with enemies (seed 003), and the ping estimate used by hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PingParams {
+    /// Pings at or below this score 1.
+    pub good_ms: f64,
+    /// Pings at or above this score 0; in between the score falls with log(ping), so
+    /// 110 -> 100 ms counts twice as much as 210 -> 200 ms.
+    pub bad_ms: f64,
+    /// Ping assumed when neither a peer ping nor a shared region latency is known.
+    pub unknown_ms: f64,
+    /// Added to the relay estimate lat(a, r) + lat(b, r).
+    pub relay_overhead_ms: f64,
+}
+
+impl Default for PingParams {
+    fn default() -> Self {
+        PingParams {
+            good_ms: 30.0,
+            bad_ms: 300.0,
+            unknown_ms: 150.0,
+            relay_overhead_ms: 0.0,
+        }
+    }
+}
+
+impl PingParams {
+    /// The perceived ping score: 1 up to `good_ms`, 0 from `bad_ms`, log-linear between.
+    pub fn score(&self, ping: f64) -> f64 {
+        if ping <= self.good_ms {
+            1.0
+        } else if ping >= self.bad_ms {
+            0.0
+        } else {
+            1.0 - (ping / self.good_ms).ln() / (self.bad_ms / self.good_ms).ln()
+        }
+    }
+}
+
+/// Factor 6, opponent variation (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VariationParams {
+    /// How many of each player's most recent past matches count (seed 003: 1).
+    pub depth: usize,
+    /// Weight of an older match: decay^k for the k-th most recent (k = 0 newest).
+    pub decay: f64,
+    /// Cost of meeting in the same relation as before (opponents again, teammates again).
+    pub same_relation_cost: f64,
+    /// Cost of meeting in the swapped relation (seed 003: "slightly better").
+    pub swapped_relation_cost: f64,
+}
+
+impl Default for VariationParams {
+    fn default() -> Self {
+        VariationParams {
+            depth: 1,
+            decay: 0.5,
+            same_relation_cost: 1.0,
+            swapped_relation_cost: 0.7,
+        }
+    }
+}
+
+/// Factor 7, two possible hosts (seed 003, peer-to-peer only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostParams {
+    /// A player can host when their ping to every other player is at most this.
+    pub max_ping_ms: f64,
+    /// Score when exactly one player can host (two or more: 1, none: 0).
+    pub one_host_score: f64,
+}
+
+impl Default for HostParams {
+    fn default() -> Self {
+        HostParams {
+            max_ping_ms: 150.0,
+            one_host_score: 0.5,
+        }
+    }
+}
+
+/// Factor 10, predicted fairness (Weng-Lin, through the `skillratings` crate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FairnessParams {
+    /// Skill-class width in skill points (Weng-Lin beta).
+    pub beta: f64,
+    /// Sigma for players without `skill_sigma`.
+    pub default_sigma: f64,
+}
+
+impl Default for FairnessParams {
+    fn default() -> Self {
+        FairnessParams {
+            beta: 200.0,
+            default_sigma: 100.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_model_is_valid() {
+        QueueModel::default().validate().unwrap();
+    }
+
+    #[test]
+    fn curves_have_documented_values() {
+        let c = |kind| Curve { kind, scale: 100.0 };
+        assert_eq!(c(CurveKind::Linear).score(25.0), 0.75);
+        assert_eq!(c(CurveKind::Linear).score(250.0), 0.0);
+        assert!((c(CurveKind::Exponential).score(100.0) - (-1.0f64).exp()).abs() < 1e-12);
+        assert_eq!(c(CurveKind::Reciprocal).score(100.0), 0.5);
+        assert!((c(CurveKind::Gaussian).score(200.0) - (-4.0f64).exp()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ping_curve_is_perceived() {
+        let p = PingParams::default();
+        assert_eq!(p.score(20.0), 1.0);
+        assert_eq!(p.score(400.0), 0.0);
+        let near = p.score(100.0) - p.score(110.0);
+        let far = p.score(200.0) - p.score(210.0);
+        // log curve: the 100 -> 110 step costs ln(1.1)/ln(1.05) ~ 1.95x the 200 -> 210 step
+        assert!((near / far - 1.1f64.ln() / 1.05f64.ln()).abs() < 1e-9);
+        assert!((p.score(300.0f64.sqrt() * 30.0f64.sqrt()) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn exponent_accepts_inf_in_toml() {
+        let m: QueueModel =
+            toml::from_str("[equal_teams]\np = \"inf\"\n[equal_players]\nq = inf\n").unwrap();
+        assert!(m.equal_teams.p.is_infinite());
+        assert!(m.equal_players.q.is_infinite());
+        m.validate().unwrap();
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let mut m = QueueModel::default();
+        m.weights.enemy_ping = f64::NAN;
+        let err = m.validate().unwrap_err().to_string();
+        assert!(err.contains("weights.enemy_ping"), "{err}");
+        let m = QueueModel {
+            teams: 1,
+            ..QueueModel::default()
+        };
+        assert!(m.validate().unwrap_err().to_string().contains("teams"));
     }
 }

@@ -1,25 +1,40 @@
 //! Entry point of the core: one round in, one `RoundOutcome` out.
 //!
-//! PLACEHOLDER: sorts by skill and cuts into matches, ignoring parties and every factor.
-//! The real optimizer (issue 2) replaces the body of `solve`; its signature is the
-//! contract the daemon and the CLI build against.
+//! `solve` validates the pool (`IndexedPool::build`), builds the scorer and runs the
+//! chosen strategy. The restart strategies (`default`, `awesomenauts`) run restarts in
+//! batches on rayon threads until the budget ends. Restart r draws its randomness from
+//! its own `Xoshiro256PlusPlus` stream (the config seed's stream after r `jump()`s), and
+//! the best round wins with ties going to the lowest restart index, so with
+//! `Budget::Restarts` the result is identical on 1 or N threads. Under a time budget the
+//! best round so far is returned when the deadline passes, with the reason the search
+//! stopped.
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 use std::time::Duration;
 
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::deadline::{Budget, Deadline, StopReason};
 use super::error::PoolError;
-use super::model::QueueModel;
+use super::index::IndexedPool;
+use super::model::{Network, QueueModel};
 use super::pool::Pool;
 use super::round::{MatchOutcome, RoundOutcome, SolveStats};
+use super::score::Scorer;
+use super::search::anneal::{self, Outcome};
+use super::search::state::State;
+use super::search::{awesomenauts, baselines, construct};
 
 /// Search strategy (`--strategy`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
-    /// Our default.
+    /// Our default: simulated annealing over random exchanges with delta scoring,
+    /// parallel restarts from sorted and semi-random constructions.
     #[default]
     Default,
     /// Seed 003, faithful: best-improvement swaps with re-split, random restarts.
@@ -30,14 +45,50 @@ pub enum Strategy {
     Greedy,
 }
 
+impl Strategy {
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Default,
+        Strategy::Awesomenauts,
+        Strategy::Chunk,
+        Strategy::Greedy,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Default => "default",
+            Strategy::Awesomenauts => "awesomenauts",
+            Strategy::Chunk => "chunk",
+            Strategy::Greedy => "greedy",
+        }
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Strategy::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| format!("unknown strategy {s:?} (default, awesomenauts, chunk, greedy)"))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SolveOptions {
     pub strategy: Strategy,
     pub budget: Budget,
     /// The one seed everything random derives from.
     pub seed: u64,
-    /// Worker threads; `None` uses rayon's global pool.
+    /// Worker threads; `None` uses rayon's default (one per core).
     pub threads: Option<usize>,
+    /// Steps of one annealing restart; `None`: under a time budget the whole budget
+    /// (one cooling run per thread), under a restart budget 2,000 per unit (at least
+    /// 20,000).
+    pub moves_per_restart: Option<u64>,
+    /// Check after every applied move that the incrementally maintained objective
+    /// equals the from-scratch score (slow; for tests and debugging). The CLI turns it
+    /// on with `MATCHMAKER_CHECK_DELTA=1`.
+    pub check_delta: bool,
 }
 
 impl Default for SolveOptions {
@@ -47,6 +98,8 @@ impl Default for SolveOptions {
             budget: Budget::Time(Duration::from_secs(2)),
             seed: 0,
             threads: None,
+            moves_per_restart: None,
+            check_delta: false,
         }
     }
 }
@@ -62,42 +115,205 @@ pub fn solve(
         Budget::Time(d) => Deadline::after(d),
         Budget::Restarts(_) => Deadline::never(),
     };
-    let mut players: Vec<_> = pool.players.iter().collect();
-    players.sort_by(|a, b| b.skill.total_cmp(&a.skill).then_with(|| a.id.cmp(&b.id)));
-    let per_match = model.players_per_match();
-    let mut matches = Vec::new();
-    let mut chunks = players.chunks_exact(per_match);
-    for chunk in &mut chunks {
-        let mut teams = vec![Vec::new(); model.teams];
-        for (i, p) in chunk.iter().enumerate() {
-            teams[i % model.teams].push(p.id.clone());
-        }
-        matches.push(MatchOutcome {
-            teams,
-            score: 0.0,
-            factors: BTreeMap::new(),
-            roles: None,
-            region: None,
-            hosts: None,
-        });
+    let ix = IndexedPool::build(pool, model)?;
+    let sc = Scorer::new(&ix, model);
+    let threads = options
+        .threads
+        .unwrap_or_else(rayon::current_num_threads)
+        .max(1);
+    let run = search(&sc, options, &deadline, threads);
+    if options.check_delta && options.strategy != Strategy::Greedy {
+        anneal::assert_delta(&sc, &run.state);
     }
-    let unmatched = chunks.remainder().iter().map(|p| p.id.clone()).collect();
+    Ok(outcome(&sc, &run, options, &deadline, threads))
+}
+
+/// The result of a whole search.
+pub struct SearchRun {
+    pub state: State,
+    pub restarts: u64,
+    pub moves: u64,
+    pub found_at: Duration,
+    pub stop: StopReason,
+}
+
+/// Run the strategy on a prepared scorer (also used by benchmarks and tests).
+pub fn search(
+    sc: &Scorer,
+    options: &SolveOptions,
+    deadline: &Deadline,
+    threads: usize,
+) -> SearchRun {
+    let single = |state: State| SearchRun {
+        state,
+        restarts: 1,
+        moves: 0,
+        found_at: deadline.elapsed(),
+        stop: StopReason::Exhausted,
+    };
+    if sc.ix.len() < sc.players_per_match() {
+        return single(State::new(
+            sc,
+            Vec::new(),
+            (0..sc.ix.units.len() as u32).collect(),
+        ));
+    }
+    match options.strategy {
+        Strategy::Chunk => return single(baselines::chunk(sc)),
+        Strategy::Greedy => return single(baselines::greedy(sc)),
+        Strategy::Default | Strategy::Awesomenauts => {}
+    }
+    // Under a time budget one annealing run per thread cools over the whole budget
+    // (longer cooling beats more restarts); a restart budget needs a fixed length.
+    let length = options.moves_per_restart.unwrap_or(match options.budget {
+        Budget::Time(_) => u64::MAX,
+        Budget::Restarts(_) => (2_000 * sc.ix.units.len() as u64).max(20_000),
+    });
+    let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
+        // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
+        // (default); later restarts: semi-random starts
+        let start = if r == 0 && options.strategy == Strategy::Awesomenauts {
+            construct::cut(sc, &construct::skill_order(sc))
+        } else if r == 0 {
+            construct::cut(sc, &construct::region_order(sc))
+        } else {
+            construct::cut(sc, &construct::random_order(sc, &mut rng))
+        };
+        match options.strategy {
+            Strategy::Awesomenauts => {
+                awesomenauts::hill_climb(sc, start, deadline, options.check_delta)
+            }
+            _ => anneal::anneal(sc, start, &mut rng, length, deadline, options.check_delta),
+        }
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("building the solver's thread pool");
+    pool.install(|| {
+        let mut stream = Xoshiro256PlusPlus::seed_from_u64(options.seed);
+        let mut best: Option<Outcome> = None;
+        let mut next = 0u64;
+        let mut moves = 0u64;
+        let stop = loop {
+            let batch = match options.budget {
+                Budget::Restarts(n) => (threads as u64).min(n.saturating_sub(next)),
+                Budget::Time(_) => threads as u64,
+            };
+            if batch == 0 {
+                break StopReason::RestartBudget;
+            }
+            let streams: Vec<Xoshiro256PlusPlus> = (0..batch)
+                .map(|_| {
+                    let r = stream.clone();
+                    stream.jump();
+                    r
+                })
+                .collect();
+            let outs: Vec<Outcome> = streams
+                .into_par_iter()
+                .enumerate()
+                .map(|(k, rng)| one(next + k as u64, rng))
+                .collect();
+            // in restart order: a later restart must be strictly better to win
+            for o in outs {
+                moves += o.moves;
+                if best
+                    .as_ref()
+                    .is_none_or(|b| o.state.value.better_than(&b.state.value))
+                {
+                    best = Some(o);
+                }
+            }
+            next += batch;
+            if deadline.expired() {
+                break StopReason::Deadline;
+            }
+        };
+        let best = best.expect("at least one restart ran");
+        SearchRun {
+            state: best.state,
+            restarts: next,
+            moves,
+            found_at: best.found_at,
+            stop,
+        }
+    })
+}
+
+fn outcome(
+    sc: &Scorer,
+    run: &SearchRun,
+    options: &SolveOptions,
+    deadline: &Deadline,
+    threads: usize,
+) -> RoundOutcome {
+    let ix = sc.ix;
+    let id = |p: u32| ix.ids[p as usize].clone();
+    let mut details: Vec<_> = run
+        .state
+        .matches
+        .iter()
+        .zip(&run.state.evals)
+        .map(|(m, e)| sc.describe(m, e))
+        .collect();
+    // strongest matches first, for people reading the output
+    let mean = |d: &super::score::MatchDetail| {
+        let all: Vec<u32> = d.teams.iter().flatten().copied().collect();
+        all.iter().map(|&p| ix.skill[p as usize]).sum::<f64>() / all.len() as f64
+    };
+    details.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
+    let score = sc.round_score(details.iter().map(|d| d.score));
+    let matches = details
+        .iter()
+        .map(|d| MatchOutcome {
+            teams: d
+                .teams
+                .iter()
+                .map(|t| t.iter().map(|&p| id(p)).collect())
+                .collect(),
+            score: d.score,
+            factors: sc
+                .enabled()
+                .map(|(i, name)| (name.to_string(), d.factors[i]))
+                .collect(),
+            roles: (!sc.model.roles.is_empty()).then(|| {
+                d.roles
+                    .iter()
+                    .map(|&(p, r)| (id(p), sc.model.roles[r].clone()))
+                    .collect::<BTreeMap<_, _>>()
+            }),
+            region: match sc.model.network {
+                Network::Dedicated => d.region.map(|r| ix.regions[r].clone()),
+                Network::PeerToPeer => None,
+            },
+            hosts: (sc.model.network == Network::PeerToPeer)
+                .then(|| d.hosts.iter().map(|&p| id(p)).collect()),
+        })
+        .collect();
+    let mut unmatched: Vec<u32> = run
+        .state
+        .bench
+        .iter()
+        .flat_map(|&u| ix.units[u as usize].members.iter().copied())
+        .collect();
+    unmatched.sort_by_key(|&p| ix.source[p as usize]);
     let elapsed = deadline.elapsed();
-    Ok(RoundOutcome {
+    RoundOutcome {
         matches,
-        unmatched,
-        rejected: Vec::new(),
-        score: 0.0,
+        unmatched: unmatched.into_iter().map(id).collect(),
+        rejected: ix.rejected.clone(),
+        score,
         stats: SolveStats {
-            strategy: "placeholder".into(),
+            strategy: options.strategy.name().to_string(),
             elapsed,
-            restarts: 1,
-            moves_evaluated: 0,
-            moves_per_second: 0.0,
-            time_to_best: elapsed,
-            stop_reason: StopReason::Exhausted,
-            threads: 1,
+            restarts: run.restarts,
+            moves_evaluated: run.moves,
+            moves_per_second: run.moves as f64 / elapsed.as_secs_f64().max(1e-9),
+            time_to_best: run.found_at,
+            stop_reason: run.stop,
+            threads,
             seed: options.seed,
         },
-    })
+    }
 }

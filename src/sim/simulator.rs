@@ -8,8 +8,8 @@
 //!   is weighted by the local time of day of their city (Europe in the European evening).
 //!   A group is a solo player or a fixed party of 2-3 friends, enqueued in one transaction
 //!   so the daemon never sees half a party.
-//! - **Cancels**: a share of the groups give up after a patience of 5-90 s (wall clock)
-//!   and cancel with the client contract's UPDATE.
+//! - **Cancels**: a share of the groups give up after a patience (default 5-90 s, wall
+//!   clock) and cancel with the client contract's UPDATE.
 //! - **Matches**: the simulator polls its queued entries; a matched group plays for a
 //!   simulated match duration, then queues again (`requeue_share`) or leaves. Returning
 //!   players are what makes the opponent-variation factor matter; the report gives the
@@ -60,8 +60,10 @@ pub struct SimulatorOptions {
     pub start: Option<DateTime<Utc>>,
     /// Mean simulated match duration (each match: 60% to 140% of it).
     pub match_duration: Duration,
-    /// Share of groups that cancel if not matched within their patience (5-90 s).
+    /// Share of groups that cancel if not matched within their patience.
     pub cancel_share: f64,
+    /// Wall-clock patience of a cancelling group: uniform between these two.
+    pub patience: (Duration, Duration),
     /// Share of groups that queue again right after their match.
     pub requeue_share: f64,
     /// Player traits: party share and sizes, roles, side preferences, sigma.
@@ -84,6 +86,7 @@ impl Default for SimulatorOptions {
             start: None,
             match_duration: Duration::from_secs(10 * 60),
             cancel_share: 0.05,
+            patience: (Duration::from_secs(5), Duration::from_secs(90)),
             requeue_share: 0.75,
             spec: PopulationSpec::default(),
             id_prefix: None,
@@ -555,10 +558,15 @@ impl<'p> Simulation<'p> {
         for (&id, &m) in ids.iter().zip(&members) {
             self.entries.insert(id, (group, m));
         }
-        let cancel_at = self
-            .rng
-            .random_bool(self.options.cancel_share)
-            .then(|| now + Duration::from_secs_f64(self.rng.random_range(5.0..90.0)));
+        let cancel_at = self.rng.random_bool(self.options.cancel_share).then(|| {
+            let (lo, hi) = self.options.patience;
+            let secs = if hi > lo {
+                self.rng.random_range(lo.as_secs_f64()..hi.as_secs_f64())
+            } else {
+                lo.as_secs_f64()
+            };
+            now + Duration::from_secs_f64(secs)
+        });
         self.groups[group].state = GroupState::Queued {
             entries: ids,
             since: now,

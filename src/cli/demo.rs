@@ -1,0 +1,302 @@
+//! `matchmaker demo`: the whole product in one command. Starts a private PostgreSQL
+//! (unless `DATABASE_URL` / `--database-url` names one), applies the migrations, runs the
+//! daemon on a fast schedule (a round every 20 s) and the simulator's realistic players
+//! together, and shows the live status view until Ctrl-C or `--duration`. At the end it
+//! prints the SQL to inspect the rounds it made, with their results, and removes the
+//! private server.
+
+use std::future::Future;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::PgPool;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::cli::simulate::{LoadArgs, LoadDefaults, progress_line};
+use crate::cli::status::{read_status, render};
+use crate::config::Config;
+use crate::daemon::DaemonOptions;
+use crate::db::local_pg::LocalPostgres;
+use crate::sim::population::Population;
+use crate::sim::simulator::{SimProgress, run_simulator};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Use this PostgreSQL instead of starting a private one (the demo's rounds stay
+    /// there for inspection).
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Stop after this long (wall clock), e.g. `2m`, `90s`.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Config file to start from (default: the embedded config/matchmaker.toml). Every
+    /// queue's schedule is replaced by a round every --round-every.
+    #[arg(long, env = "MATCHMAKER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Round interval of the demo (replaces each queue's schedule).
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub round_every: Duration,
+    /// Simulated player load (defaults suit the demo: see `matchmaker simulate --help`).
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let log = log_to_file()?;
+    eprintln!("daemon log: {}", log.display());
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(demo(args))
+}
+
+async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    // 1. A database: the given one, or a private server removed at the end.
+    let mut server = None;
+    let url = match &args.database_url {
+        Some(url) => url.clone(),
+        None => {
+            let started = with_progress(
+                "starting a private PostgreSQL (initdb on first use takes a few seconds)",
+                LocalPostgres::start_temporary(),
+            )
+            .await
+            .context("starting a private PostgreSQL (or set DATABASE_URL)")?;
+            let url = started.url();
+            server = Some(started);
+            url
+        }
+    };
+    let outcome = run_with_database(&args, &url).await;
+    if let Some(server) = server {
+        with_progress("removing the private PostgreSQL", server.stop())
+            .await
+            .context("stopping the private PostgreSQL")?;
+    }
+    outcome
+}
+
+async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
+    let db = crate::db::connect(url).await?;
+    with_progress("applying migrations", crate::db::migrate(&db)).await?;
+
+    // 2. The config, on a fast schedule.
+    let base = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::embedded_default(),
+    };
+    let config = demo_config(base, args.round_every, args.load.queue.as_str())?;
+
+    // 3. Daemon and simulator side by side, both stopped by one signal.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let daemon = start_daemon(db.clone(), config.clone(), stopped(stop_rx.clone()));
+    let daemon = tokio::spawn(daemon);
+
+    // One simulator per queue: the demo queue at --rate, the others at half of it, each
+    // with its queue's format (party sizes up to the team size, the queue's roles).
+    let population = std::sync::Arc::new(Population::realistic());
+    let mut simulators = Vec::new();
+    for (k, (name, queue)) in config.queues.iter().enumerate() {
+        // The simulator stops with the demo; its own limit is only a safety net.
+        let mut options = args
+            .load
+            .options(args.duration + Duration::from_secs(60), LoadDefaults::DEMO);
+        if *name != args.load.queue {
+            options.rate /= 2.0;
+        }
+        options.queue = name.clone();
+        options.seed = options.seed.wrapping_add(k as u64);
+        options.id_prefix = Some(format!(
+            "{}{name}-",
+            args.load.id_prefix.clone().unwrap_or_else(|| "sim-".into())
+        ));
+        options.spec.max_party_size = options.spec.max_party_size.min(queue.model.team_size);
+        if options.spec.roles.is_empty() {
+            options.spec.roles = queue.model.roles.clone();
+        }
+        let (progress_tx, progress_rx) = watch::channel(SimProgress::default());
+        let (sim_db, sim_stop, population) =
+            (db.clone(), stopped(stop_rx.clone()), population.clone());
+        let task = tokio::spawn(async move {
+            run_simulator(&sim_db, &population, &options, Some(progress_tx), sim_stop).await
+        });
+        simulators.push((name.clone(), progress_rx, task));
+    }
+
+    // 4. The live view until Ctrl-C or --duration.
+    let started = Instant::now();
+    let mut interrupted = false;
+    loop {
+        let view = read_status(&db, None, 6).await?;
+        let left = args.duration.saturating_sub(started.elapsed());
+        print!("\x1b[H\x1b[2J{}", render(&view, true));
+        println!();
+        for (name, progress, _) in &simulators {
+            println!("{name:<16} {}", progress_line(&progress.borrow()));
+        }
+        println!(
+            "\x1b[2mdemo: {} left; Ctrl-C stops\x1b[0m",
+            humantime::format_duration(Duration::from_secs(left.as_secs()))
+        );
+        if left.is_zero() {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1).min(left)) => {}
+            _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
+        }
+    }
+    println!(
+        "\n{} stopping the simulator and the daemon...",
+        if interrupted { "Ctrl-C:" } else { "time is up:" }
+    );
+    let _ = stop_tx.send(true);
+    let mut reports = Vec::new();
+    for (name, _, task) in simulators {
+        reports.push((name, task.await.context("simulator task")??));
+    }
+    daemon.await.context("daemon task")??;
+
+    // 5. Where to look next.
+    let view = read_status(&db, None, 6).await?;
+    println!("\n{}", render(&view, false));
+    for (name, report) in &reports {
+        println!("simulator {name}: {report}");
+    }
+    println!();
+    print_next_steps(&db, args.database_url.is_some()).await?;
+    Ok(())
+}
+
+/// The demo's queue setup: every queue on a fast fixed schedule, small enough minimum
+/// pools that the first round comes within one interval.
+fn demo_config(mut config: Config, every: Duration, queue: &str) -> anyhow::Result<Config> {
+    anyhow::ensure!(
+        config.queues.contains_key(queue),
+        "queue {queue:?} is not in the config (queues: {})",
+        config.queues.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
+    for q in config.queues.values_mut() {
+        q.round.every = Some(every);
+        q.round.cron = None;
+        let one_match = q.model.players_per_match();
+        q.round.min_pool = Some(one_match);
+        // Keep solving well inside the interval on a small machine.
+        q.round.budget = q.round.budget.min(every / 4);
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// The daemon, running `config` until `shutdown`.
+fn start_daemon(
+    db: PgPool,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> impl Future<Output = anyhow::Result<()>> + Send + 'static {
+    async move {
+        // No config path: the demo's schedule overrides are not hot-reloaded.
+        let options = DaemonOptions {
+            config_path: None,
+            ..DaemonOptions::default()
+        };
+        crate::daemon::run(db, config, options, shutdown).await?;
+        Ok(())
+    }
+}
+
+/// Prints the SQL an operator runs next, each with its result on the demo's data.
+async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
+    const QUERIES: [(&str, &str); 3] = [
+        (
+            "the last rounds",
+            "SELECT round_id, queue, trigger, pool_size, match_count, left_over,
+       round(score::numeric, 3) AS score, round(solve_ms::numeric) AS solve_ms
+  FROM round_summaries ORDER BY round_id DESC LIMIT 5;",
+        ),
+        (
+            "the weakest matches of the last round and why (per-factor scores)",
+            "SELECT match_id, round(match_score::numeric, 3) AS score, region, factors
+  FROM (SELECT DISTINCT ON (match_id) match_id, match_score, region, factors
+          FROM match_details
+         WHERE round_id = (SELECT max(round_id) FROM rounds)) m
+ ORDER BY score LIMIT 3;",
+        ),
+        (
+            "wait-time percentiles per round (seconds)",
+            "SELECT round_id,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY waited_seconds)::numeric, 1) AS p50,
+       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY waited_seconds)::numeric, 1) AS p90,
+       round(max(waited_seconds)::numeric, 1) AS max
+  FROM match_details GROUP BY round_id ORDER BY round_id DESC LIMIT 5;",
+        ),
+    ];
+    println!("Where to look next: the rounds are in the database, explained in SQL.");
+    for (title, sql) in QUERIES {
+        println!("\n-- {title}\n{sql}");
+        let rows = sqlx::query_scalar::<_, serde_json::Value>(sqlx::AssertSqlSafe(format!(
+            "SELECT to_jsonb(t) FROM ({}) t",
+            sql.trim_end_matches(';')
+        )))
+        .fetch_all(db)
+        .await?;
+        if rows.is_empty() {
+            println!("   (no rows)");
+        }
+        for row in rows {
+            println!("   {row}");
+        }
+    }
+    println!();
+    if kept {
+        println!("Run these with psql against the same DATABASE_URL; the rounds stay there.");
+    } else {
+        println!(
+            "The private server is removed now. To keep the rounds, run the demo against a \
+             server of yours (DATABASE_URL=postgres://... matchmaker demo), or the daemon \
+             with its persistent local server (matchmaker run)."
+        );
+    }
+    Ok(())
+}
+
+/// The daemon's log lines go to a file: the terminal belongs to the live view.
+fn log_to_file() -> anyhow::Result<PathBuf> {
+    let path = std::env::temp_dir().join(format!("matchmaker-demo-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("creating the demo log {}", path.display()))?;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+    Ok(path)
+}
+
+/// Awaits `work` while printing `what...` and the elapsed seconds, so a slow step (initdb,
+/// migrations) shows it is alive.
+async fn with_progress<T>(what: &str, work: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    eprint!("{what}...");
+    let _ = std::io::stderr().flush();
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    let out = loop {
+        tokio::select! {
+            out = &mut work => break out,
+            _ = tick.tick() => {
+                eprint!("\r{what}... {} s", started.elapsed().as_secs());
+                let _ = std::io::stderr().flush();
+            }
+        }
+    };
+    eprintln!("\r{what}... done in {:.1} s", started.elapsed().as_secs_f64());
+    out
+}

@@ -1,0 +1,518 @@
+//! Validation, and the solver's indexed form of a pool.
+//!
+//! Malformed input is a `PoolError` naming the player and field: NaN, infinite or
+//! negative numbers, duplicate or empty ids, roles the queue does not define, a side
+//! outside [0, 1], party members that disagree on `enqueued_at` (a party enqueues
+//! together). Well-formed players the queue can never use are `Rejection`s: a party
+//! larger than `team_size`, or (strict roles) a party whose members cannot take distinct
+//! roles on one team.
+//!
+//! The indexed form numbers the usable players 0..n and their parties ("units", solos
+//! are units of one) 0..u, and keeps compact per-player arrays. There is no n x n
+//! matrix: peer ping is looked up in a short sorted list of explicit pings, otherwise
+//! estimated from region latencies on demand (`ping_ms`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::error::PoolError;
+use super::model::{QueueModel, RoleMode};
+use super::pool::Pool;
+use super::round::Rejection;
+
+/// A party (or a solo player): always placed whole on one team (seed 002).
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub members: Vec<u32>,
+    /// Mean (capped) skill of the members, used by the sorted constructions.
+    pub skill: f64,
+}
+
+impl Unit {
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+}
+
+/// Sentinel: no explicit peer ping / latency.
+pub const MISSING: f32 = f32::NAN;
+
+#[derive(Debug, Clone)]
+pub struct IndexedPool {
+    pub ids: Vec<String>,
+    /// Skill after capping (`skill.cap_min` / `skill.cap_max`); every skill factor uses it.
+    pub skill: Vec<f64>,
+    pub sigma: Vec<f64>,
+    /// Minutes waited up to the round's `now` (>= 0).
+    pub wait_minutes: Vec<f64>,
+    pub overdue: Vec<bool>,
+    /// Side preference in [0, 1], NaN when the player has none.
+    pub side: Vec<f64>,
+    /// Bit r set: the player accepts role r. All bits when the player named no role.
+    pub roles: Vec<u32>,
+    pub unit_of: Vec<u32>,
+    pub units: Vec<Unit>,
+    /// Region names (sorted) and latencies, player-major: `lat[p * regions + r]`.
+    pub regions: Vec<String>,
+    pub lat: Vec<f32>,
+    /// Explicit peer pings, sorted by the other player (both directions merged: mean).
+    pub peer: Vec<Vec<(u32, f32)>>,
+    /// Opponent-variation history: (other player, cost if teammates now, cost if
+    /// opponents now), sorted by other player.
+    pub history: Vec<Vec<(u32, f32, f32)>>,
+    pub rejected: Vec<Rejection>,
+    /// Index (into the input's player list) of each indexed player.
+    pub source: Vec<usize>,
+}
+
+fn player_err(id: &str, field: &'static str, problem: impl Into<String>) -> PoolError {
+    PoolError::Player {
+        id: id.to_string(),
+        field,
+        problem: problem.into(),
+    }
+}
+
+fn check_number(id: &str, field: &'static str, v: f64) -> Result<(), PoolError> {
+    if v.is_nan() {
+        Err(player_err(id, field, "is NaN"))
+    } else if v.is_infinite() {
+        Err(player_err(id, field, "is infinite"))
+    } else if v < 0.0 {
+        Err(player_err(id, field, format!("is negative ({v})")))
+    } else {
+        Ok(())
+    }
+}
+
+impl IndexedPool {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Validate `pool` against `model` and build the indexed form.
+    pub fn build(pool: &Pool, model: &QueueModel) -> Result<IndexedPool, PoolError> {
+        model.validate()?;
+        let role_index: HashMap<&str, usize> = model
+            .roles
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.as_str(), i))
+            .collect();
+        let all_roles: u32 = if model.roles.is_empty() {
+            0
+        } else {
+            (1u32 << model.roles.len()) - 1
+        };
+
+        // Field checks, player by player.
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (index, p) in pool.players.iter().enumerate() {
+            if p.id.is_empty() {
+                return Err(PoolError::PlayerIndex {
+                    index,
+                    problem: "is empty".into(),
+                });
+            }
+            if seen.insert(p.id.as_str(), index).is_some() {
+                return Err(player_err(&p.id, "id", "duplicate player id"));
+            }
+            check_number(&p.id, "skill", p.skill)?;
+            if let Some(s) = p.skill_sigma {
+                check_number(&p.id, "skill_sigma", s)?;
+            }
+            for (region, &ms) in &p.latencies {
+                check_number(&p.id, "latencies", ms).map_err(|_| {
+                    player_err(
+                        &p.id,
+                        "latencies",
+                        format!("{region}: {ms} is not a ping in ms >= 0"),
+                    )
+                })?;
+            }
+            for (other, &ms) in &p.peer_pings {
+                check_number(&p.id, "peer_pings", ms).map_err(|_| {
+                    player_err(
+                        &p.id,
+                        "peer_pings",
+                        format!("{other}: {ms} is not a ping in ms >= 0"),
+                    )
+                })?;
+            }
+            for r in &p.roles {
+                if !role_index.contains_key(r.as_str()) {
+                    let known = if model.roles.is_empty() {
+                        "this queue has no roles".to_string()
+                    } else {
+                        format!("known roles: {}", model.roles.join(", "))
+                    };
+                    return Err(player_err(
+                        &p.id,
+                        "roles",
+                        format!("unknown role {r:?} ({known})"),
+                    ));
+                }
+            }
+            if let Some(s) = p.side
+                && !(0.0..=1.0).contains(&s)
+            {
+                return Err(player_err(&p.id, "side", format!("{s} is not in [0, 1]")));
+            }
+            if let Some(party) = &p.party
+                && party.is_empty()
+            {
+                return Err(player_err(&p.id, "party", "empty party id"));
+            }
+        }
+
+        // Parties: members must agree on enqueued_at.
+        let mut parties: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, p) in pool.players.iter().enumerate() {
+            if let Some(party) = &p.party {
+                parties.entry(party.as_str()).or_default().push(i);
+            }
+        }
+        for (party, members) in &parties {
+            let first = &pool.players[members[0]];
+            for &m in &members[1..] {
+                let p = &pool.players[m];
+                if p.enqueued_at != first.enqueued_at {
+                    return Err(player_err(
+                        &p.id,
+                        "enqueued_at",
+                        format!(
+                            "party {party:?} is inconsistent: {:?} differs from member {:?} ({:?})",
+                            p.enqueued_at, first.id, first.enqueued_at
+                        ),
+                    ));
+                }
+            }
+        }
+
+        // Rejections: usable-by-this-queue checks per party (solos always fit).
+        let mut rejected_players = vec![false; pool.players.len()];
+        let mut rejected = Vec::new();
+        for (party, members) in &parties {
+            let reason = if members.len() > model.team_size {
+                Some(format!(
+                    "party {party:?} has {} players, more than the team size {}",
+                    members.len(),
+                    model.team_size
+                ))
+            } else if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
+                let masks: Vec<u32> = members
+                    .iter()
+                    .map(|&m| role_mask(&pool.players[m].roles, &role_index, all_roles))
+                    .collect();
+                if party_fits_roles(&masks, model.roles.len(), model.team_size) {
+                    None
+                } else {
+                    Some(format!(
+                        "party {party:?} cannot take distinct roles on one team (roles: {})",
+                        model.roles.join(", ")
+                    ))
+                }
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                for &m in members {
+                    rejected_players[m] = true;
+                    rejected.push(Rejection {
+                        id: pool.players[m].id.clone(),
+                        reason: reason.clone(),
+                    });
+                }
+            }
+        }
+
+        // The round's clock.
+        let now: Option<DateTime<Utc>> = pool
+            .now
+            .or_else(|| pool.players.iter().filter_map(|p| p.enqueued_at).max());
+        let max_wait_min = model.max_wait.as_secs_f64() / 60.0;
+
+        let regions: Vec<String> = pool
+            .players
+            .iter()
+            .flat_map(|p| p.latencies.keys().cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let region_index: HashMap<String, usize> = regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.clone(), i))
+            .collect();
+
+        let mut ix = IndexedPool {
+            ids: Vec::new(),
+            skill: Vec::new(),
+            sigma: Vec::new(),
+            wait_minutes: Vec::new(),
+            overdue: Vec::new(),
+            side: Vec::new(),
+            roles: Vec::new(),
+            unit_of: Vec::new(),
+            units: Vec::new(),
+            regions,
+            lat: Vec::new(),
+            peer: Vec::new(),
+            history: Vec::new(),
+            rejected,
+            source: Vec::new(),
+        };
+        let nreg = ix.regions.len();
+        let mut index_of: HashMap<&str, u32> = HashMap::new();
+        let mut party_unit: HashMap<&str, u32> = HashMap::new();
+        for (i, p) in pool.players.iter().enumerate() {
+            if rejected_players[i] {
+                continue;
+            }
+            let k = ix.ids.len() as u32;
+            index_of.insert(p.id.as_str(), k);
+            ix.ids.push(p.id.clone());
+            ix.source.push(i);
+            let mut s = p.skill;
+            if let Some(lo) = model.skill.cap_min {
+                s = s.max(lo);
+            }
+            if let Some(hi) = model.skill.cap_max {
+                s = s.min(hi);
+            }
+            ix.skill.push(s);
+            ix.sigma.push(
+                p.skill_sigma
+                    .unwrap_or(model.predicted_fairness.default_sigma),
+            );
+            let wait = match (now, p.enqueued_at) {
+                (Some(now), Some(at)) => ((now - at).num_milliseconds() as f64 / 60_000.0).max(0.0),
+                _ => 0.0,
+            };
+            ix.wait_minutes.push(wait);
+            ix.overdue.push(wait > max_wait_min);
+            ix.side.push(p.side.unwrap_or(f64::NAN));
+            ix.roles.push(role_mask(&p.roles, &role_index, all_roles));
+            let mut row = vec![MISSING; nreg];
+            for (region, &ms) in &p.latencies {
+                row[region_index[region.as_str()]] = ms as f32;
+            }
+            ix.lat.extend(row);
+            let unit = match &p.party {
+                Some(party) => *party_unit.entry(party.as_str()).or_insert_with(|| {
+                    ix.units.push(Unit {
+                        members: Vec::new(),
+                        skill: 0.0,
+                    });
+                    (ix.units.len() - 1) as u32
+                }),
+                None => {
+                    ix.units.push(Unit {
+                        members: Vec::new(),
+                        skill: 0.0,
+                    });
+                    (ix.units.len() - 1) as u32
+                }
+            };
+            ix.units[unit as usize].members.push(k);
+            ix.unit_of.push(unit);
+        }
+        for u in &mut ix.units {
+            u.skill = u.members.iter().map(|&m| ix.skill[m as usize]).sum::<f64>()
+                / u.members.len() as f64;
+        }
+
+        // Explicit peer pings, symmetric: the mean of both directions when both are given.
+        let n = ix.ids.len();
+        let mut peer: Vec<BTreeMap<u32, (f64, u32)>> = vec![BTreeMap::new(); n];
+        for (k, &src) in ix.source.iter().enumerate() {
+            for (other, &ms) in &pool.players[src].peer_pings {
+                let Some(&o) = index_of.get(other.as_str()) else {
+                    continue; // not in this pool (or rejected): irrelevant
+                };
+                if o as usize == k {
+                    continue;
+                }
+                for (a, b) in [(k as u32, o), (o, k as u32)] {
+                    let e = peer[a as usize].entry(b).or_insert((0.0, 0));
+                    e.0 += ms;
+                    e.1 += 1;
+                }
+            }
+        }
+        ix.peer = peer
+            .into_iter()
+            .map(|m| {
+                m.into_iter()
+                    .map(|(o, (sum, c))| (o, (sum / c as f64) as f32))
+                    .collect()
+            })
+            .collect();
+
+        ix.history = build_history(pool, model, &index_of, n)?;
+        Ok(ix)
+    }
+
+    /// Latency of player p to region r, if known.
+    #[inline]
+    pub fn latency(&self, p: u32, r: usize) -> Option<f32> {
+        let v = self.lat[p as usize * self.regions.len() + r];
+        (!v.is_nan()).then_some(v)
+    }
+
+    /// Ping between two players in ms: the explicit peer ping when given, otherwise the
+    /// relay estimate min over shared regions r of lat(a, r) + lat(b, r) +
+    /// `relay_overhead_ms` (a route through the best shared relay/datacenter), otherwise
+    /// `unknown_ms`.
+    pub fn ping_ms(&self, a: u32, b: u32, relay_overhead_ms: f64, unknown_ms: f64) -> f64 {
+        let list = &self.peer[a as usize];
+        if !list.is_empty()
+            && let Ok(i) = list.binary_search_by_key(&b, |e| e.0)
+        {
+            return list[i].1 as f64;
+        }
+        let nreg = self.regions.len();
+        let ra = &self.lat[a as usize * nreg..(a as usize + 1) * nreg];
+        let rb = &self.lat[b as usize * nreg..(b as usize + 1) * nreg];
+        let mut best = f32::INFINITY;
+        for (x, y) in ra.iter().zip(rb) {
+            // NaN (missing) never wins a comparison
+            let s = x + y;
+            if s < best {
+                best = s;
+            }
+        }
+        if best.is_finite() {
+            best as f64 + relay_overhead_ms
+        } else {
+            unknown_ms
+        }
+    }
+}
+
+/// Per player: (other player, cost if teammates now, cost if opponents now).
+type HistoryLists = Vec<Vec<(u32, f32, f32)>>;
+
+fn role_mask(roles: &[String], index: &HashMap<&str, usize>, all: u32) -> u32 {
+    if roles.is_empty() {
+        all
+    } else {
+        roles.iter().fold(0, |m, r| m | (1 << index[r.as_str()]))
+    }
+}
+
+/// Can these players take distinct roles on one team (the rest of the slots being flex)?
+fn party_fits_roles(masks: &[u32], nroles: usize, team_size: usize) -> bool {
+    // players beyond the role slots can take flex slots; assign greedily by search
+    let flex = team_size - nroles;
+    fn go(i: usize, masks: &[u32], used: u32, flex_left: usize) -> bool {
+        if i == masks.len() {
+            return true;
+        }
+        if flex_left > 0 && go(i + 1, masks, used, flex_left - 1) {
+            return true;
+        }
+        let mut free = masks[i] & !used;
+        while free != 0 {
+            let bit = free & free.wrapping_neg();
+            if go(i + 1, masks, used | bit, flex_left) {
+                return true;
+            }
+            free &= !bit;
+        }
+        false
+    }
+    go(0, masks, 0, flex)
+}
+
+/// Per player, the pairs met in their `depth` most recent past matches, weighted by
+/// decay^k (k = 0 for the newest). A pair met several times keeps its largest weight.
+fn build_history(
+    pool: &Pool,
+    model: &QueueModel,
+    index_of: &HashMap<&str, u32>,
+    n: usize,
+) -> Result<HistoryLists, PoolError> {
+    let v = &model.opponent_variation;
+    // validate and resolve history entries; players not in the pool are irrelevant
+    let mut order: Vec<usize> = (0..pool.history.len()).collect();
+    for (index, m) in pool.history.iter().enumerate() {
+        let mut seen = BTreeSet::new();
+        for team in &m.teams {
+            for id in team {
+                if !seen.insert(id.as_str()) {
+                    return Err(PoolError::History {
+                        index,
+                        problem: format!("player {id:?} appears twice"),
+                    });
+                }
+            }
+        }
+    }
+    order.sort_by(|&a, &b| pool.history[b].at.cmp(&pool.history[a].at).then(a.cmp(&b)));
+    let mut taken = vec![0usize; n];
+    // (a, b) -> (was teammates weight, was opponents weight)
+    let mut pairs: Vec<BTreeMap<u32, (f64, f64)>> = vec![BTreeMap::new(); n];
+    for &h in &order {
+        let m = &pool.history[h];
+        let members: Vec<(u32, usize)> = m
+            .teams
+            .iter()
+            .enumerate()
+            .flat_map(|(t, team)| {
+                team.iter()
+                    .filter_map(move |id| index_of.get(id.as_str()).map(|&k| (k, t)))
+            })
+            .collect();
+        for &(a, ta) in &members {
+            let rank = taken[a as usize];
+            if rank >= v.depth {
+                continue;
+            }
+            let w = v.decay.powi(rank as i32);
+            for &(b, tb) in &members {
+                if a == b {
+                    continue;
+                }
+                let e = pairs[a as usize].entry(b).or_insert((0.0, 0.0));
+                if ta == tb {
+                    e.0 = e.0.max(w);
+                } else {
+                    e.1 = e.1.max(w);
+                }
+            }
+        }
+        for &(a, _) in &members {
+            taken[a as usize] += 1;
+        }
+    }
+    // symmetric: the pair's weight is the max of both players' views
+    let mut out: Vec<BTreeMap<u32, (f64, f64)>> = pairs.clone();
+    for (a, m) in pairs.iter().enumerate() {
+        for (&b, &(tm, op)) in m {
+            let e = out[b as usize].entry(a as u32).or_insert((0.0, 0.0));
+            e.0 = e.0.max(tm);
+            e.1 = e.1.max(op);
+        }
+    }
+    let (same, swapped) = (v.same_relation_cost, v.swapped_relation_cost);
+    Ok(out
+        .into_iter()
+        .map(|m| {
+            m.into_iter()
+                .map(|(b, (tm, op))| {
+                    // cost if teammates now: same relation for past teammates, swapped for
+                    // past opponents; the worse of the two when they met both ways
+                    let if_team = (tm * same).max(op * swapped);
+                    let if_opp = (op * same).max(tm * swapped);
+                    (b, if_team as f32, if_opp as f32)
+                })
+                .collect()
+        })
+        .collect())
+}

@@ -1,0 +1,684 @@
+//! Scoring one match: every factor for every split of its shape, keeping the best split
+//! (seed 003: "we simply try every possible combination and select the best one").
+//!
+//! Match score = sum of weight x factor / sum of weights over the enabled factors that
+//! apply to the queue (see `factors`). Ties between splits keep the first split of the
+//! table, and units are put in a canonical order (largest first, then by index), so a
+//! match's evaluation depends only on its set of units.
+//!
+//! The search objective of a round, compared lexicographically (`RoundValue`):
+//! 1. the number of overdue players placed (past `max_wait`: they must be placed whenever
+//!    any valid match can include them),
+//! 2. the number of matches (a round places as many players as possible),
+//! 3. quality = sum over matches of score^`round_score_power` plus
+//!    `wait_priority_per_minute` x minutes waited (capped at `max_wait`) for every placed
+//!    player (seed 001's g = f + beta * wait, summed over the players: the choice in a
+//!    round is who is left over).
+//!
+//! The reported round score is the power mean (mean of score^p)^(1/p) of the match scores.
+
+// Slot-indexed arrays are the point of this hot loop.
+#![allow(clippy::needless_range_loop)]
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+use skillratings::weng_lin::WengLinRating;
+
+use super::factors::{self, *};
+use super::index::IndexedPool;
+use super::model::{Network, QueueModel, RoleMode};
+use super::split::{SplitTable, SplitTables, pair_index};
+
+pub const MAXP: usize = super::model::MAX_PLAYERS_PER_MATCH;
+
+/// The scoring of one queue over one pool.
+pub struct Scorer<'a> {
+    pub ix: &'a IndexedPool,
+    pub model: &'a QueueModel,
+    pub tables: SplitTables,
+    /// Effective weights: 0 for disabled or inapplicable factors.
+    pub weights: [f64; 10],
+    wsum: f64,
+    p2p: bool,
+    nroles: usize,
+    strict_roles: bool,
+    wait_cap: f64,
+    beta: f64,
+    power: f64,
+    /// Premade factor by the split's party spread (0..=team_size).
+    premade_by_spread: Vec<f64>,
+    /// Lazily filled pair ping cache: (ms bits << 32 | score bits), u64::MAX = unknown.
+    ping_cache: Option<Vec<AtomicU64>>,
+}
+
+/// The cached result of scoring one match.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatchEval {
+    /// Some split is valid (team sizes, parties, strict roles).
+    pub feasible: bool,
+    pub score: f64,
+    /// Index of the best split in the shape's table.
+    pub split: u32,
+    /// Contribution to the objective's quality term.
+    pub quality: f64,
+    pub overdue: u32,
+}
+
+impl MatchEval {
+    pub const INFEASIBLE: MatchEval = MatchEval {
+        feasible: false,
+        score: 0.0,
+        split: 0,
+        quality: 0.0,
+        overdue: 0,
+    };
+}
+
+/// The lexicographic objective of a round (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RoundValue {
+    pub overdue: i64,
+    pub matches: i64,
+    pub quality: f64,
+}
+
+impl RoundValue {
+    pub fn add(&mut self, e: &MatchEval, sign: f64) {
+        let s = sign as i64;
+        self.overdue += s * e.overdue as i64;
+        self.matches += s;
+        self.quality += sign * e.quality;
+    }
+
+    pub fn compare(&self, other: &RoundValue) -> Ordering {
+        self.overdue
+            .cmp(&other.overdue)
+            .then(self.matches.cmp(&other.matches))
+            .then(self.quality.total_cmp(&other.quality))
+    }
+
+    pub fn better_than(&self, other: &RoundValue) -> bool {
+        self.compare(other) == Ordering::Greater
+    }
+
+    /// Difference self - before.
+    pub fn delta(&self, before: &RoundValue) -> RoundValue {
+        RoundValue {
+            overdue: self.overdue - before.overdue,
+            matches: self.matches - before.matches,
+            quality: self.quality - before.quality,
+        }
+    }
+}
+
+/// A match in full, for the output.
+#[derive(Debug, Clone)]
+pub struct MatchDetail {
+    /// Player indices per team, teams in side order.
+    pub teams: Vec<Vec<u32>>,
+    pub score: f64,
+    pub factors: [f64; 10],
+    /// (player, role index) for every role filled.
+    pub roles: Vec<(u32, usize)>,
+    pub region: Option<usize>,
+    /// Possible hosts, best first (peer-to-peer).
+    pub hosts: Vec<u32>,
+}
+
+/// Per-match data shared by all splits.
+struct Ctx {
+    n: usize,
+    slots: [u32; MAXP],
+    skill: [f64; MAXP],
+    /// skill^p per slot (equal teams), or the skill itself for p = 1 or infinite.
+    skill_pow: [f64; MAXP],
+    /// Perceived ping score of each slot pair (`pair_index`), peer-to-peer.
+    ps: [f32; MAXPAIRS],
+    /// Worst ping of each slot to the others (hosts).
+    worst_ms: [f32; MAXP],
+    /// (slot i, slot j, cost if teammates, cost if opponents)
+    hist: Vec<(u8, u8, f32, f32)>,
+    /// Split-independent factor values.
+    fixed: [f64; 10],
+    fixed_weighted: f64,
+    region: Option<usize>,
+    hosts: Vec<u32>,
+    quality_wait: f64,
+    overdue: u32,
+}
+
+const MAXPAIRS: usize = MAXP * (MAXP - 1) / 2;
+
+/// Pools up to this size cache every pair's ping (8 bytes a pair, filled lazily);
+/// larger pools compute pings on demand (no n x n memory).
+pub const PING_CACHE_MAX_PLAYERS: usize = 2048;
+
+impl<'a> Scorer<'a> {
+    pub fn new(ix: &'a IndexedPool, model: &'a QueueModel) -> Self {
+        let p2p = model.network == Network::PeerToPeer;
+        let nroles = model.roles.len();
+        let mut weights = [0.0; 10];
+        for (i, (_, w)) in model.weights.named().iter().enumerate() {
+            weights[i] = *w;
+        }
+        if !p2p {
+            weights[TWO_HOSTS] = 0.0;
+        }
+        if nroles == 0 {
+            weights[ROLES] = 0.0;
+        }
+        let mut wsum: f64 = weights.iter().sum();
+        if wsum == 0.0 {
+            // only inapplicable factors weighted: every match is equally good (score 0)
+            wsum = 1.0;
+        }
+        Scorer {
+            ix,
+            model,
+            tables: SplitTables::new(model.teams, model.team_size),
+            weights,
+            wsum,
+            p2p,
+            nroles,
+            strict_roles: nroles > 0 && model.role_mode == RoleMode::Strict,
+            wait_cap: model.max_wait.as_secs_f64() / 60.0,
+            beta: model.wait_priority_per_minute,
+            power: model.round_score_power,
+            premade_by_spread: (0..=model.team_size)
+                .map(|d| {
+                    let mut parties = [1usize, 1 + d];
+                    parties.sort();
+                    premades::score(&parties, model.team_size, &model.premades.table)
+                })
+                .collect(),
+            ping_cache: (p2p && ix.len() <= PING_CACHE_MAX_PLAYERS).then(|| {
+                let n = ix.len();
+                (0..n * n.saturating_sub(1) / 2)
+                    .map(|_| AtomicU64::new(u64::MAX))
+                    .collect()
+            }),
+        }
+    }
+
+    pub fn players_per_match(&self) -> usize {
+        self.model.players_per_match()
+    }
+
+    /// Enabled factor names (for the output).
+    pub fn enabled(&self) -> impl Iterator<Item = (usize, &'static str)> + '_ {
+        factors::NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.weights[*i] > 0.0)
+            .map(|(i, n)| (i, *n))
+    }
+
+    /// Objective contribution of a match score.
+    pub fn shaped(&self, score: f64) -> f64 {
+        if self.power == 1.0 {
+            score
+        } else {
+            score.max(0.0).powf(self.power)
+        }
+    }
+
+    /// Round score (power mean) from the match scores.
+    pub fn round_score(&self, scores: impl Iterator<Item = f64>) -> f64 {
+        let (mut sum, mut n) = (0.0, 0usize);
+        for s in scores {
+            sum += self.shaped(s);
+            n += 1;
+        }
+        if n == 0 {
+            return 0.0;
+        }
+        let mean = sum / n as f64;
+        if self.power == 1.0 {
+            mean
+        } else {
+            mean.powf(1.0 / self.power)
+        }
+    }
+
+    /// (ping ms, perceived score) of a pair of players, cached for small pools.
+    #[inline]
+    fn pair_ping(&self, a: u32, b: u32) -> (f32, f32) {
+        let compute = || {
+            let p = &self.model.ping;
+            let ms = self.ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms);
+            (ms as f32, p.score(ms) as f32)
+        };
+        let Some(cache) = &self.ping_cache else {
+            return compute();
+        };
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        let k = pair_index(lo as usize, hi as usize, self.ix.len());
+        let v = cache[k].load(AtomicOrdering::Relaxed);
+        if v != u64::MAX {
+            return (f32::from_bits((v >> 32) as u32), f32::from_bits(v as u32));
+        }
+        let (ms, score) = compute();
+        let bits = ((ms.to_bits() as u64) << 32) | score.to_bits() as u64;
+        cache[k].store(bits, AtomicOrdering::Relaxed);
+        (ms, score)
+    }
+
+    /// Canonical unit order and the shape's table.
+    fn shape(&self, units: &[u32]) -> Option<(&SplitTable, [u32; MAXP], usize)> {
+        let mut sorted = [0u32; MAXP];
+        let mut sizes = [0u8; MAXP];
+        let k = units.len();
+        if k > MAXP {
+            return None;
+        }
+        let mut total = 0usize;
+        for (i, &u) in units.iter().enumerate() {
+            let size = self.ix.units[u as usize].size() as u8;
+            total += size as usize;
+            // insertion sort: size desc, then index asc
+            let mut j = i;
+            while j > 0 && {
+                let (pu, ps) = (sorted[j - 1], sizes[j - 1]);
+                ps < size || (ps == size && pu > u)
+            } {
+                sorted[j] = sorted[j - 1];
+                sizes[j] = sizes[j - 1];
+                j -= 1;
+            }
+            sorted[j] = u;
+            sizes[j] = size;
+        }
+        if total != self.players_per_match() {
+            return None;
+        }
+        self.tables.lookup(&sizes[..k]).map(|t| (t, sorted, k))
+    }
+
+    fn context(&self, sorted: &[u32; MAXP], nunits: usize, detail: bool) -> Ctx {
+        let ix = self.ix;
+        let model = self.model;
+        let mut c = Ctx {
+            n: 0,
+            slots: [0; MAXP],
+            skill: [0.0; MAXP],
+            skill_pow: [0.0; MAXP],
+            ps: [0.0; MAXPAIRS],
+            worst_ms: [0.0; MAXP],
+            hist: Vec::new(),
+            fixed: [1.0; 10],
+            fixed_weighted: 0.0,
+            region: None,
+            hosts: Vec::new(),
+            quality_wait: 0.0,
+            overdue: 0,
+        };
+        let p = model.equal_teams.p.0;
+        for &u in &sorted[..nunits] {
+            for &pl in &ix.units[u as usize].members {
+                let s = ix.skill[pl as usize];
+                c.slots[c.n] = pl;
+                c.skill[c.n] = s;
+                c.skill_pow[c.n] = if p == 1.0 || p.is_infinite() {
+                    s
+                } else if p == 2.0 {
+                    s * s
+                } else {
+                    s.powf(p)
+                };
+                c.quality_wait += ix.wait_minutes[pl as usize].min(self.wait_cap);
+                c.overdue += ix.overdue[pl as usize] as u32;
+                c.n += 1;
+            }
+        }
+        c.quality_wait *= self.beta;
+        let n = c.n;
+        let w = &self.weights;
+        if w[EQUAL_PLAYERS] > 0.0 || detail {
+            let spread = equal_players::spread(&c.skill[..n], &model.equal_players);
+            c.fixed[EQUAL_PLAYERS] = model.equal_players.curve.score(spread);
+        }
+        if self.p2p {
+            if w[ENEMY_PING] > 0.0 || w[TWO_HOSTS] > 0.0 || detail {
+                let mut k = 0;
+                for i in 0..n {
+                    for j in i + 1..n {
+                        let (ms, score) = self.pair_ping(c.slots[i], c.slots[j]);
+                        c.ps[k] = score;
+                        k += 1;
+                        c.worst_ms[i] = c.worst_ms[i].max(ms);
+                        c.worst_ms[j] = c.worst_ms[j].max(ms);
+                    }
+                }
+            }
+            if w[TWO_HOSTS] > 0.0 || detail {
+                let limit = model.hosts.max_ping_ms;
+                let capable = (0..n).filter(|&i| c.worst_ms[i] as f64 <= limit).count();
+                c.fixed[TWO_HOSTS] = hosts::score(capable, &model.hosts);
+                if detail {
+                    let mut h: Vec<(f32, u32)> = (0..n)
+                        .filter(|&i| c.worst_ms[i] as f64 <= limit)
+                        .map(|i| (c.worst_ms[i], c.slots[i]))
+                        .collect();
+                    h.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    c.hosts = h.into_iter().map(|h| h.1).collect();
+                }
+            }
+        } else if w[ENEMY_PING] > 0.0 || detail {
+            let (region, score) = enemy_ping::choose_region(ix, &c.slots[..n], &model.ping);
+            c.region = region;
+            c.fixed[ENEMY_PING] = score;
+        }
+        if w[OPPONENT_VARIATION] > 0.0 || detail {
+            for i in 0..n {
+                let list = &ix.history[c.slots[i] as usize];
+                if list.is_empty() {
+                    continue;
+                }
+                for j in i + 1..n {
+                    if let Ok(k) = list.binary_search_by_key(&c.slots[j], |e| e.0) {
+                        let (_, tm, op) = list[k];
+                        c.hist.push((i as u8, j as u8, tm, op));
+                    }
+                }
+            }
+        }
+        for &f in &[EQUAL_PLAYERS, TWO_HOSTS] {
+            if w[f] > 0.0 {
+                c.fixed_weighted += w[f] * c.fixed[f];
+            }
+        }
+        if !self.p2p && w[ENEMY_PING] > 0.0 {
+            c.fixed_weighted += w[ENEMY_PING] * c.fixed[ENEMY_PING];
+        }
+        c
+    }
+
+    /// Split-dependent factors of split `s` of `table`; None if the split breaks strict
+    /// roles. Returns the weighted sum of the split-dependent factors. With `all`, every
+    /// factor is computed (for the report), not only the weighted ones.
+    fn split_factors(
+        &self,
+        c: &Ctx,
+        table: &SplitTable,
+        s: usize,
+        f: &mut [f64; 10],
+        all: bool,
+        roles_out: Option<&mut Vec<(u32, usize)>>,
+    ) -> Option<f64> {
+        let model = self.model;
+        let w = &self.weights;
+        let teams = model.teams;
+        let ts = model.team_size;
+        let n = c.n;
+        let slot_team = &table.slot_team[s * n..(s + 1) * n];
+        let on = |k: usize| w[k] > 0.0 || all;
+        // roles first: strict roles can reject the split
+        if self.nroles > 0 && (self.strict_roles || on(ROLES) || roles_out.is_some()) {
+            let mut masks = [0u32; MAXP];
+            let mut who = [0u32; MAXP];
+            let mut k = [0usize; MAXP];
+            for i in 0..n {
+                let t = slot_team[i] as usize;
+                masks[t * ts + k[t]] = self.ix.roles[c.slots[i] as usize];
+                who[t * ts + k[t]] = c.slots[i];
+                k[t] += 1;
+            }
+            let mut filled = 0;
+            let mut out = roles_out;
+            for t in 0..teams {
+                let (got, owner) = roles::fill(&masks[t * ts..(t + 1) * ts], self.nroles);
+                if self.strict_roles && got < self.nroles {
+                    return None;
+                }
+                filled += got;
+                if let Some(out) = out.as_deref_mut() {
+                    for (r, &o) in owner.iter().enumerate().take(self.nroles) {
+                        if o >= 0 {
+                            out.push((who[t * ts + o as usize], r));
+                        }
+                    }
+                }
+            }
+            f[ROLES] = filled as f64 / (self.nroles * teams) as f64;
+        }
+        if on(EQUAL_TEAMS) {
+            let et = &model.equal_teams;
+            let mut acc = [0.0f64; MAXP];
+            if et.p.is_infinite() {
+                acc[..teams].fill(f64::NEG_INFINITY);
+                for i in 0..n {
+                    let t = slot_team[i] as usize;
+                    acc[t] = acc[t].max(c.skill_pow[i]);
+                }
+            } else {
+                for i in 0..n {
+                    acc[slot_team[i] as usize] += c.skill_pow[i];
+                }
+                let p = et.p.0;
+                for a in &mut acc[..teams] {
+                    let base = match et.team_skill {
+                        super::model::TeamSkill::Mean => *a / ts as f64,
+                        super::model::TeamSkill::Norm => *a,
+                    };
+                    *a = if p == 1.0 {
+                        base
+                    } else if p == 2.0 {
+                        base.sqrt()
+                    } else {
+                        base.powf(1.0 / p)
+                    };
+                }
+            }
+            let d = equal_teams::difference(&acc[..teams]);
+            f[EQUAL_TEAMS] = et.curve.score(d);
+        }
+        if on(INDISTINGUISHABLE) {
+            let mut tsk = [0.0f64; MAXP];
+            let mut k = [0usize; MAXP];
+            for i in 0..n {
+                let t = slot_team[i] as usize;
+                tsk[t * ts + k[t]] = c.skill[i];
+                k[t] += 1;
+            }
+            let mut m = [(0.0, 0.0); MAXP];
+            for t in 0..teams {
+                m[t] = indistinguishable::moments(&tsk[t * ts..(t + 1) * ts]);
+            }
+            let whole = indistinguishable::moments(&c.skill[..n]);
+            let p = &model.indistinguishable_teams;
+            let d = indistinguishable::divergence(&m[..teams], whole, p.sigma_prior);
+            f[INDISTINGUISHABLE] = (-d / p.scale).exp();
+        }
+        if on(PREMADES) {
+            f[PREMADES] = self.premade_by_spread[table.party_spread[s] as usize];
+        }
+        if self.p2p && on(ENEMY_PING) {
+            let cross = &table.cross[s * table.ncross..(s + 1) * table.ncross];
+            let sum: f32 = cross.iter().map(|&k| c.ps[k as usize]).sum();
+            f[ENEMY_PING] = sum as f64 / table.ncross as f64;
+        }
+        if on(OPPONENT_VARIATION) && !c.hist.is_empty() {
+            let mut cost = 0.0f64;
+            for &(i, j, tm, op) in &c.hist {
+                cost += if slot_team[i as usize] == slot_team[j as usize] {
+                    tm
+                } else {
+                    op
+                } as f64;
+            }
+            f[OPPONENT_VARIATION] = opponent_variation::score(cost, n);
+        }
+        if on(SIDE_PREFERENCE) {
+            let mut t = [(0.0, 0usize); MAXP];
+            for i in 0..n {
+                let s = self.ix.side[c.slots[i] as usize];
+                if !s.is_nan() {
+                    let k = slot_team[i] as usize;
+                    t[k].0 += s;
+                    t[k].1 += 1;
+                }
+            }
+            f[SIDE_PREFERENCE] = side_preference::score(&t[..teams]);
+        }
+        if on(PREDICTED_FAIRNESS) {
+            let mut r: Vec<Vec<WengLinRating>> = vec![Vec::new(); teams];
+            for i in 0..n {
+                let p = c.slots[i] as usize;
+                r[slot_team[i] as usize].push(WengLinRating {
+                    rating: c.skill[i],
+                    uncertainty: self.ix.sigma[p],
+                });
+            }
+            let refs: Vec<&[WengLinRating]> = r.iter().map(|v| v.as_slice()).collect();
+            f[PREDICTED_FAIRNESS] = predicted_fairness::score(&refs, model.predicted_fairness.beta);
+        }
+        let mut sum = 0.0;
+        for &k in &[
+            EQUAL_TEAMS,
+            INDISTINGUISHABLE,
+            PREMADES,
+            OPPONENT_VARIATION,
+            SIDE_PREFERENCE,
+            ROLES,
+            PREDICTED_FAIRNESS,
+        ] {
+            if w[k] > 0.0 {
+                sum += w[k] * f[k];
+            }
+        }
+        if self.p2p && w[ENEMY_PING] > 0.0 {
+            sum += w[ENEMY_PING] * f[ENEMY_PING];
+        }
+        Some(sum)
+    }
+
+    /// Score a match given as a set of units: the best split over all factors.
+    pub fn evaluate(&self, units: &[u32]) -> MatchEval {
+        let Some((table, sorted, k)) = self.shape(units) else {
+            return MatchEval::INFEASIBLE;
+        };
+        let c = self.context(&sorted, k, false);
+        let mut best = f64::NEG_INFINITY;
+        let mut best_split = u32::MAX;
+        let mut f = c.fixed;
+        for s in 0..table.splits {
+            if let Some(v) = self.split_factors(&c, table, s, &mut f, false, None)
+                && v > best
+            {
+                best = v;
+                best_split = s as u32;
+            }
+        }
+        if best_split == u32::MAX {
+            return MatchEval::INFEASIBLE;
+        }
+        let score = ((best + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
+        MatchEval {
+            feasible: true,
+            score,
+            split: best_split,
+            quality: self.shaped(score) + c.quality_wait,
+            overdue: c.overdue,
+        }
+    }
+
+    /// Evaluate a match with a given team assignment (unit -> team) instead of the best
+    /// split; used by the greedy strategy. None if the assignment breaks a constraint.
+    pub fn evaluate_fixed(&self, units: &[u32], unit_team: &[u8]) -> Option<MatchEval> {
+        let (table, sorted, k) = self.shape(units)?;
+        // find the split of the table equal to this assignment (up to team relabeling)
+        let pos = |u: u32| units.iter().position(|&x| x == u).unwrap();
+        let want: Vec<u8> = sorted[..k].iter().map(|&u| unit_team[pos(u)]).collect();
+        let s = (0..table.splits).find(|&s| {
+            let row = &table.unit_team[s * k..(s + 1) * k];
+            same_partition(row, &want)
+        })?;
+        let c = self.context(&sorted, k, false);
+        let mut f = c.fixed;
+        let v = self.split_factors(&c, table, s, &mut f, false, None)?;
+        let score = ((v + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
+        Some(MatchEval {
+            feasible: true,
+            score,
+            split: s as u32,
+            quality: self.shaped(score) + c.quality_wait,
+            overdue: c.overdue,
+        })
+    }
+
+    /// Everything about a match for the output, with the split `eval.split`.
+    pub fn describe(&self, units: &[u32], eval: &MatchEval) -> MatchDetail {
+        let (table, sorted, k) = self.shape(units).expect("described match is valid");
+        let c = self.context(&sorted, k, true);
+        let n = c.n;
+        let s = eval.split as usize;
+        let st = &table.slot_team[s * n..(s + 1) * n];
+        let mut f = c.fixed;
+        let mut roles = Vec::new();
+        let v = self
+            .split_factors(&c, table, s, &mut f, true, Some(&mut roles))
+            .expect("described split is valid");
+        if self.nroles == 0 {
+            f[ROLES] = 1.0;
+        }
+        let score = ((v + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
+        let mut teams = vec![Vec::new(); self.model.teams];
+        for i in 0..n {
+            teams[st[i] as usize].push(c.slots[i]);
+        }
+        if teams.len() == 2 && self.orientation_swaps(&teams) {
+            teams.swap(0, 1);
+        }
+        roles.sort();
+        MatchDetail {
+            teams,
+            score,
+            factors: f,
+            roles,
+            region: c.region,
+            hosts: c.hosts,
+        }
+    }
+
+    /// Seed 000: orient the two teams so that most side preferences are met (count of
+    /// players with s < 0.5 on side 0 plus s > 0.5 on side 1; ties by the summed
+    /// preference; a full tie keeps the order).
+    fn orientation_swaps(&self, teams: &[Vec<u32>]) -> bool {
+        let side = &self.ix.side;
+        let met = |first: &[u32], second: &[u32]| {
+            let count = first.iter().filter(|&&p| side[p as usize] < 0.5).count()
+                + second.iter().filter(|&&p| side[p as usize] > 0.5).count();
+            let soft: f64 = first
+                .iter()
+                .filter(|&&p| !side[p as usize].is_nan())
+                .map(|&p| 1.0 - side[p as usize])
+                .sum::<f64>()
+                + second
+                    .iter()
+                    .filter(|&&p| !side[p as usize].is_nan())
+                    .map(|&p| side[p as usize])
+                    .sum::<f64>();
+            (count, soft)
+        };
+        let keep = met(&teams[0], &teams[1]);
+        let swap = met(&teams[1], &teams[0]);
+        swap.0 > keep.0 || (swap.0 == keep.0 && swap.1 > keep.1 + 1e-12)
+    }
+}
+
+/// Two team labelings describe the same partition.
+fn same_partition(a: &[u8], b: &[u8]) -> bool {
+    let mut map = [u8::MAX; MAXP];
+    let mut back = [u8::MAX; MAXP];
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (x as usize, y as usize);
+        if map[x] == u8::MAX && back[y] == u8::MAX {
+            map[x] = y as u8;
+            back[y] = x as u8;
+        } else if map[x] as usize != y || back[y] as usize != x {
+            return false;
+        }
+    }
+    true
+}

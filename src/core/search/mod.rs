@@ -1,0 +1,8 @@
+//! The search: constructions, moves, delta scoring and the strategies.
+
+pub mod anneal;
+pub mod awesomenauts;
+pub mod baselines;
+pub mod construct;
+pub mod moves;
+pub mod state;

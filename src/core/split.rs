@@ -1,0 +1,272 @@
+//! Team split enumeration (seed 003's brute force, seed 002's "parties always on one
+//! team").
+//!
+//! A match is a multiset of units (parties and solos); its "shape" is the list of unit
+//! sizes, largest first. For every shape the queue can produce, all assignments of the
+//! units to teams that give every team exactly `team_size` players are enumerated once,
+//! up front, skipping splits that only relabel the teams (unit 0 is always in team 0,
+//! and a new team number is only opened in order: restricted growth strings). A 3v3 of
+//! solos has 10 splits, a 5v5 126, a 3x3 280. Scoring a match then only walks its
+//! shape's table.
+
+use std::collections::HashMap;
+
+/// All splits of one shape.
+#[derive(Debug, Clone)]
+pub struct SplitTable {
+    /// Unit sizes, largest first.
+    pub sizes: Vec<u8>,
+    pub splits: usize,
+    /// Team of each unit position, `unit_team[split * units + u]`.
+    pub unit_team: Vec<u8>,
+    /// Team of each player slot (units' members laid out in unit order),
+    /// `slot_team[split * players + slot]`.
+    pub slot_team: Vec<u8>,
+    /// Pairs of slots on different teams (as `pair_index`), `cross[split * ncross + k]`.
+    pub cross: Vec<u8>,
+    pub ncross: usize,
+    /// Max minus min number of units per team, per split (the premade difference).
+    pub party_spread: Vec<u8>,
+}
+
+/// Index of slot pair (i, j), i < j, in a triangular array over `n` slots.
+#[inline]
+pub fn pair_index(i: usize, j: usize, n: usize) -> usize {
+    debug_assert!(i < j && j < n);
+    i * n - i * (i + 1) / 2 + (j - i - 1)
+}
+
+/// The split tables of every shape of a queue, looked up by a packed shape key.
+#[derive(Debug, Clone)]
+pub struct SplitTables {
+    pub teams: usize,
+    pub team_size: usize,
+    tables: Vec<SplitTable>,
+    by_key: HashMap<u64, u32>,
+    all_solo: Option<u32>,
+}
+
+impl SplitTables {
+    pub fn new(teams: usize, team_size: usize) -> Self {
+        let players = teams * team_size;
+        let mut shapes = Vec::new();
+        partitions(players, team_size, &mut Vec::new(), &mut shapes);
+        let mut tables = Vec::new();
+        let mut by_key = HashMap::new();
+        for sizes in shapes {
+            let t = enumerate(&sizes, teams, team_size);
+            if t.splits == 0 {
+                continue; // e.g. 2+2+2 in 3v3: no team can be exactly 3
+            }
+            by_key.insert(shape_key(&sizes, players), tables.len() as u32);
+            tables.push(t);
+        }
+        let all_solo = by_key.get(&shape_key(&vec![1; players], players)).copied();
+        SplitTables {
+            teams,
+            team_size,
+            tables,
+            by_key,
+            all_solo,
+        }
+    }
+
+    /// The table of a shape (sizes largest first), None if no split exists.
+    #[inline]
+    pub fn lookup(&self, sizes: &[u8]) -> Option<&SplitTable> {
+        let players = self.teams * self.team_size;
+        if sizes.len() == players {
+            return self.all_solo.map(|i| &self.tables[i as usize]);
+        }
+        self.by_key
+            .get(&shape_key(sizes, players))
+            .map(|&i| &self.tables[i as usize])
+    }
+
+    /// Could these unit sizes still be completed (with more units) into a valid match?
+    /// Checks that they pack into the teams without overflowing one.
+    pub fn packable(&self, sizes: &[u8]) -> bool {
+        let mut s: Vec<u8> = sizes.to_vec();
+        s.sort_unstable_by(|a, b| b.cmp(a));
+        let total: usize = s.iter().map(|&x| x as usize).sum();
+        if total > self.teams * self.team_size {
+            return false;
+        }
+        let mut room = vec![self.team_size as u8; self.teams];
+        fn go(i: usize, s: &[u8], room: &mut [u8]) -> bool {
+            if i == s.len() {
+                return true;
+            }
+            for t in 0..room.len() {
+                if room[t] >= s[i] && (t == 0 || room[t] != room[t - 1]) {
+                    room[t] -= s[i];
+                    let ok = go(i + 1, s, room);
+                    room[t] += s[i];
+                    if ok {
+                        return true;
+                    }
+                }
+            }
+            false
+        }
+        go(0, &s, &mut room)
+    }
+}
+
+/// Sizes are counted per size value; key = sum count[s] * (players + 1)^(s - 1).
+fn shape_key(sizes: &[u8], players: usize) -> u64 {
+    let base = players as u64 + 1;
+    sizes.iter().map(|&s| base.pow(s as u32 - 1)).sum()
+}
+
+/// Integer partitions of n into parts <= max, parts non-increasing.
+fn partitions(n: usize, max: usize, cur: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+    if n == 0 {
+        out.push(cur.clone());
+        return;
+    }
+    for part in (1..=max.min(n)).rev() {
+        cur.push(part as u8);
+        partitions(n - part, part, cur, out);
+        cur.pop();
+    }
+}
+
+/// Every assignment of units to teams with exact team sizes, up to team relabeling.
+pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
+    let units = sizes.len();
+    let players: usize = sizes.iter().map(|&s| s as usize).sum();
+    let mut assign = vec![0u8; units];
+    let mut fill = vec![0usize; teams];
+    #[allow(clippy::too_many_arguments)]
+    fn go(
+        u: usize,
+        opened: usize,
+        sizes: &[u8],
+        teams: usize,
+        team_size: usize,
+        assign: &mut [u8],
+        fill: &mut [usize],
+        out: &mut (Vec<u8>, Vec<u8>),
+    ) {
+        if u == sizes.len() {
+            if fill.iter().all(|&f| f == team_size) {
+                out.0.extend_from_slice(assign);
+                for (k, &s) in sizes.iter().enumerate() {
+                    for _ in 0..s {
+                        out.1.push(assign[k]);
+                    }
+                }
+            }
+            return;
+        }
+        let limit = (opened + 1).min(teams);
+        for t in 0..limit {
+            if fill[t] + sizes[u] as usize <= team_size {
+                fill[t] += sizes[u] as usize;
+                assign[u] = t as u8;
+                go(
+                    u + 1,
+                    opened.max(t + 1),
+                    sizes,
+                    teams,
+                    team_size,
+                    assign,
+                    fill,
+                    out,
+                );
+                fill[t] -= sizes[u] as usize;
+            }
+        }
+    }
+    let mut out = (Vec::new(), Vec::new());
+    go(
+        0,
+        0,
+        sizes,
+        teams,
+        team_size,
+        &mut assign,
+        &mut fill,
+        &mut out,
+    );
+    let (unit_team, slot_team) = out;
+    let splits = unit_team.len().checked_div(units).unwrap_or(0);
+    debug_assert_eq!(slot_team.len(), splits * players);
+    let mut cross = Vec::new();
+    let mut party_spread = Vec::new();
+    let mut ncross = 0;
+    for s in 0..splits {
+        let row = &slot_team[s * players..(s + 1) * players];
+        let before = cross.len();
+        for i in 0..players {
+            for j in i + 1..players {
+                if row[i] != row[j] {
+                    cross.push(pair_index(i, j, players) as u8);
+                }
+            }
+        }
+        ncross = cross.len() - before;
+        let mut per_team = vec![0u8; teams];
+        for &t in &unit_team[s * units..(s + 1) * units] {
+            per_team[t as usize] += 1;
+        }
+        party_spread.push(per_team.iter().max().unwrap() - per_team.iter().min().unwrap());
+    }
+    SplitTable {
+        sizes: sizes.to_vec(),
+        splits,
+        unit_team,
+        slot_team,
+        cross,
+        ncross,
+        party_spread,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binom(n: u64, k: u64) -> u64 {
+        (1..=k).fold(1, |acc, i| acc * (n - k + i) / i)
+    }
+
+    #[test]
+    fn split_counts_skip_symmetric_splits() {
+        assert_eq!(enumerate(&[1; 6], 2, 3).splits, 10);
+        assert_eq!(enumerate(&[1; 10], 2, 5).splits as u64, binom(9, 4));
+        assert_eq!(enumerate(&[1; 9], 3, 3).splits, 280);
+        assert_eq!(enumerate(&[1; 2], 2, 1).splits, 1);
+        // a premade of 3 vs 3 solos: one split
+        assert_eq!(enumerate(&[3, 1, 1, 1], 2, 3).splits, 1);
+        // 2 + 1 + 1 + 1 + 1: the pair takes one of 4 solos
+        assert_eq!(enumerate(&[2, 1, 1, 1, 1], 2, 3).splits, 4);
+        assert_eq!(enumerate(&[2, 2, 2], 2, 3).splits, 0);
+    }
+
+    #[test]
+    fn every_split_has_exact_team_sizes() {
+        let t = enumerate(&[2, 2, 1, 1, 1, 1, 1, 1], 2, 5);
+        for s in 0..t.splits {
+            let row = &t.slot_team[s * 10..(s + 1) * 10];
+            assert_eq!(row.iter().filter(|&&x| x == 0).count(), 5);
+            assert_eq!(row[0], 0);
+            // party members share a team
+            assert_eq!(row[0], row[1]);
+            assert_eq!(row[2], row[3]);
+        }
+    }
+
+    #[test]
+    fn tables_cover_every_valid_shape() {
+        let tables = SplitTables::new(2, 3);
+        assert!(tables.lookup(&[1; 6]).is_some());
+        assert!(tables.lookup(&[3, 3]).is_some());
+        assert!(tables.lookup(&[2, 2, 1, 1]).is_some());
+        assert!(tables.lookup(&[2, 2, 2]).is_none());
+        assert!(tables.packable(&[2, 2, 1]));
+        assert!(!tables.packable(&[2, 2, 2]));
+        assert!(!tables.packable(&[3, 2, 2]));
+    }
+}

@@ -1,0 +1,343 @@
+//! The search: delta scoring equals the from-scratch score, every strategy produces
+//! valid rounds (proptest), results do not depend on the thread count, and small pools
+//! are solved to the exact optimum (checked against brute-force enumeration).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use proptest::prelude::*;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use matchmaker::cli::synthetic::{SyntheticSpec, synthetic_pool};
+use matchmaker::core::index::IndexedPool;
+use matchmaker::core::score::Scorer;
+use matchmaker::core::search::{construct, moves, state::Scratch};
+use matchmaker::core::{
+    Budget, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions, Strategy, solve,
+};
+
+fn with_history(mut pool: Pool) -> Pool {
+    // a few past matches among the pool's players
+    let ids: Vec<String> = pool.players.iter().map(|p| p.id.clone()).collect();
+    for k in 0..ids.len() / 12 {
+        let t: Vec<String> = ids[k * 6..k * 6 + 6].to_vec();
+        pool.history.push(PastMatch {
+            teams: vec![t[..3].to_vec(), t[3..].to_vec()],
+            at: "2026-11-21T19:30:00Z".parse().unwrap(),
+        });
+    }
+    pool
+}
+
+#[test]
+fn delta_equals_full_on_random_moves() {
+    let spec = SyntheticSpec {
+        players: 150,
+        side_share: 0.5,
+        sigma_share: 0.5,
+        ..SyntheticSpec::default()
+    };
+    let pool = with_history(synthetic_pool(&spec, 11));
+    let mut model = QueueModel::default();
+    model.weights.side_preference = 0.5;
+    model.weights.indistinguishable_teams = 0.5;
+    model.weights.predicted_fairness = 0.5;
+    let ix = IndexedPool::build(&pool, &model).unwrap();
+    let sc = Scorer::new(&ix, &model);
+    let mut st = construct::cut(&sc, &construct::skill_order(&sc));
+    assert!(!st.bench.is_empty() || ix.len().is_multiple_of(6));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let mut scratch = Scratch::default();
+    let mut mv = moves::Exchange::default();
+    let mut checked = 0;
+    for _ in 0..3_000 {
+        if !moves::random_exchange(&sc, &st, &mut rng, &mut mv) {
+            continue;
+        }
+        let Some(s) = st.score_exchange(&sc, mv.a, &mv.a_out, mv.b, &mv.b_out, &mut scratch) else {
+            continue;
+        };
+        let before = st.full_value(&sc);
+        let mut after = st.clone();
+        after.apply_exchange(mv.a, &mv.a_out, mv.b, &mv.b_out, &s);
+        let full = after.full_value(&sc);
+        assert_eq!(full.matches - before.matches, s.delta.matches);
+        assert_eq!(full.overdue - before.overdue, s.delta.overdue);
+        assert!((full.quality - before.quality - s.delta.quality).abs() < 1e-9);
+        assert!((after.value.quality - full.quality).abs() < 1e-9);
+        checked += 1;
+        // walk: keep about half of the moves
+        if checked % 2 == 0 {
+            st = after;
+        }
+    }
+    assert!(checked > 1_000, "only {checked} moves scored");
+}
+
+#[test]
+fn check_delta_mode_runs_every_restart_strategy() {
+    let pool = with_history(synthetic_pool(
+        &SyntheticSpec {
+            players: 60,
+            ..SyntheticSpec::default()
+        },
+        3,
+    ));
+    for strategy in [Strategy::Default, Strategy::Awesomenauts] {
+        let options = SolveOptions {
+            strategy,
+            budget: Budget::Restarts(2),
+            moves_per_restart: Some(2_000),
+            check_delta: true,
+            threads: Some(2),
+            ..SolveOptions::default()
+        };
+        let out = solve(&pool, &QueueModel::default(), &options).unwrap();
+        assert_eq!(out.matches.len(), 10);
+    }
+}
+
+fn fingerprint(out: &RoundOutcome) -> (Vec<Vec<Vec<String>>>, Vec<String>, u64) {
+    (
+        out.matches.iter().map(|m| m.teams.clone()).collect(),
+        out.unmatched.clone(),
+        out.score.to_bits(),
+    )
+}
+
+#[test]
+fn restart_budget_gives_identical_results_on_any_thread_count() {
+    let pool = synthetic_pool(
+        &SyntheticSpec {
+            players: 90,
+            ..SyntheticSpec::default()
+        },
+        8,
+    );
+    for strategy in [Strategy::Default, Strategy::Awesomenauts] {
+        let run = |threads| {
+            let options = SolveOptions {
+                strategy,
+                budget: Budget::Restarts(5),
+                moves_per_restart: Some(20_000),
+                seed: 42,
+                threads: Some(threads),
+                ..SolveOptions::default()
+            };
+            fingerprint(&solve(&pool, &QueueModel::default(), &options).unwrap())
+        };
+        let one = run(1);
+        assert_eq!(one, run(2), "{strategy:?}");
+        assert_eq!(one, run(3), "{strategy:?}");
+    }
+}
+
+/// The invariants every round must satisfy.
+fn assert_valid(pool: &Pool, model: &QueueModel, out: &RoundOutcome) {
+    let by_id: HashMap<&str, &matchmaker::core::Player> =
+        pool.players.iter().map(|p| (p.id.as_str(), p)).collect();
+    let mut seen = HashSet::new();
+    for m in &out.matches {
+        assert_eq!(m.teams.len(), model.teams);
+        let mut party_team: BTreeMap<&str, usize> = BTreeMap::new();
+        for (t, team) in m.teams.iter().enumerate() {
+            assert_eq!(team.len(), model.team_size, "exact team size");
+            for id in team {
+                assert!(seen.insert(id.clone()), "{id} placed twice");
+                if let Some(g) = &by_id[id.as_str()].party {
+                    assert_eq!(*party_team.entry(g).or_insert(t), t, "party {g} split");
+                }
+            }
+            if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
+                let roles = m.roles.as_ref().expect("roles output");
+                for r in &model.roles {
+                    let holder = team.iter().find(|id| roles.get(*id) == Some(r));
+                    let holder = holder.unwrap_or_else(|| panic!("role {r} unfilled in {team:?}"));
+                    let accepts = &by_id[holder.as_str()].roles;
+                    assert!(accepts.is_empty() || accepts.contains(r));
+                }
+            }
+        }
+        assert!((0.0..=1.0).contains(&m.score));
+    }
+    // parties are never split between a match and the bench
+    let mut placed_party: HashMap<&str, bool> = HashMap::new();
+    for id in out
+        .unmatched
+        .iter()
+        .chain(out.rejected.iter().map(|r| &r.id))
+    {
+        assert!(seen.insert(id.clone()), "{id} listed twice");
+    }
+    for p in &pool.players {
+        assert!(seen.contains(&p.id), "{} lost", p.id);
+        if let Some(g) = &p.party {
+            let matched =
+                !out.unmatched.contains(&p.id) && !out.rejected.iter().any(|r| r.id == p.id);
+            assert_eq!(
+                *placed_party.entry(g).or_insert(matched),
+                matched,
+                "party {g} split"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_strategy_produces_valid_rounds(
+        players in 0usize..70,
+        party_share in 0.0f64..0.8,
+        seed in 0u64..1_000_000,
+        roles in any::<bool>(),
+        team_size in 1usize..=4,
+        teams in 2usize..=3,
+    ) {
+        let role_names: Vec<String> = if roles {
+            ["tank", "healer", "dps"][..team_size.min(3)].iter().map(|s| s.to_string()).collect()
+        } else {
+            Vec::new()
+        };
+        let spec = SyntheticSpec {
+            players,
+            party_share,
+            max_party: 4,
+            roles: role_names.clone(),
+            ..SyntheticSpec::default()
+        };
+        let pool = synthetic_pool(&spec, seed);
+        let model = QueueModel { teams, team_size, roles: role_names, ..QueueModel::default() };
+        for strategy in Strategy::ALL {
+            let options = SolveOptions {
+                strategy,
+                budget: Budget::Restarts(2),
+                moves_per_restart: Some(1_500),
+                threads: Some(1),
+                seed,
+                ..SolveOptions::default()
+            };
+            let out = solve(&pool, &model, &options).unwrap();
+            assert_valid(&pool, &model, &out);
+        }
+    }
+}
+
+/// Exact optimum by dynamic programming over subsets of units: the best round is the
+/// best of (leave the lowest unit out) and (a feasible match containing it + the best
+/// round of the rest), compared like the solver (overdue players placed, then matches,
+/// then quality).
+type Value = (i64, i64, f64);
+
+fn better(a: Value, b: Value) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && (a.1 > b.1 || (a.1 == b.1 && a.2 > b.2)))
+}
+
+fn brute_force(sc: &Scorer) -> Value {
+    let nu = sc.ix.units.len();
+    let per = sc.players_per_match();
+    let size = |u: usize| sc.ix.units[u].size();
+    // every feasible match as a unit mask
+    let mut groups: Vec<Vec<(u32, i64, f64)>> = vec![Vec::new(); nu];
+    fn rec(
+        start: usize,
+        nu: usize,
+        left: usize,
+        cur: &mut Vec<u32>,
+        size: &dyn Fn(usize) -> usize,
+        out: &mut Vec<Vec<u32>>,
+    ) {
+        if left == 0 {
+            out.push(cur.clone());
+            return;
+        }
+        for u in start..nu {
+            if size(u) <= left {
+                cur.push(u as u32);
+                rec(u + 1, nu, left - size(u), cur, size, out);
+                cur.pop();
+            }
+        }
+    }
+    let mut all = Vec::new();
+    rec(0, nu, per, &mut Vec::new(), &size, &mut all);
+    for g in all {
+        let e = sc.evaluate(&g);
+        if e.feasible {
+            let mask = g.iter().fold(0u32, |m, &u| m | (1 << u));
+            groups[g[0] as usize].push((mask, e.overdue as i64, e.quality));
+        }
+    }
+    let mut memo: HashMap<u32, Value> = HashMap::new();
+    fn best(s: u32, groups: &[Vec<(u32, i64, f64)>], memo: &mut HashMap<u32, Value>) -> Value {
+        if s == 0 {
+            return (0, 0, 0.0);
+        }
+        if let Some(&v) = memo.get(&s) {
+            return v;
+        }
+        let low = s.trailing_zeros() as usize;
+        let mut b = best(s & !(1 << low), groups, memo);
+        for &(m, o, q) in &groups[low] {
+            if m & s == m {
+                let (ro, rk, rq) = best(s & !m, groups, memo);
+                let cand = (ro + o, rk + 1, rq + q);
+                if better(cand, b) {
+                    b = cand;
+                }
+            }
+        }
+        memo.insert(s, b);
+        b
+    }
+    best(((1u64 << nu) - 1) as u32, &groups, &mut memo)
+}
+
+#[test]
+fn small_pools_are_solved_to_the_exact_optimum() {
+    let model = QueueModel {
+        wait_priority_per_minute: 0.0,
+        ..QueueModel::default()
+    };
+    let mut exact = 0;
+    let total = 200;
+    for seed in 0..total {
+        let players = 6 + (seed as usize * 7) % 13; // 6..=18
+        let spec = SyntheticSpec {
+            players,
+            party_share: 0.3,
+            ..SyntheticSpec::default()
+        };
+        let pool = synthetic_pool(&spec, 1_000 + seed);
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        let (_, k, q) = brute_force(&sc);
+        let options = SolveOptions {
+            budget: Budget::Restarts(4),
+            moves_per_restart: Some(4_000),
+            threads: Some(2),
+            seed,
+            ..SolveOptions::default()
+        };
+        let out = solve(&pool, &model, &options).unwrap();
+        assert_eq!(out.matches.len() as i64, k, "seed {seed}: match count");
+        let got: f64 = out.matches.iter().map(|m| m.score).sum();
+        assert!(
+            got <= q + 1e-9,
+            "seed {seed}: solver {got} beats brute force {q}"
+        );
+        if got >= q - 1e-9 {
+            exact += 1;
+        } else {
+            eprintln!(
+                "seed {seed}: {players} players, {} units, solver {got} vs {q}",
+                ix.units.len()
+            );
+        }
+    }
+    assert!(
+        exact * 100 >= total * 99,
+        "exact optimum on {exact} of {total} pools"
+    );
+}
