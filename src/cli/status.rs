@@ -237,8 +237,8 @@ pub fn render(view: &StatusView, ansi: bool) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{bold}{:<16} {:>6}  {:<34} {}{reset}",
-        "QUEUE", "POOL", "NEXT ROUND", "LEADER"
+        "{bold}{:<16} {:>6}  {:<34} LEADER{reset}",
+        "QUEUE", "POOL", "NEXT ROUND"
     );
     if view.queues.is_empty() {
         let _ = writeln!(
