@@ -25,6 +25,8 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Apply the database migrations.
     Migrate(cli::migrate::MigrateArgs),
+    /// Measure the database work of rounds and enqueue throughput under load.
+    BenchDb(cli::bench_db::BenchDbArgs),
     /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
     Simulate(cli::simulate::SimulateArgs),
     /// Live view of the queues and recent rounds, read from the database.
@@ -41,6 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::Run(args) => cli::run::run(args),
         Command::Migrate(args) => cli::migrate::run(args),
+        Command::BenchDb(args) => cli::bench_db::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Status(args) => cli::status::run(args),
         Command::Demo(args) => cli::demo::run(args),

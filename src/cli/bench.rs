@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::cli::synthetic::{SyntheticSpec, synthetic_pool};
 use crate::core::index::IndexedPool;
 use crate::core::{Budget, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve};
+use crate::sim::population::{Population, PopulationSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -41,6 +41,14 @@ pub struct BenchArgs {
     /// Only print the table.
     #[arg(long)]
     pub skip_targets: bool,
+    /// Also check the large-pool target: 10,000 players 5v5 (dedicated servers) at
+    /// `--large-budget` against a run `--large-factor` times longer.
+    #[arg(long)]
+    pub large: bool,
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub large_budget: Duration,
+    #[arg(long, default_value_t = 10)]
+    pub large_factor: u32,
     /// Write the first pool as JSON to this file and exit (for `optimize`).
     #[arg(long)]
     pub write_pool: Option<std::path::PathBuf>,
@@ -167,17 +175,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         bail!("--budgets needs at least one duration");
     }
     let model = QueueModel::default();
-    let spec = SyntheticSpec {
+    let spec = PopulationSpec {
         players: args.players,
-        ..SyntheticSpec::default()
+        ..PopulationSpec::default()
     };
-    let pools: Vec<Pool> = (1..=args.pools).map(|s| synthetic_pool(&spec, s)).collect();
+    let population = Population::realistic();
+    let pools: Vec<Pool> = (1..=args.pools)
+        .map(|s| population.generate_pool(&spec, s))
+        .collect();
     if let Some(path) = &args.write_pool {
         std::fs::write(path, serde_json::to_string_pretty(&pools[0])?)?;
         return Ok(());
     }
     println!(
-        "{} pools x {} players, 3v3 peer-to-peer, default weights; means over pools",
+        "{} pools x {} players (sim::population, 20:00 UTC), 3v3 peer-to-peer, default weights; means over pools",
         args.pools, args.players
     );
     println!(
@@ -291,6 +302,45 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     println!(
         "  default moves evaluated per second (2 matches re-split per move): {:.0} (target >= 5,000,000)",
         d_slow.moves_per_s
+    );
+    if args.large {
+        large_target(&args, &population)?;
+    }
+    Ok(())
+}
+
+/// 10,000 players 5v5: a valid round within 1% of a run ten times longer.
+fn large_target(args: &BenchArgs, population: &Population) -> anyhow::Result<()> {
+    let model = QueueModel {
+        team_size: 5,
+        network: crate::core::Network::Dedicated,
+        ..QueueModel::default()
+    };
+    let spec = PopulationSpec {
+        players: 10_000,
+        network: crate::core::Network::Dedicated,
+        ..PopulationSpec::default()
+    };
+    let pool = population.generate_pool(&spec, 1);
+    let short = run_one(
+        &pool,
+        &model,
+        Strategy::Default,
+        args.large_budget,
+        args.threads,
+    )?;
+    let long_budget = args.large_budget * args.large_factor;
+    let long = run_one(&pool, &model, Strategy::Default, long_budget, args.threads)?;
+    println!(
+        "  10,000 players 5v5 dedicated: default@{} {:.5} ({} matches, {} unmatched, {:.0} moves/s) vs default@{} {:.5}: gap {:.4}% (target <= 1%)",
+        humantime::format_duration(args.large_budget),
+        short.score,
+        short.matches.len(),
+        short.unmatched.len(),
+        short.stats.moves_per_second,
+        humantime::format_duration(long_budget),
+        long.score,
+        100.0 * (long.score - short.score) / long.score
     );
     Ok(())
 }

@@ -2,10 +2,10 @@
 //! `db` and `daemon`.
 
 pub mod bench;
+pub mod bench_db;
 pub mod demo;
 pub mod migrate;
 pub mod optimize;
 pub mod run;
 pub mod simulate;
 pub mod status;
-pub mod synthetic;

@@ -5,36 +5,41 @@
 //!                     [--seed N] [--strategy default|awesomenauts|chunk|greedy]
 //!                     [--restarts N] [--threads N]
 //! ```
-//! The queue is `--queue`, else the pool's `queue`, else the config's default queue.
+//! The queue is `--queue`, else the pool's `queue`, else the config's `default_queue`
+//! (`ranked_3v3`, Awesomenauts 3v3 peer-to-peer). Budget, seed, strategy and threads
+//! default to the queue's `[queues.NAME.round]` values.
 //! Malformed input exits non-zero with a message naming the player and field;
 //! `MATCHMAKER_CHECK_DELTA=1` checks every move's delta score against a full re-score.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::core::{self, Budget, Pool, QueueModel, SolveOptions, Strategy};
+use crate::config::{self, Config};
+use crate::core::{self, Budget, Pool, SolveOptions, Strategy};
 
 #[derive(Debug, clap::Args)]
 pub struct OptimizeArgs {
     /// Pool file (JSON): players, optional queue, now and history.
     #[arg(long)]
     pub pool: PathBuf,
-    /// Config file (TOML) with `[queues.NAME]` tables; default: the built-in queue.
+    /// Config file (TOML, see `config/matchmaker.toml`); default: `MATCHMAKER_CONFIG`,
+    /// `./config/matchmaker.toml`, else the built-in default config.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Queue name (overrides the pool's `queue`).
     #[arg(long)]
     pub queue: Option<String>,
-    /// Wall-clock budget (humantime: 100ms, 2s).
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
-    pub budget: Duration,
-    /// Seed for every random choice.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    #[arg(long, default_value = "default")]
-    pub strategy: Strategy,
+    /// Wall-clock budget (humantime: 100ms, 2s); default: the queue's `round.budget`.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub budget: Option<Duration>,
+    /// Seed for every random choice; default: the queue's `round.seed`, else 0.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// default, awesomenauts, chunk or greedy; default: the queue's `round.strategy`.
+    #[arg(long)]
+    pub strategy: Option<Strategy>,
     /// Run exactly this many restarts instead of a time budget (same result on any
     /// number of threads).
     #[arg(long)]
@@ -53,60 +58,32 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("reading pool file {}", args.pool.display()))?;
     let pool: Pool = serde_json::from_str(&text)
         .with_context(|| format!("parsing pool file {}", args.pool.display()))?;
-    let queue = args.queue.clone().or_else(|| pool.queue.clone());
-    let model = match &args.config {
-        Some(path) => load_queue_model(path, queue.as_deref())?,
-        None => QueueModel::default(),
+    let config = match config::resolve_path(args.config.clone()) {
+        Some(path) => Config::load(&path)?,
+        None => Config::embedded_default(),
     };
+    let name = args
+        .queue
+        .clone()
+        .or_else(|| pool.queue.clone())
+        .unwrap_or_else(|| config.default_queue.clone());
+    let Some(queue) = config.queues.get(&name) else {
+        let known: Vec<&String> = config.queues.keys().collect();
+        bail!("unknown queue {name:?} (configured: {known:?})");
+    };
+    let round = &queue.round;
     let options = SolveOptions {
-        strategy: args.strategy,
+        strategy: args.strategy.unwrap_or(round.strategy),
         budget: match args.restarts {
             Some(n) => Budget::Restarts(n),
-            None => Budget::Time(args.budget),
+            None => Budget::Time(args.budget.unwrap_or(round.budget)),
         },
-        seed: args.seed,
-        threads: args.threads,
+        seed: args.seed.or(round.seed).unwrap_or(0),
+        threads: args.threads.or(round.threads),
         moves_per_restart: args.moves_per_restart,
         check_delta: std::env::var("MATCHMAKER_CHECK_DELTA").is_ok_and(|v| v == "1"),
     };
-    let outcome = core::solve(&pool, &model, &options)?;
+    let outcome = core::solve(&pool, &queue.model, &options)?;
     println!("{}", serde_json::to_string_pretty(&outcome)?);
     Ok(())
-}
-
-/// The `[queues.NAME]` table of a config file as a queue model (its `round` sub-table
-/// belongs to the daemon and is ignored here).
-pub fn load_queue_model(path: &Path, queue: Option<&str>) -> anyhow::Result<QueueModel> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading config file {}", path.display()))?;
-    queue_model_from_toml(&text, queue).with_context(|| format!("config file {}", path.display()))
-}
-
-pub fn queue_model_from_toml(text: &str, queue: Option<&str>) -> anyhow::Result<QueueModel> {
-    let doc: toml::Table = toml::from_str(text)?;
-    let Some(queues) = doc.get("queues").and_then(|q| q.as_table()) else {
-        bail!("no [queues.NAME] table");
-    };
-    let name = match queue {
-        Some(q) => q.to_string(),
-        None => match doc.get("default_queue").and_then(|v| v.as_str()) {
-            Some(q) => q.to_string(),
-            None if queues.len() == 1 => queues.keys().next().unwrap().clone(),
-            None if queues.contains_key("ranked_3v3") => "ranked_3v3".to_string(),
-            None => bail!("several queues and no default_queue: pass --queue"),
-        },
-    };
-    let Some(table) = queues.get(&name).and_then(|t| t.as_table()) else {
-        let known: Vec<&String> = queues.keys().collect();
-        bail!("unknown queue {name:?} (known: {known:?})");
-    };
-    let mut table = table.clone();
-    table.remove("round");
-    let model: QueueModel = toml::Value::Table(table)
-        .try_into()
-        .with_context(|| format!("queue {name:?}"))?;
-    model
-        .validate()
-        .with_context(|| format!("queue {name:?}"))?;
-    Ok(model)
 }

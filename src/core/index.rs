@@ -53,6 +53,11 @@ pub struct IndexedPool {
     pub roles: Vec<u32>,
     pub unit_of: Vec<u32>,
     pub units: Vec<Unit>,
+    /// Size of each unit (a compact copy of `units[u].size()` for the hot path).
+    pub unit_size: Vec<u8>,
+    /// Units by skill (ties by index), and each unit's position in that order.
+    pub by_skill: Vec<u32>,
+    pub skill_rank: Vec<u32>,
     /// Region names (sorted) and latencies, player-major: `lat[p * regions + r]`.
     pub regions: Vec<String>,
     pub lat: Vec<f32>,
@@ -260,6 +265,9 @@ impl IndexedPool {
             roles: Vec::new(),
             unit_of: Vec::new(),
             units: Vec::new(),
+            unit_size: Vec::new(),
+            by_skill: Vec::new(),
+            skill_rank: Vec::new(),
             regions,
             lat: Vec::new(),
             peer: Vec::new(),
@@ -322,9 +330,22 @@ impl IndexedPool {
             ix.units[unit as usize].members.push(k);
             ix.unit_of.push(unit);
         }
+        ix.unit_size = ix.units.iter().map(|u| u.size() as u8).collect();
         for u in &mut ix.units {
             u.skill = u.members.iter().map(|&m| ix.skill[m as usize]).sum::<f64>()
                 / u.members.len() as f64;
+        }
+
+        ix.by_skill = (0..ix.units.len() as u32).collect();
+        ix.by_skill.sort_by(|&a, &b| {
+            ix.units[a as usize]
+                .skill
+                .total_cmp(&ix.units[b as usize].skill)
+                .then(a.cmp(&b))
+        });
+        ix.skill_rank = vec![0; ix.units.len()];
+        for (r, &u) in ix.by_skill.iter().enumerate() {
+            ix.skill_rank[u as usize] = r as u32;
         }
 
         // Explicit peer pings, symmetric: the mean of both directions when both are given.

@@ -1,6 +1,17 @@
 //! The pure compute core: players, parties, matches, score factors, team split, local
 //! search and the solver. No I/O, no async, no clock except the `Deadline` it is handed;
 //! deterministic for a seed.
+//!
+//! One round flows through these files, in order:
+//! - `pool` (input) -> `index` (validation, `PoolError` / `Rejection`, indexed arrays);
+//! - `model` (the queue's format, weights and factor parameters, validated);
+//! - `split` (every team split of every party shape, enumerated once per queue);
+//! - `factors` (the ten factors, one file each) and `score` (a match's best split, the
+//!   lexicographic round objective: overdue players placed, matches, quality);
+//! - `search` (constructions, exchange moves, delta scoring with a from-scratch oracle,
+//!   the `default` annealer, `awesomenauts`, `chunk`, `greedy`);
+//! - `solver` (`solve`: restarts on rayon threads, per-restart Xoshiro256PlusPlus
+//!   streams, best so far with the stop reason) -> `round` (output).
 
 pub mod deadline;
 pub mod error;

@@ -48,6 +48,9 @@ pub struct Scorer<'a> {
     power: f64,
     /// Premade factor by the split's party spread (0..=team_size).
     premade_by_spread: Vec<f64>,
+    /// Two teams, p = 1, no roles and only the common factors weighted: `evaluate`
+    /// takes the specialised split loop (`split_value_fast`).
+    fast: bool,
     /// Lazily filled pair ping cache: (ms bits << 32 | score bits), u64::MAX = unknown.
     ping_cache: Option<Vec<AtomicU64>>,
 }
@@ -131,6 +134,7 @@ struct Ctx {
     n: usize,
     slots: [u32; MAXP],
     skill: [f64; MAXP],
+    total_skill: f64,
     /// skill^p per slot (equal teams), or the skill itself for p = 1 or infinite.
     skill_pow: [f64; MAXP],
     /// Perceived ping score of each slot pair (`pair_index`), peer-to-peer.
@@ -173,7 +177,14 @@ impl<'a> Scorer<'a> {
             // only inapplicable factors weighted: every match is equally good (score 0)
             wsum = 1.0;
         }
+        let fast = model.teams == 2
+            && nroles == 0
+            && model.equal_teams.p.0 == 1.0
+            && weights[INDISTINGUISHABLE] == 0.0
+            && weights[SIDE_PREFERENCE] == 0.0
+            && weights[PREDICTED_FAIRNESS] == 0.0;
         Scorer {
+            fast,
             ix,
             model,
             tables: SplitTables::new(model.teams, model.team_size),
@@ -274,7 +285,7 @@ impl<'a> Scorer<'a> {
         }
         let mut total = 0usize;
         for (i, &u) in units.iter().enumerate() {
-            let size = self.ix.units[u as usize].size() as u8;
+            let size = self.ix.unit_size[u as usize];
             total += size as usize;
             // insertion sort: size desc, then index asc
             let mut j = i;
@@ -302,6 +313,7 @@ impl<'a> Scorer<'a> {
             n: 0,
             slots: [0; MAXP],
             skill: [0.0; MAXP],
+            total_skill: 0.0,
             skill_pow: [0.0; MAXP],
             ps: [0.0; MAXPAIRS],
             worst_ms: [0.0; MAXP],
@@ -319,6 +331,7 @@ impl<'a> Scorer<'a> {
                 let s = ix.skill[pl as usize];
                 c.slots[c.n] = pl;
                 c.skill[c.n] = s;
+                c.total_skill += s;
                 c.skill_pow[c.n] = if p == 1.0 || p.is_infinite() {
                     s
                 } else if p == 2.0 {
@@ -346,8 +359,12 @@ impl<'a> Scorer<'a> {
                         let (ms, score) = self.pair_ping(c.slots[i], c.slots[j]);
                         c.ps[k] = score;
                         k += 1;
-                        c.worst_ms[i] = c.worst_ms[i].max(ms);
-                        c.worst_ms[j] = c.worst_ms[j].max(ms);
+                        if ms > c.worst_ms[i] {
+                            c.worst_ms[i] = ms;
+                        }
+                        if ms > c.worst_ms[j] {
+                            c.worst_ms[j] = ms;
+                        }
                     }
                 }
             }
@@ -553,6 +570,48 @@ impl<'a> Scorer<'a> {
         Some(sum)
     }
 
+    /// The weighted split-dependent factors of split `s` on the fast path (same
+    /// formulas as `split_factors`, specialised to two teams and p = 1).
+    #[inline]
+    fn split_value_fast(&self, c: &Ctx, table: &SplitTable, s: usize) -> f64 {
+        let w = &self.weights;
+        let model = self.model;
+        let ts = model.team_size;
+        let mut v = 0.0;
+        if w[EQUAL_TEAMS] > 0.0 {
+            let sum0: f64 = table.first_team[s * ts..(s + 1) * ts]
+                .iter()
+                .map(|&i| c.skill[i as usize])
+                .sum();
+            let mut d = (2.0 * sum0 - c.total_skill).abs();
+            if model.equal_teams.team_skill == super::model::TeamSkill::Mean {
+                d /= ts as f64;
+            }
+            v += w[EQUAL_TEAMS] * model.equal_teams.curve.score(d);
+        }
+        if w[PREMADES] > 0.0 {
+            v += w[PREMADES] * self.premade_by_spread[table.party_spread[s] as usize];
+        }
+        if self.p2p && w[ENEMY_PING] > 0.0 {
+            let cross = &table.cross[s * table.ncross..(s + 1) * table.ncross];
+            let sum: f32 = cross.iter().map(|&k| c.ps[k as usize]).sum();
+            v += w[ENEMY_PING] * (sum as f64 / table.ncross as f64);
+        }
+        if w[OPPONENT_VARIATION] > 0.0 {
+            let slot_team = &table.slot_team[s * c.n..(s + 1) * c.n];
+            let mut cost = 0.0f64;
+            for &(i, j, tm, op) in &c.hist {
+                cost += if slot_team[i as usize] == slot_team[j as usize] {
+                    tm
+                } else {
+                    op
+                } as f64;
+            }
+            v += w[OPPONENT_VARIATION] * opponent_variation::score(cost, c.n);
+        }
+        v
+    }
+
     /// Score a match given as a set of units: the best split over all factors.
     pub fn evaluate(&self, units: &[u32]) -> MatchEval {
         let Some((table, sorted, k)) = self.shape(units) else {
@@ -561,13 +620,23 @@ impl<'a> Scorer<'a> {
         let c = self.context(&sorted, k, false);
         let mut best = f64::NEG_INFINITY;
         let mut best_split = u32::MAX;
-        let mut f = c.fixed;
-        for s in 0..table.splits {
-            if let Some(v) = self.split_factors(&c, table, s, &mut f, false, None)
-                && v > best
-            {
-                best = v;
-                best_split = s as u32;
+        if self.fast {
+            for s in 0..table.splits {
+                let v = self.split_value_fast(&c, table, s);
+                if v > best {
+                    best = v;
+                    best_split = s as u32;
+                }
+            }
+        } else {
+            let mut f = c.fixed;
+            for s in 0..table.splits {
+                if let Some(v) = self.split_factors(&c, table, s, &mut f, false, None)
+                    && v > best
+                {
+                    best = v;
+                    best_split = s as u32;
+                }
             }
         }
         if best_split == u32::MAX {
@@ -581,6 +650,39 @@ impl<'a> Scorer<'a> {
             quality: self.shaped(score) + c.quality_wait,
             overdue: c.overdue,
         }
+    }
+
+    /// The general path's evaluation (for testing the fast path against it).
+    pub fn evaluate_general(&self, units: &[u32]) -> MatchEval {
+        let general = Scorer {
+            fast: false,
+            ..self.shallow()
+        };
+        general.evaluate(units)
+    }
+
+    fn shallow(&self) -> Scorer<'a> {
+        Scorer {
+            ix: self.ix,
+            model: self.model,
+            tables: self.tables.clone(),
+            weights: self.weights,
+            wsum: self.wsum,
+            p2p: self.p2p,
+            nroles: self.nroles,
+            strict_roles: self.strict_roles,
+            wait_cap: self.wait_cap,
+            beta: self.beta,
+            power: self.power,
+            premade_by_spread: self.premade_by_spread.clone(),
+            fast: self.fast,
+            ping_cache: None,
+        }
+    }
+
+    /// Whether `evaluate` takes the two-team fast path.
+    pub fn is_fast(&self) -> bool {
+        self.fast
     }
 
     /// Evaluate a match with a given team assignment (unit -> team) instead of the best

@@ -179,12 +179,15 @@ pub fn search(
         } else {
             construct::cut(sc, &construct::random_order(sc, &mut rng))
         };
-        match options.strategy {
+        let mut out = match options.strategy {
             Strategy::Awesomenauts => {
                 awesomenauts::hill_climb(sc, start, deadline, options.check_delta)
             }
             _ => anneal::anneal(sc, start, &mut rng, length, deadline, options.check_delta),
-        }
+        };
+        // exchanges with the bench may leave a new match formable there
+        construct::fill_from_bench(sc, &mut out.state);
+        out
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

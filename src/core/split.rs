@@ -27,6 +27,8 @@ pub struct SplitTable {
     pub ncross: usize,
     /// Max minus min number of units per team, per split (the premade difference).
     pub party_spread: Vec<u8>,
+    /// Slots of team 0, `first_team[split * team_size + k]` (the two-team fast path).
+    pub first_team: Vec<u8>,
 }
 
 /// Index of slot pair (i, j), i < j, in a triangular array over `n` slots.
@@ -196,8 +198,10 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
     let mut cross = Vec::new();
     let mut party_spread = Vec::new();
     let mut ncross = 0;
+    let mut first_team = Vec::new();
     for s in 0..splits {
         let row = &slot_team[s * players..(s + 1) * players];
+        first_team.extend((0..players).filter(|&i| row[i] == 0).map(|i| i as u8));
         let before = cross.len();
         for i in 0..players {
             for j in i + 1..players {
@@ -221,6 +225,7 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
         cross,
         ncross,
         party_spread,
+        first_team,
     }
 }
 

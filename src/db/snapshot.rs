@@ -69,15 +69,23 @@ async fn try_snapshot(
         .execute(&mut *tx)
         .await?;
     let entries: Vec<QueuedEntry> = sqlx::query_as(
-        "WITH pool AS (
+        "WITH oldest AS (
+             -- Oldest first: who waited longest gets into a capped round.
+             SELECT entry_id, party_id
+               FROM queue_entries
+              WHERE queue = $1 AND status = 'queued'
+              ORDER BY enqueued_at, entry_id
+              LIMIT $2),
+         pool AS (
              SELECT entry_id, player_id, party_id, skill, skill_sigma,
                     latencies::text AS latencies, peer_pings::text AS peer_pings,
                     roles, side, enqueued_at
                FROM queue_entries
               WHERE queue = $1 AND status = 'queued'
-              -- Oldest first: who waited longest gets into a capped round.
-              ORDER BY enqueued_at, entry_id
-              LIMIT $2
+                AND (entry_id IN (SELECT entry_id FROM oldest)
+                     -- A party is never split across rounds by the size cap: its members
+                     -- beyond the cap come along (the round may exceed the cap by them).
+                     OR party_id IN (SELECT party_id FROM oldest WHERE party_id IS NOT NULL))
               -- SKIP LOCKED: a row locked right now is being cancelled by its client (or
               -- written by a stale leader's commit); it is not ours to take, and the
               -- snapshot never waits for a client. The lock itself ends with this short

@@ -243,3 +243,31 @@ async fn countdown_shows_seconds_to_the_next_round_and_players_missing() {
     assert_eq!(seconds, None);
     assert!(match_id.is_some());
 }
+
+#[tokio::test]
+async fn the_size_cap_takes_the_oldest_and_never_splits_a_party() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let mut players = Vec::new();
+    for i in 0..8 {
+        let mut p = player(
+            &format!("p{i}"),
+            1000.0,
+            t0() + chrono::Duration::seconds(i),
+        );
+        if i == 5 || i == 7 {
+            p.party = Some("duo".into());
+        }
+        players.push(p);
+    }
+    db::enqueue::enqueue_many(db, "q", &players, t0())
+        .await
+        .unwrap();
+    let snapshot = db::snapshot_pool(db, "q", 6, 1).await.unwrap();
+    let ids: Vec<&str> = snapshot
+        .entries
+        .iter()
+        .map(|e| e.player_id.as_str())
+        .collect();
+    assert_eq!(ids, ["p0", "p1", "p2", "p3", "p4", "p5", "p7"]);
+}

@@ -21,7 +21,7 @@ async fn constraints_refuse_bad_rows_with_named_rules() {
     .await
     .expect("a good row is accepted");
 
-    let cases: [(&'static str, &str); 10] = [
+    let cases: [(&'static str, &str); 13] = [
         (
             "INSERT INTO queue_entries (queue, player_id, skill) VALUES ('q', 'ok', 1)",
             "queue_entries_one_queued_row_per_player",
@@ -54,6 +54,21 @@ async fn constraints_refuse_bad_rows_with_named_rules() {
         (
             "INSERT INTO queue_entries (queue, player_id, skill, latencies)
              VALUES ('q', 'l', 1, '{\"eu\": \"fast\"}')",
+            "latencies_must_map_regions_to_non_negative_ms",
+        ),
+        (
+            "INSERT INTO queue_entries (queue, player_id, skill, latencies)
+             VALUES ('q', 'l', 1, '{\"eu\": [20]}')",
+            "latencies_must_map_regions_to_non_negative_ms",
+        ),
+        (
+            "INSERT INTO queue_entries (queue, player_id, skill, latencies)
+             VALUES ('q', 'l', 1, '{\"eu\": 1e400}')",
+            "latencies_must_map_regions_to_non_negative_ms",
+        ),
+        (
+            "INSERT INTO queue_entries (queue, player_id, skill, latencies)
+             VALUES ('q', 'l', 1, '{\"\": 20}')",
             "latencies_must_map_regions_to_non_negative_ms",
         ),
         (

@@ -8,6 +8,7 @@ mod daemon_run;
 mod daemon_triggers;
 mod db_schema;
 mod local_pg;
+mod ops_queries;
 mod optimizer;
 mod optimizer_factors;
 mod optimizer_search;

@@ -394,3 +394,35 @@ fn round_score_power_mean() {
         "{s:?}"
     );
 }
+
+#[test]
+fn overdue_players_are_placed_and_long_waits_preferred() {
+    let now: chrono::DateTime<chrono::Utc> = "2026-11-21T20:00:00Z".parse().unwrap();
+    let ago = |min: i64| Some(now - chrono::Duration::minutes(min));
+    // seven similar players and one far outlier who has waited past max_wait (10m):
+    // the outlier must be placed even though leaving them out scores better
+    let mut p: Vec<Player> = (1..=7)
+        .map(|i| player(&format!("p{i}"), 1500.0 + i as f64))
+        .collect();
+    for x in &mut p {
+        x.enqueued_at = ago(2);
+    }
+    let mut outlier = player("late", 2600.0);
+    outlier.enqueued_at = ago(12);
+    p.push(outlier);
+    let mut pool = pool_of(p);
+    pool.now = Some(now);
+    let out = solve(&pool, &QueueModel::default(), &quick()).unwrap();
+    assert!(out.matches[0].teams.iter().flatten().any(|id| id == "late"));
+    assert_eq!(out.unmatched.len(), 2);
+
+    // identical players: the one who waited least stays unmatched (seed 001's g)
+    let mut p: Vec<Player> = (1..=7).map(|i| player(&format!("p{i}"), 1500.0)).collect();
+    for (i, x) in p.iter_mut().enumerate() {
+        x.enqueued_at = ago(if i == 3 { 1 } else { 8 });
+    }
+    let mut pool = pool_of(p);
+    pool.now = Some(now);
+    let out = solve(&pool, &QueueModel::default(), &quick()).unwrap();
+    assert_eq!(out.unmatched, vec!["p4".to_string()]);
+}

@@ -8,13 +8,21 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use matchmaker::cli::synthetic::{SyntheticSpec, synthetic_pool};
 use matchmaker::core::index::IndexedPool;
+use matchmaker::core::model::TeamSkill;
 use matchmaker::core::score::Scorer;
 use matchmaker::core::search::{construct, moves, state::Scratch};
 use matchmaker::core::{
     Budget, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions, Strategy, solve,
 };
+use matchmaker::sim::population::{Population, PopulationSpec};
+
+fn generate(spec: &PopulationSpec, seed: u64) -> Pool {
+    static POPULATION: std::sync::OnceLock<Population> = std::sync::OnceLock::new();
+    POPULATION
+        .get_or_init(Population::realistic)
+        .generate_pool(spec, seed)
+}
 
 fn with_history(mut pool: Pool) -> Pool {
     // a few past matches among the pool's players
@@ -31,13 +39,12 @@ fn with_history(mut pool: Pool) -> Pool {
 
 #[test]
 fn delta_equals_full_on_random_moves() {
-    let spec = SyntheticSpec {
+    let spec = PopulationSpec {
         players: 150,
         side_share: 0.5,
-        sigma_share: 0.5,
-        ..SyntheticSpec::default()
+        ..PopulationSpec::default()
     };
-    let pool = with_history(synthetic_pool(&spec, 11));
+    let pool = with_history(generate(&spec, 11));
     let mut model = QueueModel::default();
     model.weights.side_preference = 0.5;
     model.weights.indistinguishable_teams = 0.5;
@@ -75,11 +82,57 @@ fn delta_equals_full_on_random_moves() {
 }
 
 #[test]
+fn fast_split_path_equals_the_general_path() {
+    let pool = with_history(generate(
+        &PopulationSpec {
+            players: 120,
+            ..PopulationSpec::default()
+        },
+        4,
+    ));
+    for team_skill in [TeamSkill::Mean, TeamSkill::Norm] {
+        let mut model = QueueModel::default();
+        model.equal_teams.team_skill = team_skill;
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        assert!(sc.is_fast());
+        let st = construct::cut(&sc, &construct::skill_order(&sc));
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+        let mut mv = moves::Exchange::default();
+        let mut compared = 0;
+        for m in &st.matches {
+            let (a, b) = (sc.evaluate(m), sc.evaluate_general(m));
+            assert!((a.score - b.score).abs() < 1e-12 && a.feasible == b.feasible);
+            compared += 1;
+        }
+        // and on the compositions random moves produce
+        for _ in 0..500 {
+            if moves::random_exchange(&sc, &st, &mut rng, &mut mv)
+                && mv.b != u32::MAX
+                && mv.a != u32::MAX
+            {
+                let mut m: Vec<u32> = st.matches[mv.a as usize]
+                    .iter()
+                    .copied()
+                    .filter(|u| !mv.a_out.contains(u))
+                    .collect();
+                m.extend(&mv.b_out);
+                let (a, b) = (sc.evaluate(&m), sc.evaluate_general(&m));
+                assert_eq!(a.feasible, b.feasible);
+                assert!((a.score - b.score).abs() < 1e-12);
+                compared += 1;
+            }
+        }
+        assert!(compared > 300);
+    }
+}
+
+#[test]
 fn check_delta_mode_runs_every_restart_strategy() {
-    let pool = with_history(synthetic_pool(
-        &SyntheticSpec {
+    let pool = with_history(generate(
+        &PopulationSpec {
             players: 60,
-            ..SyntheticSpec::default()
+            ..PopulationSpec::default()
         },
         3,
     ));
@@ -107,10 +160,10 @@ fn fingerprint(out: &RoundOutcome) -> (Vec<Vec<Vec<String>>>, Vec<String>, u64) 
 
 #[test]
 fn restart_budget_gives_identical_results_on_any_thread_count() {
-    let pool = synthetic_pool(
-        &SyntheticSpec {
+    let pool = generate(
+        &PopulationSpec {
             players: 90,
-            ..SyntheticSpec::default()
+            ..PopulationSpec::default()
         },
         8,
     );
@@ -200,14 +253,15 @@ proptest! {
         } else {
             Vec::new()
         };
-        let spec = SyntheticSpec {
+        let spec = PopulationSpec {
             players,
             party_share,
-            max_party: 4,
+            max_party_size: 4,
             roles: role_names.clone(),
-            ..SyntheticSpec::default()
+            side_share: 0.3,
+            ..PopulationSpec::default()
         };
-        let pool = synthetic_pool(&spec, seed);
+        let pool = generate(&spec, seed);
         let model = QueueModel { teams, team_size, roles: role_names, ..QueueModel::default() };
         for strategy in Strategy::ALL {
             let options = SolveOptions {
@@ -304,18 +358,17 @@ fn small_pools_are_solved_to_the_exact_optimum() {
     let total = 200;
     for seed in 0..total {
         let players = 6 + (seed as usize * 7) % 13; // 6..=18
-        let spec = SyntheticSpec {
+        let spec = PopulationSpec {
             players,
-            party_share: 0.3,
-            ..SyntheticSpec::default()
+            ..PopulationSpec::default()
         };
-        let pool = synthetic_pool(&spec, 1_000 + seed);
+        let pool = generate(&spec, 1_000 + seed);
         let ix = IndexedPool::build(&pool, &model).unwrap();
         let sc = Scorer::new(&ix, &model);
         let (_, k, q) = brute_force(&sc);
         let options = SolveOptions {
-            budget: Budget::Restarts(4),
-            moves_per_restart: Some(4_000),
+            budget: Budget::Restarts(8),
+            moves_per_restart: Some(6_000),
             threads: Some(2),
             seed,
             ..SolveOptions::default()

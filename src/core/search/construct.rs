@@ -156,7 +156,9 @@ pub fn fits(sc: &Scorer, units: &[u32]) -> bool {
     masks.len() - filled <= flex
 }
 
-/// Try to form more matches from the bench (e.g. after role or party leftovers).
+/// Try to form more matches from the bench (leftovers of parties or roles that the
+/// greedy cut could not fit): a bounded depth-first search over the bench units in
+/// skill order for a set that makes a valid match.
 pub fn fill_from_bench(sc: &Scorer, state: &mut State) {
     let per_match = sc.players_per_match();
     loop {
@@ -173,11 +175,47 @@ pub fn fill_from_bench(sc: &Scorer, state: &mut State) {
             let (ua, ub) = (&sc.ix.units[a as usize], &sc.ix.units[b as usize]);
             ub.skill.total_cmp(&ua.skill).then(a.cmp(&b))
         });
-        let (matches, _) = cut_units(sc, &order);
-        let Some(m) = matches.into_iter().next() else {
+        let Some(m) = find_match(sc, &order) else {
             return;
         };
         let e = sc.evaluate(&m);
         state.add_match(m, e);
     }
+}
+
+/// The first valid match (in depth-first order over `candidates`) within a node budget.
+pub fn find_match(sc: &Scorer, candidates: &[u32]) -> Option<Vec<u32>> {
+    fn go(
+        sc: &Scorer,
+        candidates: &[u32],
+        from: usize,
+        cur: &mut Vec<u32>,
+        size: usize,
+        budget: &mut u32,
+    ) -> bool {
+        let per_match = sc.players_per_match();
+        if size == per_match {
+            return sc.evaluate(cur).feasible;
+        }
+        for k in from..candidates.len() {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            let u = candidates[k];
+            let us = sc.ix.units[u as usize].size();
+            if size + us > per_match {
+                continue;
+            }
+            cur.push(u);
+            if fits(sc, cur) && go(sc, candidates, k + 1, cur, size + us, budget) {
+                return true;
+            }
+            cur.pop();
+        }
+        false
+    }
+    let mut cur = Vec::new();
+    let mut budget = 20_000;
+    go(sc, candidates, 0, &mut cur, 0, &mut budget).then_some(cur)
 }

@@ -1,8 +1,10 @@
 //! Random moves for the local searches: player-player and party-party swaps between
-//! matches (units of the same size), a party against the same number of solos, and
-//! swaps with the unmatched bench. The second match is usually a neighbour in the
-//! match list (constructions lay matches out by skill, so neighbours are close in
-//! skill), sometimes any match.
+//! matches (units of the same size), a party against the same number of solos (or a
+//! smaller party plus solos), and swaps with the unmatched bench. Half of the draws
+//! swap a unit with one close to it in skill (wherever it is); the other half exchange
+//! a unit of a random match with units of another random match or the bench.
+//! (Measured on 300-player pools: picking the second match among index neighbours, as
+//! a first version did, converged slower than these two.)
 
 use rand::RngExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -39,23 +41,19 @@ pub fn random_exchange(
     }
     mv.a_out.clear();
     mv.b_out.clear();
+    if rng.random::<bool>() {
+        return similar_swap(sc, st, rng, mv);
+    }
     let use_bench = !st.bench.is_empty() && (nm == 1 || rng.random_range(0..8u32) == 0);
     let i = rng.random_range(0..nm) as u32;
     let j = if use_bench {
         BENCH
     } else {
-        let near = rng.random_range(0..4u32) != 0;
-        let j = if near {
-            let w = 3.min(nm - 1).max(1) as i64;
-            let off = rng.random_range(1..=w) * if rng.random::<bool>() { 1 } else { -1 };
-            (i as i64 + off).rem_euclid(nm as i64) as usize
-        } else {
-            rng.random_range(0..nm)
-        };
-        if j == i as usize {
+        let j = rng.random_range(0..nm) as u32;
+        if j == i {
             return false;
         }
-        j as u32
+        j
     };
     // the source is the match, or (bench moves, half of the time) the bench
     let (a, b) = if j == BENCH && rng.random::<bool>() {
@@ -102,4 +100,38 @@ pub fn random_exchange(
         }
     }
     false
+}
+
+/// Swap a random unit with a unit of the same size close to it in skill (within 8
+/// places of the skill order), wherever that unit is (another match or the bench):
+/// keeps the skill factors roughly intact while exploring ping, premades and hosts.
+fn similar_swap(sc: &Scorer, st: &State, rng: &mut Xoshiro256PlusPlus, mv: &mut Exchange) -> bool {
+    let ix = sc.ix;
+    let nu = ix.units.len();
+    let u = rng.random_range(0..nu) as u32;
+    let r = ix.skill_rank[u as usize] as i64;
+    let w = 8;
+    let mut off = rng.random_range(1..=w);
+    if rng.random::<bool>() {
+        off = -off;
+    }
+    let r2 = r + off;
+    if r2 < 0 || r2 >= nu as i64 {
+        return false;
+    }
+    let v = ix.by_skill[r2 as usize];
+    let (a, b) = (st.loc[u as usize].0, st.loc[v as usize].0);
+    if a == b || ix.unit_size[u as usize] != ix.unit_size[v as usize] {
+        return false;
+    }
+    let (a, u, b, v) = if a == BENCH {
+        (b, v, a, u)
+    } else {
+        (a, u, b, v)
+    };
+    mv.a = a;
+    mv.b = b;
+    mv.a_out.push(u);
+    mv.b_out.push(v);
+    true
 }
