@@ -36,7 +36,7 @@ async fn daemon_and_simulator_make_rounds_and_players_return() {
     let options = SimulatorOptions {
         queue: "ranked_3v3".into(),
         rate: 30.0,
-        duration: Duration::from_secs(8),
+        duration: Duration::from_secs(10),
         population: 600,
         // A 10-minute match lasts about a second: players come back within the run.
         speedup: 600.0,
