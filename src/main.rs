@@ -31,6 +31,9 @@ enum Command {
     Simulate(cli::simulate::SimulateArgs),
     /// Live view of the queues and recent rounds, read from the database.
     Status(cli::status::StatusArgs),
+    /// The daemon and simulated players together, live: a private PostgreSQL unless
+    /// DATABASE_URL is set.
+    Demo(cli::demo::DemoArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -43,6 +46,7 @@ fn main() -> std::process::ExitCode {
         Command::BenchDb(args) => cli::bench_db::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Status(args) => cli::status::run(args),
+        Command::Demo(args) => cli::demo::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

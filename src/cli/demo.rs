@@ -88,12 +88,15 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
     };
     let config = demo_config(base, args.round_every, args.load.queue.as_str())?;
 
-    // 3. Daemon and simulator side by side, both stopped by one signal.
+    // 3. Daemon and simulators side by side. The daemon stops first (a round in flight
+    // commits), then the simulators withdraw their still-queued players: stopping them
+    // first would cancel the players of the last round during its solve.
+    let (stop_daemon, daemon_rx) = watch::channel(false);
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let daemon = start_daemon(db.clone(), config.clone(), stopped(stop_rx.clone()));
+    let daemon = start_daemon(db.clone(), config.clone(), stopped(daemon_rx));
     let daemon = tokio::spawn(daemon);
 
     // One simulator per queue: the demo queue at --rate, the others at half of it, each
@@ -151,19 +154,21 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
         }
     }
     println!(
-        "\n{} stopping the simulator and the daemon...",
+        "\n{} stopping the daemon (a round in flight commits), then the simulators...",
         if interrupted {
             "Ctrl-C:"
         } else {
             "time is up:"
         }
     );
+    let _ = stop_daemon.send(true);
+    let daemon_result = daemon.await.context("daemon task");
     let _ = stop_tx.send(true);
     let mut reports = Vec::new();
     for (name, _, task) in simulators {
         reports.push((name, task.await.context("simulator task")??));
     }
-    daemon.await.context("daemon task")??;
+    daemon_result??;
 
     // 5. Where to look next.
     let view = read_status(&db, None, 6).await?;
@@ -229,11 +234,13 @@ const NEXT_STEPS: [(&str, &str, &[&str]); 3] = [
         ],
     ),
     (
-        "the weakest matches of the last round, and why (per-factor scores)",
+        "the weakest matches of the last round that made any, and why (per-factor scores)",
         "SELECT DISTINCT ON (match_score, match_id) match_id, queue,
-       round(match_score::numeric, 3) AS score, region, factors
+       round(match_score::numeric, 3) AS score, region,
+       (SELECT jsonb_object_agg(f.key, round(f.value::numeric, 2))
+          FROM jsonb_each_text(factors) f) AS factors
   FROM match_details
- WHERE round_id = (SELECT max(round_id) FROM rounds)
+ WHERE round_id = (SELECT max(round_id) FROM rounds WHERE match_count > 0)
  ORDER BY match_score, match_id LIMIT 3;",
         &["match_id", "queue", "score", "region", "factors"],
     ),

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_db;
+pub mod demo;
 pub mod migrate;
 pub mod optimize;
 pub mod run;

@@ -8,14 +8,15 @@ use anyhow::Context;
 use chrono::{TimeZone, Utc};
 use tokio::sync::watch;
 
+use crate::cli::run::{DatabaseArgs, open_database};
 use crate::sim::population::{Population, PopulationSpec};
 use crate::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulateArgs {
-    /// PostgreSQL URL of the matchmaker's database.
-    #[arg(long, env = "DATABASE_URL", required_unless_present = "write_pool")]
-    pub database_url: Option<String>,
+    /// The database (default: the private PostgreSQL of a local `matchmaker run`).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Instead of simulating against a database, write one generated pool as JSON (the
     /// input of `matchmaker optimize --pool`) to this file and exit. Uses --players,
     /// --start-hour (default 20), --seed, --party-share, --max-party-size, --roles,
@@ -160,11 +161,16 @@ fn write_pool(args: &SimulateArgs, path: &std::path::Path) -> anyhow::Result<()>
 }
 
 async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
-    let url = args
-        .database_url
-        .as_deref()
-        .context("--database-url or DATABASE_URL is required")?;
-    let pool = crate::db::connect_with(url, 4).await?;
+    let (pool, server) = open_database(&args.database).await?;
+    let outcome = simulate_on(&pool, &args).await;
+    pool.close().await;
+    if let Some(server) = server {
+        server.stop().await?;
+    }
+    outcome
+}
+
+async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateArgs) -> anyhow::Result<()> {
     let population = Population::realistic();
     let options = args.load.options(args.duration, LoadDefaults::SIMULATE);
     eprintln!(
@@ -186,7 +192,7 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
             eprintln!("{}", progress_line(&rx.borrow_and_update()));
         }
     });
-    let report = run_simulator(&pool, &population, &options, Some(tx), async {
+    let report = run_simulator(pool, &population, &options, Some(tx), async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;

@@ -15,11 +15,13 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Row};
 
+use crate::cli::run::{DatabaseArgs, open_database};
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
-    /// PostgreSQL URL of the matchmaker's database.
-    #[arg(long, env = "DATABASE_URL")]
-    pub database_url: String,
+    /// The database (default: the private PostgreSQL of a local `matchmaker run`).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Show only this queue.
     #[arg(long)]
     pub queue: Option<String>,
@@ -46,6 +48,8 @@ pub struct QueueLine {
     pub waiting_for: String,
     pub target_pool: Option<i32>,
     pub min_pool: Option<i32>,
+    /// The replica holding the queue's lease, if the lease is live.
+    pub leader: Option<String>,
 }
 
 /// One finished round.
@@ -79,24 +83,33 @@ pub struct StatusView {
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
-        let db = crate::db::connect_with(&args.database_url, 2).await?;
-        loop {
-            let view = read_status(&db, args.queue.as_deref(), args.rounds).await?;
-            if args.once {
-                print!("{}", render(&view, false));
-                return Ok(());
-            }
-            print!("{CLEAR}{}", render(&view, true));
-            println!(
-                "{DIM}refresh every {}; Ctrl-C quits{RESET}",
-                humantime::format_duration(args.interval)
-            );
-            tokio::select! {
-                _ = tokio::time::sleep(args.interval) => {}
-                _ = tokio::signal::ctrl_c() => return Ok(()),
-            }
+        let (db, server) = open_database(&args.database).await?;
+        let shown = show(&db, &args).await;
+        db.close().await;
+        if let Some(server) = server {
+            server.stop().await?;
         }
+        shown
     })
+}
+
+async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
+    loop {
+        let view = read_status(db, args.queue.as_deref(), args.rounds).await?;
+        if args.once {
+            print!("{}", render(&view, false));
+            return Ok(());
+        }
+        print!("{CLEAR}{}", render(&view, true));
+        println!(
+            "{DIM}refresh every {}; Ctrl-C quits{RESET}",
+            humantime::format_duration(args.interval)
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(args.interval) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
 }
 
 /// Reads one frame of the view.
@@ -120,9 +133,13 @@ pub async fn read_status(
                     AS seconds_to_next,
                 coalesce(s.waiting_for, 'no daemon') AS waiting_for,
                 s.target_pool,
-                s.min_pool
+                s.min_pool,
+                l.holder || ' (term ' || l.term || ')' AS leader
            FROM queue_state s
            FULL JOIN pools p ON p.queue = s.queue
+           -- Only a live lease names a leader; an expired one is up for grabs.
+           LEFT JOIN leases l
+                  ON l.queue = coalesce(s.queue, p.queue) AND l.expires_at > now()
           WHERE $1::text IS NULL OR coalesce(s.queue, p.queue) = $1
           ORDER BY 1",
     )
@@ -139,6 +156,7 @@ pub async fn read_status(
                 waiting_for: r.try_get("waiting_for")?,
                 target_pool: r.try_get("target_pool")?,
                 min_pool: r.try_get("min_pool")?,
+                leader: r.try_get("leader")?,
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
@@ -219,7 +237,7 @@ pub fn render(view: &StatusView, ansi: bool) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{bold}{:<16} {:>6}  {:<34}{reset}",
+        "{bold}{:<16} {:>6}  {:<34} LEADER{reset}",
         "QUEUE", "POOL", "NEXT ROUND"
     );
     if view.queues.is_empty() {
@@ -229,7 +247,14 @@ pub fn render(view: &StatusView, ansi: bool) -> String {
         );
     }
     for q in &view.queues {
-        let _ = writeln!(out, "{:<16} {:>6}  {}", q.queue, q.pool_size, countdown(q));
+        let _ = writeln!(
+            out,
+            "{:<16} {:>6}  {:<34} {}",
+            q.queue,
+            q.pool_size,
+            countdown(q),
+            q.leader.as_deref().unwrap_or("-")
+        );
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -335,6 +360,7 @@ mod tests {
                 waiting_for: "schedule".into(),
                 target_pool: Some(150),
                 min_pool: Some(6),
+                leader: Some("host-a-17 (term 2)".into()),
             }],
             rounds: vec![RoundLine {
                 round_id: 7,
@@ -357,6 +383,7 @@ mod tests {
             text.contains("ranked_3v3           42  in 17 s (or at 150 players)"),
             "{text}"
         );
+        assert!(text.contains("host-a-17 (term 2)"), "{text}");
         assert!(text.contains("0.873"), "{text}");
         assert!(text.contains("21/38/55 s"), "{text}");
         assert!(text.contains("6+1r"), "{text}");

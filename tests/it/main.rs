@@ -13,6 +13,7 @@ mod optimizer;
 mod optimizer_factors;
 mod optimizer_search;
 mod sim;
+mod sim_demo;
 mod sim_deploy;
 mod sim_status;
 mod support;

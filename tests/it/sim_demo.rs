@@ -36,7 +36,7 @@ async fn daemon_and_simulator_make_rounds_and_players_return() {
     let options = SimulatorOptions {
         queue: "ranked_3v3".into(),
         rate: 30.0,
-        duration: Duration::from_secs(8),
+        duration: Duration::from_secs(10),
         population: 600,
         // A 10-minute match lasts about a second: players come back within the run.
         speedup: 600.0,
@@ -68,10 +68,9 @@ async fn daemon_and_simulator_make_rounds_and_players_return() {
         .expect("status reads");
     assert!(!view.rounds.is_empty());
     let matched: i64 = view.rounds.iter().map(|r| i64::from(r.matched)).sum();
-    assert_eq!(
-        matched as u64, report.matched,
-        "every matched player was seen by the simulator"
-    );
+    // A round may commit after the simulator's last look: the database knows at least
+    // the matches the simulator saw.
+    assert!(matched as u64 >= report.matched, "{matched} vs {report}");
     assert!(view.rounds.iter().any(|r| r.wait_secs.is_some()));
     assert_eq!(view.queues.len(), 1);
     assert_eq!(
