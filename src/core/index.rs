@@ -35,6 +35,17 @@ impl Unit {
     }
 }
 
+/// The per-player values every match evaluation reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Hot {
+    /// Capped skill.
+    pub skill: f64,
+    /// Minutes waited, capped at `max_wait`.
+    pub wait_capped: f64,
+    /// 1 if past `max_wait`.
+    pub overdue: u32,
+}
+
 /// Sentinel: no explicit peer ping / latency.
 pub const MISSING: f32 = f32::NAN;
 
@@ -55,6 +66,11 @@ pub struct IndexedPool {
     pub units: Vec<Unit>,
     /// Size of each unit (a compact copy of `units[u].size()` for the hot path).
     pub unit_size: Vec<u8>,
+    /// Members of every unit, flat: unit u's are `unit_members[unit_start[u]..unit_start[u + 1]]`.
+    pub unit_members: Vec<u32>,
+    pub unit_start: Vec<u32>,
+    /// Per-player data the scorer reads for every match, packed together.
+    pub hot: Vec<Hot>,
     /// Units by skill (ties by index), and each unit's position in that order.
     pub by_skill: Vec<u32>,
     pub skill_rank: Vec<u32>,
@@ -266,6 +282,9 @@ impl IndexedPool {
             unit_of: Vec::new(),
             units: Vec::new(),
             unit_size: Vec::new(),
+            unit_members: Vec::new(),
+            unit_start: Vec::new(),
+            hot: Vec::new(),
             by_skill: Vec::new(),
             skill_rank: Vec::new(),
             regions,
@@ -331,6 +350,18 @@ impl IndexedPool {
             ix.unit_of.push(unit);
         }
         ix.unit_size = ix.units.iter().map(|u| u.size() as u8).collect();
+        ix.unit_start.push(0);
+        for u in &ix.units {
+            ix.unit_members.extend(&u.members);
+            ix.unit_start.push(ix.unit_members.len() as u32);
+        }
+        ix.hot = (0..ix.ids.len())
+            .map(|p| Hot {
+                skill: ix.skill[p],
+                wait_capped: ix.wait_minutes[p].min(max_wait_min),
+                overdue: ix.overdue[p] as u32,
+            })
+            .collect();
         for u in &mut ix.units {
             u.skill = u.members.iter().map(|&m| ix.skill[m as usize]).sum::<f64>()
                 / u.members.len() as f64;
@@ -377,6 +408,13 @@ impl IndexedPool {
 
         ix.history = build_history(pool, model, &index_of, n)?;
         Ok(ix)
+    }
+
+    /// Members of unit u.
+    #[inline]
+    pub fn members_of(&self, u: u32) -> &[u32] {
+        let (a, b) = (self.unit_start[u as usize], self.unit_start[u as usize + 1]);
+        &self.unit_members[a as usize..b as usize]
     }
 
     /// Latency of player p to region r, if known.

@@ -327,8 +327,9 @@ impl<'a> Scorer<'a> {
         };
         let p = model.equal_teams.p.0;
         for &u in &sorted[..nunits] {
-            for &pl in &ix.units[u as usize].members {
-                let s = ix.skill[pl as usize];
+            for &pl in ix.members_of(u) {
+                let hot = ix.hot[pl as usize];
+                let s = hot.skill;
                 c.slots[c.n] = pl;
                 c.skill[c.n] = s;
                 c.total_skill += s;
@@ -339,8 +340,8 @@ impl<'a> Scorer<'a> {
                 } else {
                     s.powf(p)
                 };
-                c.quality_wait += ix.wait_minutes[pl as usize].min(self.wait_cap);
-                c.overdue += ix.overdue[pl as usize] as u32;
+                c.quality_wait += hot.wait_capped;
+                c.overdue += hot.overdue;
                 c.n += 1;
             }
         }
