@@ -142,8 +142,10 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
             println!("{name:<16} {}", progress_line(&progress.borrow()));
         }
         println!(
-            "\x1b[2mdemo: {} left; Ctrl-C stops\x1b[0m",
-            humantime::format_duration(Duration::from_secs(left.as_secs()))
+            "\x1b[2mdemo: {} left; Ctrl-C stops. Meanwhile, from another terminal: \
+             psql {}\x1b[0m",
+            humantime::format_duration(Duration::from_secs(left.as_secs())),
+            crate::db::redact(url)
         );
         if left.is_zero() {
             break;
