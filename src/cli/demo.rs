@@ -15,7 +15,7 @@ use sqlx::PgPool;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::cli::simulate::{LoadArgs, LoadDefaults, progress_line};
+use crate::cli::simulate::{LoadArgs, LoadDefaults, fit_to_queue, progress_line};
 use crate::cli::status::{read_status, render};
 use crate::config::Config;
 use crate::daemon::DaemonOptions;
@@ -117,10 +117,7 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
             "{}{name}-",
             args.load.id_prefix.clone().unwrap_or_else(|| "sim-".into())
         ));
-        options.spec.max_party_size = options.spec.max_party_size.min(queue.model.team_size);
-        if options.spec.roles.is_empty() {
-            options.spec.roles = queue.model.roles.clone();
-        }
+        fit_to_queue(&mut options, &queue.model);
         let (progress_tx, progress_rx) = watch::channel(SimProgress::default());
         let (sim_db, sim_stop, population) =
             (db.clone(), stopped(stop_rx.clone()), population.clone());
