@@ -52,6 +52,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    // Ctrl-C is caught from the very start, so that the private server is removed even
+    // when the demo is interrupted while it starts.
+    let (interrupt_tx, interrupt) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = interrupt_tx.send(true);
+        }
+    });
+
     // 1. A database: the given one, or a private server removed at the end.
     let mut server = None;
     let url = match &args.database_url {
@@ -68,7 +77,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             url
         }
     };
-    let outcome = run_with_database(&args, &url).await;
+    let outcome = if *interrupt.borrow() {
+        Ok(())
+    } else {
+        run_with_database(&args, &url, interrupt.clone()).await
+    };
     if let Some(server) = server {
         with_progress("removing the private PostgreSQL", server.stop())
             .await
@@ -77,9 +90,16 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     outcome
 }
 
-async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
+async fn run_with_database(
+    args: &DemoArgs,
+    url: &str,
+    mut interrupt: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let db = crate::db::connect(url).await?;
     with_progress("applying migrations", crate::db::migrate(&db)).await?;
+    if *interrupt.borrow() {
+        return Ok(());
+    }
 
     // 2. The config, on a fast schedule.
     let base = match &args.config {
@@ -149,7 +169,7 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1).min(left)) => {}
-            _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
+            _ = interrupt.wait_for(|i| *i) => { interrupted = true; break; }
         }
     }
     println!(
