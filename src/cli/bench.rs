@@ -7,8 +7,10 @@
 //! ```
 //! Columns: round score; mean and worst team-skill difference (team means); skill
 //! spread (mean pairwise difference in a match); mean enemy ping (ms, opponent pairs);
-//! share of matches with asymmetric premades; repeated opponent pairs (met as opponents
-//! in the history and opponents again); unmatched players; moves evaluated per second.
+//! share of matches with asymmetric premades; repeated opponent pairs per round (pairs
+//! who were opponents in the pool's history, the previous round as `chunk` would have
+//! matched it 15 minutes earlier, and are opponents again); unmatched players; moves
+//! evaluated per second.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,7 +18,9 @@ use std::time::Duration;
 use anyhow::bail;
 
 use crate::core::index::IndexedPool;
-use crate::core::{Budget, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve};
+use crate::core::{
+    Budget, PastMatch, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve,
+};
 use crate::sim::population::{Population, PopulationSpec};
 
 #[derive(Debug, clap::Args)]
@@ -67,8 +71,42 @@ struct Row {
     moves_per_s: f64,
 }
 
+/// Give a pool a history: its players' previous round, as the `chunk` strategy would
+/// have matched them 15 minutes earlier (so that opponent variation has work to do).
+fn with_previous_round(mut pool: Pool, model: &QueueModel) -> anyhow::Result<Pool> {
+    let previous = solve(
+        &pool,
+        model,
+        &SolveOptions {
+            strategy: Strategy::Chunk,
+            ..SolveOptions::default()
+        },
+    )?;
+    let at = pool.now.unwrap_or_default() - chrono::Duration::minutes(15);
+    pool.history = previous
+        .matches
+        .into_iter()
+        .map(|m| PastMatch { teams: m.teams, at })
+        .collect();
+    Ok(pool)
+}
+
 fn metrics(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Row {
     let ix = IndexedPool::build(pool, model).expect("bench pools are valid");
+    // opponent pairs of the previous round
+    let mut met: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
+    for m in &pool.history {
+        for (a, ta) in m.teams.iter().enumerate() {
+            for tb in &m.teams[a + 1..] {
+                for x in ta {
+                    for y in tb {
+                        met.insert((x.as_str(), y.as_str()));
+                        met.insert((y.as_str(), x.as_str()));
+                    }
+                }
+            }
+        }
+    }
     let index: HashMap<&str, u32> = ix
         .ids
         .iter()
@@ -112,7 +150,8 @@ fn metrics(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Row {
                         pings +=
                             ix.ping_ms(x, y, model.ping.relay_overhead_ms, model.ping.unknown_ms);
                         npings += 1;
-                        if ix.history[x as usize].iter().any(|e| e.0 == y) {
+                        if met.contains(&(ix.ids[x as usize].as_str(), ix.ids[y as usize].as_str()))
+                        {
                             r.repeats += 1.0;
                         }
                     }
@@ -181,8 +220,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let population = Population::realistic();
     let pools: Vec<Pool> = (1..=args.pools)
-        .map(|s| population.generate_pool(&spec, s))
-        .collect();
+        .map(|s| with_previous_round(population.generate_pool(&spec, s), &model))
+        .collect::<anyhow::Result<_>>()?;
     if let Some(path) = &args.write_pool {
         std::fs::write(path, serde_json::to_string_pretty(&pools[0])?)?;
         return Ok(());

@@ -148,8 +148,7 @@ async fn timed_round(
 ) -> anyhow::Result<RoundTiming> {
     let started_at = chrono::Utc::now();
     let t = Instant::now();
-    let snapshot =
-        db::snapshot_pool(pool, QUEUE, max_players, config.round.history_matches).await?;
+    let snapshot = db::snapshot_pool(pool, QUEUE, max_players, config.history_matches()).await?;
     let snapshot_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (core_pool, rejected) = snapshot.to_pool(started_at);
     let model = config.model.clone();

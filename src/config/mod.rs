@@ -137,8 +137,10 @@ pub struct RoundConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
     /// How many recent matches per pooled player the snapshot reads as history for
-    /// opponent variation (seed 003 looks at the previous match: 1).
-    pub history_matches: usize,
+    /// opponent variation. Absent: the model's `opponent_variation.depth` (seed 003 looks
+    /// at the previous match: 1); never less than that.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_matches: Option<usize>,
 }
 
 impl Default for RoundConfig {
@@ -153,7 +155,7 @@ impl Default for RoundConfig {
             strategy: Strategy::Default,
             seed: None,
             threads: None,
-            history_matches: 3,
+            history_matches: None,
         }
     }
 }
@@ -176,6 +178,12 @@ impl QueueConfig {
         self.round
             .min_pool
             .unwrap_or_else(|| self.model.players_per_match())
+    }
+
+    /// Recent matches per player the snapshot reads (see `round.history_matches`).
+    pub fn history_matches(&self) -> usize {
+        let depth = self.model.opponent_variation.depth;
+        self.round.history_matches.unwrap_or(depth).max(depth)
     }
 
     /// The effective config as JSON: the `[queues.NAME]` table with its `round` table,
@@ -384,26 +392,13 @@ impl QueueConfig {
     }
 }
 
-/// The model's own rules. The message starts with the key inside the queue table.
+/// The model's own rules, checked by the core. The message starts with the key inside the
+/// queue table.
 fn validate_model(model: &QueueModel) -> Result<(), String> {
-    if model.teams < 2 {
-        return Err("teams: must be at least 2".into());
-    }
-    if model.team_size < 1 {
-        return Err("team_size: must be at least 1".into());
-    }
-    if model.max_wait.is_zero() {
-        return Err("max_wait: must be greater than 0".into());
-    }
-    // Every weight, whatever weights the core defines: finite and >= 0.
-    if let Ok(serde_json::Value::Object(weights)) = serde_json::to_value(&model.weights) {
-        for (name, w) in weights {
-            if !w.as_f64().is_some_and(|w| w.is_finite() && w >= 0.0) {
-                return Err(format!("weights.{name}: must be a finite number >= 0"));
-            }
-        }
-    }
-    Ok(())
+    model.validate().map_err(|e| match e {
+        crate::core::PoolError::Model(message) => message,
+        other => other.to_string(),
+    })
 }
 
 /// Where the config comes from: `--config`, else `MATCHMAKER_CONFIG`, else

@@ -135,7 +135,7 @@ impl RoundRunner {
             &self.db,
             queue,
             config.round.max_round_size,
-            config.round.history_matches,
+            config.history_matches(),
         )
         .await?;
         let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;

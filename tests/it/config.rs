@@ -19,6 +19,8 @@ fn shipped_config_is_valid_and_has_the_default_queue() {
     assert_eq!(q.model.players_per_match(), 6);
     assert_eq!(q.round.target_pool, Some(300));
     assert!(config.queues.contains_key("casual_5v5"));
+    // The file shows every model key of ranked_3v3 with its default value.
+    assert_eq!(q.model, matchmaker::core::QueueModel::default());
 }
 
 #[test]

@@ -271,3 +271,70 @@ async fn the_size_cap_takes_the_oldest_and_never_splits_a_party() {
         .collect();
     assert_eq!(ids, ["p0", "p1", "p2", "p3", "p4", "p5", "p7"]);
 }
+
+#[tokio::test]
+async fn parties_play_together_and_an_oversized_party_is_rejected() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    let mut players = Vec::new();
+    for i in 0..24 {
+        let mut p = player(&format!("p{i}"), 1000.0 + 5.0 * i as f64, t0());
+        p.party = match i {
+            0..=2 => Some("trio".into()),
+            5 | 9 => Some("duo".into()),
+            12..=15 => Some("four".into()), // larger than a team of three
+            _ => None,
+        };
+        players.push(p);
+    }
+    db::enqueue::enqueue_many(db, "q", &players, t0())
+        .await
+        .unwrap();
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let lease = lead(db, &clock).await;
+    let report = runner
+        .run(
+            "q",
+            queue_config("budget = \"300ms\"\nseed = 1\nstrategy = \"awesomenauts\""),
+            RoundTrigger::Manual,
+            &lease,
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.rejected, 4, "the party of four cannot play 3v3");
+    assert_eq!(report.matched + report.left_over, 20);
+
+    type Row = (String, String, Option<i64>, Option<i32>, Option<String>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT player_id, status, match_id, team, reject_reason FROM queue_entries
+          WHERE party_id IS NOT NULL ORDER BY player_id",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    let mut parties_matched = 0;
+    for party in [["p0", "p1", "p2"].as_slice(), ["p5", "p9"].as_slice()] {
+        let members: Vec<_> = rows
+            .iter()
+            .filter(|r| party.contains(&r.0.as_str()))
+            .collect();
+        // Together: same status, and once matched the same team of the same match.
+        assert!(
+            members
+                .iter()
+                .all(|m| (&m.1, m.2, m.3) == (&members[0].1, members[0].2, members[0].3)),
+            "party on one team of one match: {members:?}"
+        );
+        parties_matched += usize::from(members[0].1 == "matched");
+    }
+    assert!(parties_matched > 0, "some party was matched: {rows:?}");
+    for r in rows
+        .iter()
+        .filter(|r| ["p12", "p13", "p14", "p15"].contains(&r.0.as_str()))
+    {
+        assert_eq!(r.1, "rejected");
+        assert!(r.4.as_deref().is_some_and(|reason| !reason.is_empty()));
+    }
+    assert_nobody_matched_twice(db).await;
+}

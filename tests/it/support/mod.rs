@@ -60,6 +60,7 @@ pub async fn fresh_db() -> TestDb {
         .execute(&mut admin)
         .await
         .expect("create the test database");
+    CREATED.lock().unwrap().push(name.clone());
     admin.close().await.ok();
     let options = server.database(&name);
     let pool = PgPoolOptions::new()
@@ -82,6 +83,9 @@ pub fn server_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(|| {
         if let Ok(url) = std::env::var("DATABASE_URL") {
+            // Someone else's server: drop our databases when the binary exits.
+            // SAFETY: atexit is the C library's, and the callback never unwinds.
+            unsafe { atexit(drop_databases_at_exit) };
             return url;
         }
         let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("it-pg");
@@ -110,6 +114,36 @@ extern "C" fn stop_server_at_exit() {
     if let Ok(Some(mut server)) = server {
         let _ = server.stop_blocking();
     }
+}
+
+/// Databases this binary created (dropped at exit on a DATABASE_URL server).
+static CREATED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+extern "C" fn drop_databases_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let names = std::mem::take(&mut *CREATED.lock().ok()?);
+        // A fresh thread: the exiting main thread's thread-locals may be gone already.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let options = PgConnectOptions::from_str(server_url()).ok()?;
+                let mut admin = options.connect().await.ok()?;
+                for name in names {
+                    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .execute(&mut admin)
+                        .await;
+                }
+                admin.close().await.ok()
+            })
+        })
+        .join()
+        .ok()
+        .flatten()
+    });
 }
 
 /// Servers of earlier test runs that were killed before they could stop their server:
