@@ -168,6 +168,27 @@ impl Snapshot {
                 }),
             }
         }
+        // Party members enqueue in separate rows, often in separate transactions, so
+        // their times differ a little; the core wants one time per party. The party has
+        // waited since its first member joined.
+        let mut party_since: HashMap<&str, DateTime<Utc>> = HashMap::new();
+        for p in &players {
+            if let (Some(party), Some(at)) = (p.party.as_deref(), p.enqueued_at) {
+                party_since
+                    .entry(party)
+                    .and_modify(|t| *t = (*t).min(at))
+                    .or_insert(at);
+            }
+        }
+        let party_since: HashMap<String, DateTime<Utc>> = party_since
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        for p in &mut players {
+            if let Some(at) = p.party.as_ref().and_then(|party| party_since.get(party)) {
+                p.enqueued_at = Some(*at);
+            }
+        }
         let pool = Pool {
             queue: Some(self.queue.clone()),
             now: Some(now),

@@ -338,3 +338,33 @@ async fn parties_play_together_and_an_oversized_party_is_rejected() {
     }
     assert_nobody_matched_twice(db).await;
 }
+
+#[tokio::test]
+async fn a_party_whose_members_enqueued_at_different_times_plays_together() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0() + chrono::Duration::seconds(10));
+    // Two members of one party, enqueued three seconds apart in separate statements
+    // (as two game clients would), and four solos.
+    for (i, at) in [(0, t0()), (1, t0() + chrono::Duration::seconds(3))] {
+        let mut p = player(&format!("duo{i}"), 1500.0, at);
+        p.party = Some("duo".into());
+        db::enqueue::enqueue(db, "q", &p).await.unwrap();
+    }
+    enqueue_n(db, "q", "solo", 4, t0()).await;
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let lease = lead(db, &clock).await;
+    let report = runner
+        .run("q", queue_config("seed = 1"), RoundTrigger::Manual, &lease)
+        .await
+        .unwrap();
+    assert_eq!((report.matched, report.rejected), (6, 0));
+    let teams: Vec<Option<i32>> = sqlx::query_scalar(
+        "SELECT team FROM queue_entries WHERE party_id = 'duo' ORDER BY player_id",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert_eq!(teams.len(), 2);
+    assert!(teams[0].is_some() && teams[0] == teams[1], "{teams:?}");
+}
