@@ -199,7 +199,7 @@ async fn queue_task(
                     Ok(None) => match db::lease::lease_expiry(&db, &queue).await {
                         Ok(Some(expires_at)) => {
                             let until = (expires_at - clock.now()).to_std().unwrap_or_default();
-                            wait = wait.min(until + Duration::from_millis(10));
+                            wait = wait.min(until.max(Duration::from_millis(100)));
                         }
                         Ok(None) => {}
                         Err(e) => tracing::warn!(queue, error = %e, "reading the lease failed"),
