@@ -40,6 +40,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::db;
 use clock::Clock;
 use round::RoundRunner;
 use worker::{QueueWorker, StepOutcome};
@@ -184,17 +185,26 @@ async fn queue_task(
         let (queue, holder, mut stop) = (queue.clone(), holder.clone(), stop.clone());
         let (renew, ttl) = (daemon.lease_renew, daemon.lease_ttl);
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(renew);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut wait = Duration::ZERO;
             loop {
                 tokio::select! {
                     _ = stop.changed() => return,
-                    _ = tick.tick() => {}
+                    _ = tokio::time::sleep(wait) => {}
                 }
-                if let Err(e) =
-                    worker::keep_lease(&db, &handle, &queue, &holder, ttl, clock.now()).await
-                {
-                    tracing::warn!(queue, error = %e, "lease renewal failed");
+                wait = renew;
+                match worker::keep_lease(&db, &handle, &queue, &holder, ttl, clock.now()).await {
+                    Ok(Some(_)) => {}
+                    // A standby tries again right when the holder's lease expires, so it
+                    // takes over within the TTL of the holder's last renewal.
+                    Ok(None) => match db::lease::lease_expiry(&db, &queue).await {
+                        Ok(Some(expires_at)) => {
+                            let until = (expires_at - clock.now()).to_std().unwrap_or_default();
+                            wait = wait.min(until.max(Duration::from_millis(100)));
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!(queue, error = %e, "reading the lease failed"),
+                    },
+                    Err(e) => tracing::warn!(queue, error = %e, "lease renewal failed"),
                 }
             }
         })

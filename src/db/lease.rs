@@ -98,3 +98,13 @@ pub async fn release_lease(db: &PgPool, lease: &Lease, now: DateTime<Utc>) -> Re
     .await?;
     Ok(())
 }
+
+/// When the current lease of `queue` expires (None: nobody ever held it).
+pub async fn lease_expiry(db: &PgPool, queue: &str) -> Result<Option<DateTime<Utc>>, DbError> {
+    Ok(
+        sqlx::query_scalar("SELECT expires_at FROM leases WHERE queue = $1")
+            .bind(queue)
+            .fetch_optional(db)
+            .await?,
+    )
+}
