@@ -45,6 +45,11 @@ pub struct BenchDbArgs {
     /// Duration of the enqueue measurement.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub enqueue_for: Duration,
+    /// Enqueue with `SET synchronous_commit = off` (a client's choice: the commit does
+    /// not wait for the WAL flush; a crash may lose the last enqueues, which the client
+    /// sees as "not queued" and repeats). Shows what the disk's flush costs.
+    #[arg(long)]
+    pub async_commit: bool,
     /// Round size of the rounds running during the enqueue measurement.
     #[arg(long, default_value_t = 10_000)]
     pub load_round_size: usize,
@@ -302,9 +307,15 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
             .players;
         let pool = pool.clone();
         let stop = stop.clone();
+        let async_commit = args.async_commit;
         writers.push(tokio::spawn(async move {
             // One connection per writer, held for the whole run.
             let mut conn = pool.acquire().await?;
+            if async_commit {
+                sqlx::query("SET synchronous_commit = off")
+                    .execute(&mut *conn)
+                    .await?;
+            }
             let mut waits = Vec::new();
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
@@ -336,8 +347,13 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
         .count();
     println!();
     println!(
-        "Enqueue under load: {} connections, {:.1} s, {} rounds of up to {} players running meanwhile",
+        "Enqueue under load: {} connections{}, {:.1} s, {} rounds of up to {} players running meanwhile",
         args.connections,
+        if args.async_commit {
+            " (synchronous_commit off)"
+        } else {
+            ""
+        },
         elapsed,
         rounds.len(),
         args.load_round_size

@@ -15,7 +15,7 @@ use sqlx::PgPool;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::cli::simulate::{LoadArgs, LoadDefaults, progress_line};
+use crate::cli::simulate::{LoadArgs, LoadDefaults, fit_to_queue, progress_line};
 use crate::cli::status::{read_status, render};
 use crate::config::Config;
 use crate::daemon::DaemonOptions;
@@ -52,6 +52,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    // Ctrl-C is caught from the very start, so that the private server is removed even
+    // when the demo is interrupted while it starts.
+    let (interrupt_tx, interrupt) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = interrupt_tx.send(true);
+        }
+    });
+
     // 1. A database: the given one, or a private server removed at the end.
     let mut server = None;
     let url = match &args.database_url {
@@ -68,7 +77,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             url
         }
     };
-    let outcome = run_with_database(&args, &url).await;
+    let outcome = if *interrupt.borrow() {
+        Ok(())
+    } else {
+        run_with_database(&args, &url, interrupt.clone()).await
+    };
     if let Some(server) = server {
         with_progress("removing the private PostgreSQL", server.stop())
             .await
@@ -77,9 +90,16 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     outcome
 }
 
-async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
+async fn run_with_database(
+    args: &DemoArgs,
+    url: &str,
+    mut interrupt: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let db = crate::db::connect(url).await?;
     with_progress("applying migrations", crate::db::migrate(&db)).await?;
+    if *interrupt.borrow() {
+        return Ok(());
+    }
 
     // 2. The config, on a fast schedule.
     let base = match &args.config {
@@ -117,10 +137,7 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
             "{}{name}-",
             args.load.id_prefix.clone().unwrap_or_else(|| "sim-".into())
         ));
-        options.spec.max_party_size = options.spec.max_party_size.min(queue.model.team_size);
-        if options.spec.roles.is_empty() {
-            options.spec.roles = queue.model.roles.clone();
-        }
+        fit_to_queue(&mut options, &queue.model);
         let (progress_tx, progress_rx) = watch::channel(SimProgress::default());
         let (sim_db, sim_stop, population) =
             (db.clone(), stopped(stop_rx.clone()), population.clone());
@@ -142,15 +159,17 @@ async fn run_with_database(args: &DemoArgs, url: &str) -> anyhow::Result<()> {
             println!("{name:<16} {}", progress_line(&progress.borrow()));
         }
         println!(
-            "\x1b[2mdemo: {} left; Ctrl-C stops\x1b[0m",
-            humantime::format_duration(Duration::from_secs(left.as_secs()))
+            "\x1b[2mdemo: {} left; Ctrl-C stops. Meanwhile, from another terminal: \
+             psql {}\x1b[0m",
+            humantime::format_duration(Duration::from_secs(left.as_secs())),
+            crate::db::redact(url)
         );
         if left.is_zero() {
             break;
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1).min(left)) => {}
-            _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
+            _ = interrupt.wait_for(|i| *i) => { interrupted = true; break; }
         }
     }
     println!(

@@ -29,6 +29,11 @@ pub struct SimulateArgs {
     /// How long to run (wall clock), e.g. `90s`, `5m`.
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     pub duration: Duration,
+    /// Config file the daemon runs with (default: $MATCHMAKER_CONFIG, else
+    /// ./config/matchmaker.toml if present, else the built-in default). The queue's format
+    /// caps party sizes at its team size, and its roles are used unless --roles is given.
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -172,7 +177,20 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
 
 async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateArgs) -> anyhow::Result<()> {
     let population = Population::realistic();
-    let options = args.load.options(args.duration, LoadDefaults::SIMULATE);
+    let mut options = args.load.options(args.duration, LoadDefaults::SIMULATE);
+    let config = match crate::config::resolve_path(args.config.clone()) {
+        Some(path) => crate::config::Config::load(&path)?,
+        None => crate::config::Config::embedded_default(),
+    };
+    match config.queues.get(&options.queue) {
+        Some(queue) => fit_to_queue(&mut options, &queue.model),
+        None => eprintln!(
+            "note: queue {:?} is not in the config; its daemon will not match these players \
+             (configured queues: {})",
+            options.queue,
+            config.queues.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    }
     eprintln!(
         "simulating {} players at {} new/s into queue {:?} for {} (Ctrl-C stops)",
         options.population,
@@ -199,6 +217,15 @@ async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateArgs) -> anyhow::Result
     printer.abort();
     println!("{report}");
     Ok(())
+}
+
+/// The players a queue can use: parties no larger than a team, the queue's roles unless
+/// roles were given explicitly.
+pub fn fit_to_queue(options: &mut SimulatorOptions, model: &crate::core::QueueModel) {
+    options.spec.max_party_size = options.spec.max_party_size.min(model.team_size);
+    if options.spec.roles.is_empty() {
+        options.spec.roles = model.roles.clone();
+    }
 }
 
 /// One line of live counters.

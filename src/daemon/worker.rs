@@ -84,6 +84,7 @@ pub struct QueueWorker {
     last_round_at: Option<DateTime<Utc>>,
     pool_after_last_round: Option<usize>,
     last_written: Option<QueueStateRow>,
+    last_pool_size: Option<usize>,
 }
 
 impl QueueWorker {
@@ -106,6 +107,7 @@ impl QueueWorker {
             last_round_at: None,
             pool_after_last_round: None,
             last_written: None,
+            last_pool_size: None,
         }
     }
 
@@ -221,9 +223,13 @@ impl QueueWorker {
             } => {
                 let row =
                     countdown::state_row(&self.queue, &self.config, next_round_at, waiting_for);
-                if self.last_written.as_ref() != Some(&row) {
+                // Rewrite when the countdown or the pool size changed.
+                if self.last_written.as_ref() != Some(&row)
+                    || self.last_pool_size != Some(stats.size)
+                {
                     db::write_queue_state(db, &row, None, now).await?;
                     self.last_written = Some(row);
+                    self.last_pool_size = Some(stats.size);
                 }
                 Ok(StepOutcome::Waiting {
                     next_round_at,

@@ -65,7 +65,8 @@ pub async fn pool_stats(db: &PgPool, queue: &str) -> Result<PoolStats, DbError> 
     })
 }
 
-/// Insert or update the row; `last_round` is set by a round commit only.
+/// Insert or update the row (and recount the pool); `last_round` is set by a round
+/// commit only.
 pub async fn write_queue_state<'e>(
     db: impl PgExecutor<'e>,
     row: &QueueStateRow,
@@ -75,9 +76,17 @@ pub async fn write_queue_state<'e>(
     sqlx::query(
         "INSERT INTO queue_state (queue, next_round_at, waiting_for, schedule, target_pool,
                                   min_pool, players_per_match, max_wait, last_round_id,
-                                  last_round_at, config_hash, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, make_interval(secs => $8), $9, $10, $11, $12)
+                                  last_round_at, config_hash, updated_at, pool_size,
+                                  pool_counted_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, make_interval(secs => $8), $9, $10, $11, $12,
+                 -- Counted here, in the writer's transaction: after a commit it is the
+                 -- pool the round left.
+                 (SELECT count(*) FROM queue_entries
+                   WHERE queue = $1 AND status = 'queued'),
+                 $12)
          ON CONFLICT (queue) DO UPDATE SET
+             pool_size = EXCLUDED.pool_size,
+             pool_counted_at = EXCLUDED.pool_counted_at,
              next_round_at = EXCLUDED.next_round_at,
              waiting_for = EXCLUDED.waiting_for,
              schedule = EXCLUDED.schedule,

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::support::*;
 
 const GOOD: &str = "[daemon]\npoll_interval = \"1s\"\nlease_ttl = \"3s\"\nlease_renew = \"1s\"\n\
-                    [queues.q.round]\nevery = \"1h\"\ntarget_pool = 6\n";
+                    [queues.q.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = 6\n";
 
 #[test]
 fn reload_refuses_a_bad_file_and_keeps_the_old_config() {

@@ -174,3 +174,38 @@ async fn cron_schedule_runs_at_its_ticks() {
 fn clock_now(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
     matchmaker::daemon::clock::Clock::now(clock)
 }
+
+#[tokio::test]
+async fn a_reloaded_schedule_moves_the_countdown_at_once() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    let mut w = worker(db, &clock, "a", queue_config("every = \"2m\""));
+    enqueue_n(db, "q", "a", 6, t0()).await;
+    clock.advance(secs(130));
+    assert_eq!(
+        ran(&w.step().await.unwrap()),
+        None,
+        "first look announces t0 + 2m10s + 2m"
+    );
+    assert_eq!(ran(&w.step().await.unwrap()), None);
+    clock.advance(secs(20));
+    // The operator shortens the schedule: the next round is 1 minute after... the
+    // previous one, or, with none yet, after now.
+    w.set_config(queue_config("every = \"1m\""));
+    let s = w.step().await.unwrap();
+    assert_eq!(
+        s,
+        StepOutcome::Waiting {
+            next_round_at: Some(t0() + D::seconds(150) + D::minutes(1)),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+    let (next, schedule): (chrono::DateTime<chrono::Utc>, String) =
+        sqlx::query_as("SELECT next_round_at, schedule FROM queue_state WHERE queue = 'q'")
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(next, t0() + D::seconds(210));
+    assert_eq!(schedule, "every 1m");
+}

@@ -222,9 +222,15 @@ pub async fn enqueue_n(db: &PgPool, queue: &str, prefix: &str, n: usize, at: Dat
         .expect("enqueue");
 }
 
-/// A config with one queue `q` whose round table is `round` (TOML lines).
+/// A config with one queue `q` whose round table is `round` (TOML lines). The solver
+/// budget is short unless `round` sets one (the core uses all of its budget).
 pub fn queue_config(round: &str) -> Arc<QueueConfig> {
-    let config = Config::from_toml_str(&format!("[queues.q]\n[queues.q.round]\n{round}\n"))
+    let budget = if round.contains("budget") {
+        ""
+    } else {
+        "budget = \"50ms\"\n"
+    };
+    let config = Config::from_toml_str(&format!("[queues.q]\n[queues.q.round]\n{budget}{round}\n"))
         .expect("test config is valid");
     Arc::new(config.queues["q"].clone())
 }
