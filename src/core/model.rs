@@ -89,10 +89,20 @@ impl Default for QueueModel {
 /// Hard limits that keep the exhaustive team split small.
 pub const MAX_PLAYERS_PER_MATCH: usize = 16;
 pub const MAX_ROLES: usize = 16;
+/// Most splits one match may have (all solos): 5v5 has 126, 3x3 280, 3x4 5,775.
+pub const MAX_SPLITS: u64 = 20_000;
 
 impl QueueModel {
     pub fn players_per_match(&self) -> usize {
         self.teams * self.team_size
+    }
+
+    /// Number of distinct team splits of a match of solos: P! / (T!^K K!).
+    pub fn solo_splits(&self) -> u64 {
+        let fact = |n: usize| (1..=n as u64).fold(1u128, |a, b| a * b as u128);
+        let p = fact(self.players_per_match());
+        let t = fact(self.team_size).pow(self.teams as u32) * fact(self.teams);
+        (p / t).min(u64::MAX as u128) as u64
     }
 
     /// Refuse values the scoring cannot use; the message names the key.
@@ -108,6 +118,16 @@ impl QueueModel {
             return bad(
                 "team_size",
                 &format!("teams * team_size must be at most {MAX_PLAYERS_PER_MATCH}"),
+            );
+        }
+        let splits = self.solo_splits();
+        if splits > MAX_SPLITS {
+            return bad(
+                "team_size",
+                &format!(
+                    "{} teams of {} have {splits} team splits, more than the {MAX_SPLITS} the exhaustive split allows",
+                    self.teams, self.team_size
+                ),
             );
         }
         if self.roles.len() > self.team_size {
@@ -645,6 +665,22 @@ mod tests {
         assert!(m.equal_teams.p.is_infinite());
         assert!(m.equal_players.q.is_infinite());
         m.validate().unwrap();
+    }
+
+    #[test]
+    fn split_counts_and_limit() {
+        let m = |teams, team_size| QueueModel {
+            teams,
+            team_size,
+            ..QueueModel::default()
+        };
+        assert_eq!(m(2, 3).solo_splits(), 10);
+        assert_eq!(m(2, 5).solo_splits(), 126);
+        assert_eq!(m(3, 3).solo_splits(), 280);
+        assert_eq!(m(3, 4).solo_splits(), 5775);
+        m(3, 4).validate().unwrap();
+        let err = m(3, 5).validate().unwrap_err().to_string();
+        assert!(err.contains("team_size") && err.contains("126126"), "{err}");
     }
 
     #[test]

@@ -21,7 +21,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 
 use skillratings::weng_lin::WengLinRating;
 
@@ -51,8 +51,11 @@ pub struct Scorer<'a> {
     /// Two teams, p = 1, no roles and only the common factors weighted: `evaluate`
     /// takes the specialised split loop (`split_value_fast`).
     fast: bool,
-    /// Lazily filled pair ping cache: (ms bits << 32 | score bits), u64::MAX = unknown.
-    ping_cache: Option<Vec<AtomicU64>>,
+    /// Lazily filled pair ping cache, 4 bytes a pair so that it stays in cache: the
+    /// perceived score's f32 bits (never negative) with the sign bit set when the ping
+    /// is above `hosts.max_ping_ms` (the only use of the raw ms outside the report);
+    /// u32::MAX = unknown.
+    ping_cache: Option<Vec<AtomicU32>>,
 }
 
 /// The cached result of scoring one match.
@@ -206,7 +209,7 @@ impl<'a> Scorer<'a> {
             ping_cache: (p2p && ix.len() <= PING_CACHE_MAX_PLAYERS).then(|| {
                 let n = ix.len();
                 (0..n * n.saturating_sub(1) / 2)
-                    .map(|_| AtomicU64::new(u64::MAX))
+                    .map(|_| AtomicU32::new(u32::MAX))
                     .collect()
             }),
         }
@@ -252,13 +255,23 @@ impl<'a> Scorer<'a> {
         }
     }
 
-    /// (ping ms, perceived score) of a pair of players, cached for small pools.
+    /// (ping ms, perceived score) of a pair of players, computed.
     #[inline]
     fn pair_ping(&self, a: u32, b: u32) -> (f32, f32) {
+        let p = &self.model.ping;
+        let ms = self.ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms);
+        (ms as f32, p.score(ms) as f32)
+    }
+
+    /// (perceived score, ping above the host limit) of a pair, cached for small pools.
+    #[inline]
+    fn pair_ping_packed(&self, a: u32, b: u32) -> (f32, bool) {
+        const OVER: u32 = 1 << 31;
+        let limit = self.model.hosts.max_ping_ms;
         let compute = || {
-            let p = &self.model.ping;
-            let ms = self.ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms);
-            (ms as f32, p.score(ms) as f32)
+            let (ms, score) = self.pair_ping(a, b);
+            // same test as `worst_ms <= limit` on the f32 ms (NaN is never over)
+            (score, ms as f64 > limit)
         };
         let Some(cache) = &self.ping_cache else {
             return compute();
@@ -266,13 +279,16 @@ impl<'a> Scorer<'a> {
         let (lo, hi) = if a < b { (a, b) } else { (b, a) };
         let k = pair_index(lo as usize, hi as usize, self.ix.len());
         let v = cache[k].load(AtomicOrdering::Relaxed);
-        if v != u64::MAX {
-            return (f32::from_bits((v >> 32) as u32), f32::from_bits(v as u32));
+        if v != u32::MAX {
+            return (f32::from_bits(v & !OVER), v & OVER != 0);
         }
-        let (ms, score) = compute();
-        let bits = ((ms.to_bits() as u64) << 32) | score.to_bits() as u64;
-        cache[k].store(bits, AtomicOrdering::Relaxed);
-        (ms, score)
+        let (score, over) = compute();
+        let bits = score.to_bits();
+        // a negative or NaN score (sign bit set) is not cached: it cannot be packed
+        if bits & OVER == 0 {
+            cache[k].store(bits | if over { OVER } else { 0 }, AtomicOrdering::Relaxed);
+        }
+        (score, over)
     }
 
     /// Canonical unit order and the shape's table.
@@ -353,7 +369,8 @@ impl<'a> Scorer<'a> {
             c.fixed[EQUAL_PLAYERS] = model.equal_players.curve.score(spread);
         }
         if self.p2p {
-            if w[ENEMY_PING] > 0.0 || w[TWO_HOSTS] > 0.0 || detail {
+            let limit = model.hosts.max_ping_ms;
+            if detail {
                 let mut k = 0;
                 for i in 0..n {
                     for j in i + 1..n {
@@ -368,18 +385,31 @@ impl<'a> Scorer<'a> {
                         }
                     }
                 }
-            }
-            if w[TWO_HOSTS] > 0.0 || detail {
-                let limit = model.hosts.max_ping_ms;
                 let capable = (0..n).filter(|&i| c.worst_ms[i] as f64 <= limit).count();
                 c.fixed[TWO_HOSTS] = hosts::score(capable, &model.hosts);
-                if detail {
-                    let mut h: Vec<(f32, u32)> = (0..n)
-                        .filter(|&i| c.worst_ms[i] as f64 <= limit)
-                        .map(|i| (c.worst_ms[i], c.slots[i]))
-                        .collect();
-                    h.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                    c.hosts = h.into_iter().map(|h| h.1).collect();
+                let mut h: Vec<(f32, u32)> = (0..n)
+                    .filter(|&i| c.worst_ms[i] as f64 <= limit)
+                    .map(|i| (c.worst_ms[i], c.slots[i]))
+                    .collect();
+                h.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                c.hosts = h.into_iter().map(|h| h.1).collect();
+            } else if w[ENEMY_PING] > 0.0 || w[TWO_HOSTS] > 0.0 {
+                // slots with some ping above the host limit, as a bit mask
+                let mut over_mask = 0u32;
+                let mut k = 0;
+                for i in 0..n {
+                    for j in i + 1..n {
+                        let (score, over) = self.pair_ping_packed(c.slots[i], c.slots[j]);
+                        c.ps[k] = score;
+                        k += 1;
+                        if over {
+                            over_mask |= (1 << i) | (1 << j);
+                        }
+                    }
+                }
+                if w[TWO_HOSTS] > 0.0 {
+                    let capable = n - over_mask.count_ones() as usize;
+                    c.fixed[TWO_HOSTS] = hosts::score(capable, &model.hosts);
                 }
             }
         } else if w[ENEMY_PING] > 0.0 || detail {

@@ -200,7 +200,7 @@ pub fn search(
         let mut moves = 0u64;
         let stop = loop {
             let batch = match options.budget {
-                Budget::Restarts(n) => (threads as u64).min(n.saturating_sub(next)),
+                Budget::Restarts(n) => (threads as u64).min(n.max(1).saturating_sub(next)),
                 Budget::Time(_) => threads as u64,
             };
             if batch == 0 {

@@ -10,6 +10,28 @@
 //! shape's table.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Shape keys are already well-spread u64s: one multiply instead of SipHash (the
+/// lookup runs for every match scored).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
 /// All splits of one shape.
 #[derive(Debug, Clone)]
@@ -44,7 +66,7 @@ pub struct SplitTables {
     pub teams: usize,
     pub team_size: usize,
     tables: Vec<SplitTable>,
-    by_key: HashMap<u64, u32>,
+    by_key: KeyMap,
     all_solo: Option<u32>,
 }
 
@@ -54,7 +76,7 @@ impl SplitTables {
         let mut shapes = Vec::new();
         partitions(players, team_size, &mut Vec::new(), &mut shapes);
         let mut tables = Vec::new();
-        let mut by_key = HashMap::new();
+        let mut by_key = KeyMap::default();
         for sizes in shapes {
             let t = enumerate(&sizes, teams, team_size);
             if t.splits == 0 {
