@@ -2,8 +2,11 @@
 //! (`every = "2m"`), or at the ticks of a cron expression (`cron = "0 */2 * * * *"`).
 //!
 //! Pure: "the next tick after this instant" is all the daemon asks, with its own (possibly
-//! injected) clock. Cron expressions are parsed by `croner`, the cron engine of
-//! tokio-cron-scheduler, with the same syntax (seconds field optional here).
+//! injected) clock. Cron expressions are parsed by `croner`, the cron engine that
+//! tokio-cron-scheduler runs on, with the same syntax (seconds field optional here). We
+//! use croner directly rather than tokio-cron-scheduler's job runner: the runner keeps
+//! its own wall clock, while the countdown and the tests need "the next tick after t"
+//! on the daemon's injectable clock.
 
 use std::fmt;
 use std::time::Duration;
