@@ -292,6 +292,7 @@ impl<'a> Scorer<'a> {
     }
 
     /// Canonical unit order and the shape's table.
+    #[inline(always)]
     fn shape(&self, units: &[u32]) -> Option<(&SplitTable, [u32; MAXP], usize)> {
         let mut sorted = [0u32; MAXP];
         let mut sizes = [0u8; MAXP];
@@ -322,6 +323,8 @@ impl<'a> Scorer<'a> {
         self.tables.lookup(&sizes[..k]).map(|t| (t, sorted, k))
     }
 
+    // Inlined: returning the ~1 KB context by value was a measurable copy per match.
+    #[inline(always)]
     fn context(&self, sorted: &[u32; MAXP], nunits: usize, detail: bool) -> Ctx {
         let ix = self.ix;
         let model = self.model;
