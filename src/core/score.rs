@@ -265,7 +265,8 @@ impl<'a> Scorer<'a> {
 
     /// (perceived score, ping above the host limit) of a pair, cached for small pools.
     #[inline]
-    fn pair_ping_packed(&self, a: u32, b: u32) -> (f32, bool) {
+    /// `row` is `pair_row(a.min(b))` (hoisted out of the match's pair loop).
+    fn pair_ping_packed(&self, a: u32, b: u32, row: usize) -> (f32, bool) {
         const OVER: u32 = 1 << 31;
         let limit = self.model.hosts.max_ping_ms;
         let compute = || {
@@ -276,8 +277,11 @@ impl<'a> Scorer<'a> {
         let Some(cache) = &self.ping_cache else {
             return compute();
         };
-        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-        let k = pair_index(lo as usize, hi as usize, self.ix.len());
+        let k = row.wrapping_add(a.max(b) as usize);
+        debug_assert_eq!(
+            k,
+            pair_index(a.min(b) as usize, a.max(b) as usize, self.ix.len())
+        );
         let v = cache[k].load(AtomicOrdering::Relaxed);
         if v != u32::MAX {
             return (f32::from_bits(v & !OVER), v & OVER != 0);
@@ -291,7 +295,15 @@ impl<'a> Scorer<'a> {
         (score, over)
     }
 
+    /// `pair_index(lo, hi, n) = pair_row(lo) + hi` (wrapping: the row of player 0 is -1).
+    #[inline]
+    fn pair_row(&self, lo: u32) -> usize {
+        let (lo, n) = (lo as usize, self.ix.len());
+        (lo * n - lo * (lo + 1) / 2).wrapping_sub(lo + 1)
+    }
+
     /// Canonical unit order and the shape's table.
+    #[inline(always)]
     fn shape(&self, units: &[u32]) -> Option<(&SplitTable, [u32; MAXP], usize)> {
         let mut sorted = [0u32; MAXP];
         let mut sizes = [0u8; MAXP];
@@ -322,6 +334,8 @@ impl<'a> Scorer<'a> {
         self.tables.lookup(&sizes[..k]).map(|t| (t, sorted, k))
     }
 
+    // Inlined: returning the ~1 KB context by value was a measurable copy per match.
+    #[inline(always)]
     fn context(&self, sorted: &[u32; MAXP], nunits: usize, detail: bool) -> Ctx {
         let ix = self.ix;
         let model = self.model;
@@ -397,9 +411,15 @@ impl<'a> Scorer<'a> {
                 // slots with some ping above the host limit, as a bit mask
                 let mut over_mask = 0u32;
                 let mut k = 0;
+                let mut rows = [0usize; MAXP];
+                for i in 0..n {
+                    rows[i] = self.pair_row(c.slots[i]);
+                }
                 for i in 0..n {
                     for j in i + 1..n {
-                        let (score, over) = self.pair_ping_packed(c.slots[i], c.slots[j]);
+                        let (a, b) = (c.slots[i], c.slots[j]);
+                        let row = if a < b { rows[i] } else { rows[j] };
+                        let (score, over) = self.pair_ping_packed(a, b, row);
                         c.ps[k] = score;
                         k += 1;
                         if over {
