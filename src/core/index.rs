@@ -491,6 +491,14 @@ fn party_fits_roles(masks: &[u32], nroles: usize, team_size: usize) -> bool {
 
 /// Per player, the pairs met in their `depth` most recent past matches, weighted by
 /// decay^k (k = 0 for the newest). A pair met several times keeps its largest weight.
+/// History costs (in [0, 1]) are rounded to multiples of 2^-20, exact in f32: sums of
+/// them are then exact in f64 in any order, so the search's incremental scoring and
+/// the from-scratch oracle agree to the bit.
+fn quantize_cost(c: f64) -> f32 {
+    const UNIT: f64 = (1u32 << 20) as f64;
+    ((c * UNIT).round() / UNIT) as f32
+}
+
 fn build_history(
     pool: &Pool,
     model: &QueueModel,
@@ -569,7 +577,7 @@ fn build_history(
                     // past opponents; the worse of the two when they met both ways
                     let if_team = (tm * same).max(op * swapped);
                     let if_opp = (op * same).max(tm * swapped);
-                    (b, if_team as f32, if_opp as f32)
+                    (b, quantize_cost(if_team), quantize_cost(if_opp))
                 })
                 .collect()
         })

@@ -359,7 +359,12 @@ impl Default for Curve {
 
 impl Curve {
     pub fn score(&self, d: f64) -> f64 {
-        let x = d / self.scale;
+        self.score_scaled(d / self.scale)
+    }
+
+    /// The curve at x = d / scale (hot loops multiply by a precomputed inverse).
+    #[inline]
+    pub fn score_scaled(&self, x: f64) -> f64 {
         match self.kind {
             CurveKind::Linear => (1.0 - x).max(0.0),
             CurveKind::Exponential => (-x).exp(),

@@ -52,6 +52,9 @@ pub struct SolveStats {
     pub elapsed: Duration,
     pub restarts: u64,
     pub moves_evaluated: u64,
+    /// Of `moves_evaluated`, the moves the annealing rejected by an upper bound on
+    /// their score, before the split loops ran (the rest were fully re-split).
+    pub moves_rejected_by_bound: u64,
     pub moves_per_second: f64,
     #[serde(with = "humantime_serde")]
     pub time_to_best: Duration,

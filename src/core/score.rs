@@ -30,7 +30,20 @@ use super::index::IndexedPool;
 use super::model::{Network, QueueModel, RoleMode};
 use super::split::{SplitTable, SplitTables, pair_index};
 
+pub mod incremental;
+
 pub const MAXP: usize = super::model::MAX_PLAYERS_PER_MATCH;
+
+/// Perceived ping scores are fixed-point integers in units of 1 / `PING_UNIT`: sums
+/// over a match's pairs are then exact in any order (the incremental and the
+/// from-scratch scoring agree to the bit) and integer adds are cheap. The rounding,
+/// below 1e-6, is far under any difference a player could notice.
+pub const PING_UNIT: f64 = (1u32 << 20) as f64;
+
+#[inline]
+fn quantize_ping(score: f64) -> u32 {
+    (score.clamp(0.0, 1.0) * PING_UNIT).round() as u32
+}
 
 /// The scoring of one queue over one pool.
 pub struct Scorer<'a> {
@@ -52,10 +65,13 @@ pub struct Scorer<'a> {
     /// takes the specialised split loop (`split_value_fast`).
     fast: bool,
     /// Lazily filled pair ping cache, 4 bytes a pair so that it stays in cache: the
-    /// perceived score's f32 bits (never negative) with the sign bit set when the ping
-    /// is above `hosts.max_ping_ms` (the only use of the raw ms outside the report);
+    /// quantized perceived score with the top bit set when the ping is above
+    /// `hosts.max_ping_ms` (the only use of the raw ms outside the report);
     /// u32::MAX = unknown.
     ping_cache: Option<Vec<AtomicU32>>,
+    /// Per player: bit (other player % 64) set for every player in their history list
+    /// (a cheap filter before searching the list).
+    hist_mask: Vec<u64>,
 }
 
 /// The cached result of scoring one match.
@@ -141,7 +157,7 @@ struct Ctx {
     /// skill^p per slot (equal teams), or the skill itself for p = 1 or infinite.
     skill_pow: [f64; MAXP],
     /// Perceived ping score of each slot pair (`pair_index`), peer-to-peer.
-    ps: [f32; MAXPAIRS],
+    ps: [u32; MAXPAIRS],
     /// Worst ping of each slot to the others (hosts).
     worst_ms: [f32; MAXP],
     /// (slot i, slot j, cost if teammates, cost if opponents)
@@ -212,6 +228,11 @@ impl<'a> Scorer<'a> {
                     .map(|_| AtomicU32::new(u32::MAX))
                     .collect()
             }),
+            hist_mask: ix
+                .history
+                .iter()
+                .map(|list| list.iter().fold(0u64, |m, e| m | 1 << (e.0 % 64)))
+                .collect(),
         }
     }
 
@@ -257,16 +278,16 @@ impl<'a> Scorer<'a> {
 
     /// (ping ms, perceived score) of a pair of players, computed.
     #[inline]
-    fn pair_ping(&self, a: u32, b: u32) -> (f32, f32) {
+    fn pair_ping(&self, a: u32, b: u32) -> (f32, u32) {
         let p = &self.model.ping;
         let ms = self.ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms);
-        (ms as f32, p.score(ms) as f32)
+        (ms as f32, quantize_ping(p.score(ms)))
     }
 
     /// (perceived score, ping above the host limit) of a pair, cached for small pools.
     #[inline]
     /// `row` is `pair_row(a.min(b))` (hoisted out of the match's pair loop).
-    fn pair_ping_packed(&self, a: u32, b: u32, row: usize) -> (f32, bool) {
+    fn pair_ping_packed(&self, a: u32, b: u32, row: usize) -> (u32, bool) {
         const OVER: u32 = 1 << 31;
         let limit = self.model.hosts.max_ping_ms;
         let compute = || {
@@ -284,14 +305,10 @@ impl<'a> Scorer<'a> {
         );
         let v = cache[k].load(AtomicOrdering::Relaxed);
         if v != u32::MAX {
-            return (f32::from_bits(v & !OVER), v & OVER != 0);
+            return (v & !OVER, v & OVER != 0);
         }
         let (score, over) = compute();
-        let bits = score.to_bits();
-        // a negative or NaN score (sign bit set) is not cached: it cannot be packed
-        if bits & OVER == 0 {
-            cache[k].store(bits | if over { OVER } else { 0 }, AtomicOrdering::Relaxed);
-        }
+        cache[k].store(score | if over { OVER } else { 0 }, AtomicOrdering::Relaxed);
         (score, over)
     }
 
@@ -305,6 +322,14 @@ impl<'a> Scorer<'a> {
     /// Canonical unit order and the shape's table.
     #[inline(always)]
     fn shape(&self, units: &[u32]) -> Option<(&SplitTable, [u32; MAXP], usize)> {
+        self.shape_index(units)
+            .map(|(t, sorted, k)| (self.tables.get(t), sorted, k))
+    }
+
+    /// Canonical unit order (size descending, then index) and the index of the shape's
+    /// table.
+    #[inline(always)]
+    fn shape_index(&self, units: &[u32]) -> Option<(u32, [u32; MAXP], usize)> {
         let mut sorted = [0u32; MAXP];
         let mut sizes = [0u8; MAXP];
         let k = units.len();
@@ -331,7 +356,9 @@ impl<'a> Scorer<'a> {
         if total != self.players_per_match() {
             return None;
         }
-        self.tables.lookup(&sizes[..k]).map(|t| (t, sorted, k))
+        self.tables
+            .lookup_index(&sizes[..k])
+            .map(|t| (t, sorted, k))
     }
 
     // Inlined: returning the ~1 KB context by value was a measurable copy per match.
@@ -345,7 +372,7 @@ impl<'a> Scorer<'a> {
             skill: [0.0; MAXP],
             total_skill: 0.0,
             skill_pow: [0.0; MAXP],
-            ps: [0.0; MAXPAIRS],
+            ps: [0; MAXPAIRS],
             worst_ms: [0.0; MAXP],
             hist: Vec::new(),
             fixed: [1.0; 10],
@@ -563,8 +590,8 @@ impl<'a> Scorer<'a> {
         }
         if self.p2p && on(ENEMY_PING) {
             let cross = &table.cross[s * table.ncross..(s + 1) * table.ncross];
-            let sum: f32 = cross.iter().map(|&k| c.ps[k as usize]).sum();
-            f[ENEMY_PING] = sum as f64 / table.ncross as f64;
+            let sum: u64 = cross.iter().map(|&k| c.ps[k as usize] as u64).sum();
+            f[ENEMY_PING] = sum as f64 / (table.ncross as f64 * PING_UNIT);
         }
         if on(OPPONENT_VARIATION) && !c.hist.is_empty() {
             let mut cost = 0.0f64;
@@ -634,19 +661,16 @@ impl<'a> Scorer<'a> {
                 .iter()
                 .map(|&i| c.skill[i as usize])
                 .sum();
-            let mut d = (2.0 * sum0 - c.total_skill).abs();
-            if model.equal_teams.team_skill == super::model::TeamSkill::Mean {
-                d /= ts as f64;
-            }
-            v += w[EQUAL_TEAMS] * model.equal_teams.curve.score(d);
+            let x = (2.0 * sum0 - c.total_skill).abs() * self.equal_teams_inverse();
+            v += w[EQUAL_TEAMS] * model.equal_teams.curve.score_scaled(x);
         }
         if w[PREMADES] > 0.0 {
             v += w[PREMADES] * self.premade_by_spread[table.party_spread[s] as usize];
         }
         if self.p2p && w[ENEMY_PING] > 0.0 {
             let cross = &table.cross[s * table.ncross..(s + 1) * table.ncross];
-            let sum: f32 = cross.iter().map(|&k| c.ps[k as usize]).sum();
-            v += w[ENEMY_PING] * (sum as f64 / table.ncross as f64);
+            let sum: u64 = cross.iter().map(|&k| c.ps[k as usize] as u64).sum();
+            v += w[ENEMY_PING] * (sum as f64 / (table.ncross as f64 * PING_UNIT));
         }
         if w[OPPONENT_VARIATION] > 0.0 {
             let slot_team = &table.slot_team[s * c.n..(s + 1) * c.n];
@@ -661,6 +685,17 @@ impl<'a> Scorer<'a> {
             v += w[OPPONENT_VARIATION] * opponent_variation::score(cost, c.n);
         }
         v
+    }
+
+    /// The fast path's factor from |team 0 sum - team 1 sum| to the equal-teams curve's
+    /// x (1 / scale, and 1 / team size for mean team skill).
+    #[inline]
+    fn equal_teams_inverse(&self) -> f64 {
+        let et = &self.model.equal_teams;
+        match et.team_skill {
+            super::model::TeamSkill::Mean => 1.0 / (et.curve.scale * self.model.team_size as f64),
+            super::model::TeamSkill::Norm => 1.0 / et.curve.scale,
+        }
     }
 
     /// Score a match given as a set of units: the best split over all factors.
@@ -728,6 +763,7 @@ impl<'a> Scorer<'a> {
             premade_by_spread: self.premade_by_spread.clone(),
             fast: self.fast,
             ping_cache: None,
+            hist_mask: self.hist_mask.clone(),
         }
     }
 

@@ -133,6 +133,7 @@ pub struct SearchRun {
     pub state: State,
     pub restarts: u64,
     pub moves: u64,
+    pub bounded: u64,
     pub found_at: Duration,
     pub stop: StopReason,
 }
@@ -148,6 +149,7 @@ pub fn search(
         state,
         restarts: 1,
         moves: 0,
+        bounded: 0,
         found_at: deadline.elapsed(),
         stop: StopReason::Exhausted,
     };
@@ -198,6 +200,7 @@ pub fn search(
         let mut best: Option<Outcome> = None;
         let mut next = 0u64;
         let mut moves = 0u64;
+        let mut bounded = 0u64;
         let stop = loop {
             let batch = match options.budget {
                 Budget::Restarts(n) => (threads as u64).min(n.max(1).saturating_sub(next)),
@@ -221,6 +224,7 @@ pub fn search(
             // in restart order: a later restart must be strictly better to win
             for o in outs {
                 moves += o.moves;
+                bounded += o.bounded;
                 if best
                     .as_ref()
                     .is_none_or(|b| o.state.value.better_than(&b.state.value))
@@ -238,6 +242,7 @@ pub fn search(
             state: best.state,
             restarts: next,
             moves,
+            bounded,
             found_at: best.found_at,
             stop,
         }
@@ -258,7 +263,16 @@ fn outcome(
         .matches
         .iter()
         .zip(&run.state.evals)
-        .map(|(m, e)| sc.describe(m, e))
+        .map(|(m, e)| {
+            // The search's split index may refer to an incremental row's slot order;
+            // the report re-splits in canonical order (greedy keeps its own split).
+            let e = if options.strategy == Strategy::Greedy {
+                *e
+            } else {
+                sc.evaluate(m)
+            };
+            sc.describe(m, &e)
+        })
         .collect();
     // strongest matches first, for people reading the output
     let mean = |d: &super::score::MatchDetail| {
@@ -312,6 +326,7 @@ fn outcome(
             elapsed,
             restarts: run.restarts,
             moves_evaluated: run.moves,
+            moves_rejected_by_bound: run.bounded,
             moves_per_second: run.moves as f64 / elapsed.as_secs_f64().max(1e-9),
             time_to_best: run.found_at,
             stop_reason: run.stop,

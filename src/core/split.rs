@@ -49,8 +49,15 @@ pub struct SplitTable {
     pub ncross: usize,
     /// Max minus min number of units per team, per split (the premade difference).
     pub party_spread: Vec<u8>,
+    /// Every split has the same party spread (e.g. all solos).
+    pub spread_constant: bool,
     /// Slots of team 0, `first_team[split * team_size + k]` (the two-team fast path).
     pub first_team: Vec<u8>,
+    /// Pairs of slots both in team 0 (as `pair_index`), `first_pairs[split * nfirst + k]`:
+    /// with two teams, the cross pairs' sum is the team-0 slots' row sums minus twice
+    /// these (fewer terms than `cross`).
+    pub first_pairs: Vec<u8>,
+    pub nfirst: usize,
 }
 
 /// Index of slot pair (i, j), i < j, in a triangular array over `n` slots.
@@ -98,13 +105,23 @@ impl SplitTables {
     /// The table of a shape (sizes largest first), None if no split exists.
     #[inline]
     pub fn lookup(&self, sizes: &[u8]) -> Option<&SplitTable> {
+        self.lookup_index(sizes).map(|i| &self.tables[i as usize])
+    }
+
+    /// The index (for `get`) of a shape's table, None if no split exists.
+    #[inline]
+    pub fn lookup_index(&self, sizes: &[u8]) -> Option<u32> {
         let players = self.teams * self.team_size;
         if sizes.len() == players {
-            return self.all_solo.map(|i| &self.tables[i as usize]);
+            return self.all_solo;
         }
-        self.by_key
-            .get(&shape_key(sizes, players))
-            .map(|&i| &self.tables[i as usize])
+        self.by_key.get(&shape_key(sizes, players)).copied()
+    }
+
+    /// The table with index `i` (from `lookup_index`).
+    #[inline]
+    pub fn get(&self, i: u32) -> &SplitTable {
+        &self.tables[i as usize]
     }
 
     /// Could these unit sizes still be completed (with more units) into a valid match?
@@ -221,9 +238,20 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
     let mut party_spread = Vec::new();
     let mut ncross = 0;
     let mut first_team = Vec::new();
+    let mut first_pairs = Vec::new();
+    let mut nfirst = 0;
     for s in 0..splits {
         let row = &slot_team[s * players..(s + 1) * players];
         first_team.extend((0..players).filter(|&i| row[i] == 0).map(|i| i as u8));
+        let before = first_pairs.len();
+        for i in 0..players {
+            for j in i + 1..players {
+                if row[i] == 0 && row[j] == 0 {
+                    first_pairs.push(pair_index(i, j, players) as u8);
+                }
+            }
+        }
+        nfirst = first_pairs.len() - before;
         let before = cross.len();
         for i in 0..players {
             for j in i + 1..players {
@@ -246,8 +274,11 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
         slot_team,
         cross,
         ncross,
+        spread_constant: party_spread.windows(2).all(|w| w[0] == w[1]),
         party_spread,
         first_team,
+        first_pairs,
+        nfirst,
     }
 }
 

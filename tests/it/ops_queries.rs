@@ -56,6 +56,7 @@ fn stats() -> SolveStats {
         elapsed: std::time::Duration::ZERO,
         restarts: 0,
         moves_evaluated: 0,
+        moves_rejected_by_bound: 0,
         moves_per_second: 0.0,
         time_to_best: std::time::Duration::ZERO,
         stop_reason: StopReason::Exhausted,

@@ -37,22 +37,12 @@ fn with_history(mut pool: Pool) -> Pool {
     pool
 }
 
-#[test]
-fn delta_equals_full_on_random_moves() {
-    let spec = PopulationSpec {
-        players: 150,
-        side_share: 0.5,
-        ..PopulationSpec::default()
-    };
-    let pool = with_history(generate(&spec, 11));
-    let mut model = QueueModel::default();
-    model.weights.side_preference = 0.5;
-    model.weights.indistinguishable_teams = 0.5;
-    model.weights.predicted_fairness = 0.5;
-    let ix = IndexedPool::build(&pool, &model).unwrap();
-    let sc = Scorer::new(&ix, &model);
+/// Score random moves by delta, apply them, and compare with the from-scratch score.
+fn delta_walk(pool: &Pool, model: &QueueModel, fast: bool) {
+    let ix = IndexedPool::build(pool, model).unwrap();
+    let sc = Scorer::new(&ix, model);
+    assert_eq!(sc.is_fast(), fast);
     let mut st = construct::cut(&sc, &construct::skill_order(&sc));
-    assert!(!st.bench.is_empty() || ix.len().is_multiple_of(6));
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
     let mut scratch = Scratch::default();
     let mut mv = moves::Exchange::default();
@@ -66,7 +56,7 @@ fn delta_equals_full_on_random_moves() {
         };
         let before = st.full_value(&sc);
         let mut after = st.clone();
-        after.apply_exchange(mv.a, &mv.a_out, mv.b, &mv.b_out, &s);
+        after.apply_exchange(&sc, mv.a, &mv.a_out, mv.b, &mv.b_out, &s, &mut scratch);
         let full = after.full_value(&sc);
         assert_eq!(full.matches - before.matches, s.delta.matches);
         assert_eq!(full.overdue - before.overdue, s.delta.overdue);
@@ -79,6 +69,35 @@ fn delta_equals_full_on_random_moves() {
         }
     }
     assert!(checked > 1_000, "only {checked} moves scored");
+}
+
+#[test]
+fn delta_equals_full_on_random_moves() {
+    let spec = PopulationSpec {
+        players: 150,
+        side_share: 0.5,
+        ..PopulationSpec::default()
+    };
+    let pool = with_history(generate(&spec, 11));
+    // the general split path
+    let mut model = QueueModel::default();
+    model.weights.side_preference = 0.5;
+    model.weights.indistinguishable_teams = 0.5;
+    model.weights.predicted_fairness = 0.5;
+    delta_walk(&pool, &model, false);
+    // the fast path's incremental rows: default weights, with history; 5v5 dedicated
+    delta_walk(&pool, &QueueModel::default(), true);
+    let five = QueueModel {
+        team_size: 5,
+        network: matchmaker::core::model::Network::Dedicated,
+        ..QueueModel::default()
+    };
+    delta_walk(&pool, &five, true);
+    let one = QueueModel {
+        team_size: 1,
+        ..QueueModel::default()
+    };
+    delta_walk(&pool, &one, true);
 }
 
 #[test]

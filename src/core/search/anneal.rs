@@ -19,7 +19,7 @@ use crate::core::deadline::Deadline;
 use crate::core::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
-use super::state::{Scratch, State};
+use super::state::{Scratch, State, Verdict};
 
 /// With at least this many steps per unit the run starts at the full calibrated T0;
 /// with fewer, T0 shrinks proportionally (measured: 10,000 players 5v5 in 10 s).
@@ -28,6 +28,8 @@ const FULL_HEAT_STEPS_PER_UNIT: f64 = 2000.0;
 pub struct Outcome {
     pub state: State,
     pub moves: u64,
+    /// Moves rejected by a bound before their split loops (see `Verdict::Below`).
+    pub bounded: u64,
     /// Elapsed time of the deadline when the returned state was found.
     pub found_at: Duration,
 }
@@ -57,6 +59,7 @@ pub fn anneal(
     let mut scratch = Scratch::default();
     let mut mv = Exchange::default();
     let mut moves = 0u64;
+    let mut bounded = 0u64;
 
     // calibrate T0 on a sample of worsening moves
     let mut worse = 0.0;
@@ -117,8 +120,25 @@ pub fn anneal(
             continue;
         }
         moves += 1;
-        let Some(s) = st.score_exchange(sc, mv.a, &mv.a_out, mv.b, &mv.b_out, &mut scratch) else {
-            continue;
+        // Metropolis with the threshold drawn first: accept a worsening dq when
+        // u < exp(dq / T), i.e. dq > T ln u; a move whose bound is below that is
+        // rejected before its split loops run.
+        let min_quality = temp * rng.random::<f64>().ln();
+        let s = match st.score_exchange_above(
+            sc,
+            mv.a,
+            &mv.a_out,
+            mv.b,
+            &mv.b_out,
+            min_quality,
+            &mut scratch,
+        ) {
+            Verdict::Scored(s) => s,
+            Verdict::Infeasible => continue,
+            Verdict::Below => {
+                bounded += 1;
+                continue;
+            }
         };
         let d = s.delta;
         let accept = if d.overdue != 0 {
@@ -126,12 +146,12 @@ pub fn anneal(
         } else if d.matches != 0 {
             d.matches > 0
         } else {
-            d.quality >= 0.0 || rng.random::<f64>() < (d.quality / temp).exp()
+            d.quality >= min_quality
         };
         if !accept {
             continue;
         }
-        st.apply_exchange(mv.a, &mv.a_out, mv.b, &mv.b_out, &s);
+        st.apply_exchange(sc, mv.a, &mv.a_out, mv.b, &mv.b_out, &s, &mut scratch);
         if check_delta {
             assert_delta(sc, &st);
         }
@@ -153,6 +173,7 @@ pub fn anneal(
     Outcome {
         state: best,
         moves,
+        bounded,
         found_at,
     }
 }

@@ -55,7 +55,7 @@ pub fn hill_climb(sc: &Scorer, mut st: State, deadline: &Deadline, check_delta: 
         let Some((s, a, x, b, y)) = best else {
             break;
         };
-        st.apply_exchange(a, &[x], b, &[y], &s);
+        st.apply_exchange(sc, a, &[x], b, &[y], &s, &mut scratch);
         found_at = deadline.elapsed();
         if check_delta {
             assert_delta(sc, &st);
@@ -64,6 +64,7 @@ pub fn hill_climb(sc: &Scorer, mut st: State, deadline: &Deadline, check_delta: 
     Outcome {
         state: st,
         moves,
+        bounded: 0,
         found_at,
     }
 }

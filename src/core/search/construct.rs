@@ -179,7 +179,7 @@ pub fn fill_from_bench(sc: &Scorer, state: &mut State) {
             return;
         };
         let e = sc.evaluate(&m);
-        state.add_match(m, e);
+        state.add_match(sc, m, e);
     }
 }
 

@@ -3,7 +3,12 @@
 //! bench); it is scored by re-scoring only the matches it touches (delta), and
 //! `full_value` recomputes everything from scratch (the oracle the delta is checked
 //! against in tests and with `SolveOptions::check_delta`).
+//!
+//! On the scorer's fast path the state also keeps each match's scoring row
+//! (`score::incremental`), and a match's unit list is in the row's slot order, so that
+//! a move re-scores only the pairs of the players it brings in.
 
+use crate::core::score::incremental::MatchRows;
 use crate::core::score::{MatchEval, RoundValue, Scorer};
 
 pub const BENCH: u32 = u32::MAX;
@@ -16,6 +21,8 @@ pub struct State {
     /// Per unit: (container, position in it).
     pub loc: Vec<(u32, u32)>,
     pub value: RoundValue,
+    /// Scoring rows of the matches (fast path only; `None` otherwise).
+    rows: Option<MatchRows>,
 }
 
 /// A scored but not yet applied exchange.
@@ -24,13 +31,29 @@ pub struct Scored {
     pub delta: RoundValue,
     pub new_a: MatchEval,
     pub new_b: MatchEval,
+    /// Which scoring of the scratch this is (its candidate rows are reused on apply).
+    generation: u64,
 }
 
-/// Scratch buffers for scoring moves without allocating.
+/// The result of scoring an exchange against a threshold.
+#[derive(Debug, Clone, Copy)]
+pub enum Verdict {
+    /// A touched match would have no valid split.
+    Infeasible,
+    /// Rejected by a bound: the quality delta is below the threshold.
+    Below,
+    Scored(Scored),
+}
+
+/// Scratch buffers for scoring moves without allocating: the touched matches' new
+/// unit lists and (fast path) their new scoring rows.
 #[derive(Debug, Default)]
 pub struct Scratch {
     a: Vec<u32>,
     b: Vec<u32>,
+    row_a: Option<MatchRows>,
+    row_b: Option<MatchRows>,
+    generation: u64,
 }
 
 impl State {
@@ -42,9 +65,20 @@ impl State {
             bench,
             loc: vec![(BENCH, 0); sc.ix.units.len()],
             value: RoundValue::default(),
+            rows: sc.is_fast().then(|| sc.new_rows(0)),
         };
-        for m in &s.matches {
-            let e = sc.evaluate(m);
+        let mut order = Vec::new();
+        for i in 0..s.matches.len() {
+            let e = match &mut s.rows {
+                Some(rows) => {
+                    rows.push_row();
+                    let ok = sc.build_row(&s.matches[i], rows, i, &mut order);
+                    assert!(ok, "a constructed match is valid");
+                    s.matches[i].clone_from(&order);
+                    sc.score_row(rows, i)
+                }
+                None => sc.evaluate(&s.matches[i]),
+            };
             debug_assert!(e.feasible);
             s.value.add(&e, 1.0);
             s.evals.push(e);
@@ -92,7 +126,101 @@ impl State {
         b_out: &[u32],
         scratch: &mut Scratch,
     ) -> Option<Scored> {
+        match self.score_exchange_above(sc, a, a_out, b, b_out, f64::NEG_INFINITY, scratch) {
+            Verdict::Scored(s) => Some(s),
+            Verdict::Infeasible | Verdict::Below => None,
+        }
+    }
+
+    /// Score an exchange, or reject it early (`Below`) when it provably changes
+    /// neither the overdue nor the match count and its quality delta is below
+    /// `min_quality_delta` (fast path: bounds from the replaced rows, before their
+    /// split loops run).
+    #[allow(clippy::too_many_arguments)]
+    pub fn score_exchange_above(
+        &self,
+        sc: &Scorer,
+        a: u32,
+        a_out: &[u32],
+        b: u32,
+        b_out: &[u32],
+        min_quality_delta: f64,
+        scratch: &mut Scratch,
+    ) -> Verdict {
         debug_assert_ne!(a, b);
+        scratch.generation += 1;
+        let Some(rows) = &self.rows else {
+            return self.score_general(sc, a, a_out, b, b_out, scratch);
+        };
+        // new rows and their split-independent parts
+        let mut bounded = true;
+        let mut overdue = 0i64;
+        let mut bound = 0.0;
+        for (m, out, inn, units, row) in [
+            (a, a_out, b_out, &mut scratch.a, &mut scratch.row_a),
+            (b, b_out, a_out, &mut scratch.b, &mut scratch.row_b),
+        ] {
+            if m == BENCH {
+                continue;
+            }
+            let row = row.get_or_insert_with(|| sc.new_rows(1));
+            let ix = sc.ix;
+            let i = m as usize;
+            let current = &self.matches[i];
+            if out.len() == 1
+                && inn.len() == 1
+                && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
+            {
+                let pos = self.loc[out[0] as usize].1 as usize;
+                sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
+            } else {
+                let mut list = std::mem::take(units);
+                replaced(current, out, inn, &mut list);
+                if !sc.build_row(&list, row, 0, units) {
+                    return Verdict::Infeasible;
+                }
+                bounded = false;
+            }
+            sc.row_fixed(row, 0);
+            overdue += row.overdue(0) as i64 - self.evals[i].overdue as i64;
+            if bounded {
+                bound += sc.row_quality_bound(row, 0, rows.split_best(i)) - self.evals[i].quality;
+            }
+        }
+        if bounded && overdue == 0 && bound < min_quality_delta {
+            return Verdict::Below;
+        }
+        let mut delta = RoundValue::default();
+        let mut new_a = MatchEval::INFEASIBLE;
+        let mut new_b = MatchEval::INFEASIBLE;
+        if a != BENCH {
+            new_a = sc.evaluate_row(scratch.row_a.as_mut().expect("built above"), 0);
+            delta.add(&new_a, 1.0);
+            delta.add(&self.evals[a as usize], -1.0);
+        }
+        if b != BENCH {
+            new_b = sc.evaluate_row(scratch.row_b.as_mut().expect("built above"), 0);
+            delta.add(&new_b, 1.0);
+            delta.add(&self.evals[b as usize], -1.0);
+        }
+        Verdict::Scored(Scored {
+            delta,
+            new_a,
+            new_b,
+            generation: scratch.generation,
+        })
+    }
+
+    /// The general scorer's path: re-evaluate the touched matches from their units.
+    fn score_general(
+        &self,
+        sc: &Scorer,
+        a: u32,
+        a_out: &[u32],
+        b: u32,
+        b_out: &[u32],
+        scratch: &mut Scratch,
+    ) -> Verdict {
         let mut delta = RoundValue::default();
         let mut new_a = MatchEval::INFEASIBLE;
         let mut new_b = MatchEval::INFEASIBLE;
@@ -100,7 +228,7 @@ impl State {
             replaced(&self.matches[a as usize], a_out, b_out, &mut scratch.a);
             new_a = sc.evaluate(&scratch.a);
             if !new_a.feasible {
-                return None;
+                return Verdict::Infeasible;
             }
             delta.add(&new_a, 1.0);
             delta.add(&self.evals[a as usize], -1.0);
@@ -109,31 +237,51 @@ impl State {
             replaced(&self.matches[b as usize], b_out, a_out, &mut scratch.b);
             new_b = sc.evaluate(&scratch.b);
             if !new_b.feasible {
-                return None;
+                return Verdict::Infeasible;
             }
             delta.add(&new_b, 1.0);
             delta.add(&self.evals[b as usize], -1.0);
         }
-        Some(Scored {
+        Verdict::Scored(Scored {
             delta,
             new_a,
             new_b,
+            generation: scratch.generation,
         })
     }
 
     /// Apply a scored exchange.
-    pub fn apply_exchange(&mut self, a: u32, a_out: &[u32], b: u32, b_out: &[u32], s: &Scored) {
-        for (&x, &y) in a_out.iter().zip(b_out) {
-            self.swap_pair(a, x, b, y);
-        }
-        // unequal counts (party vs solos): move the rest
-        if a_out.len() > b_out.len() {
-            for &x in &a_out[b_out.len()..] {
-                self.move_unit(a, x, b);
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_exchange(
+        &mut self,
+        sc: &Scorer,
+        a: u32,
+        a_out: &[u32],
+        b: u32,
+        b_out: &[u32],
+        s: &Scored,
+        scratch: &mut Scratch,
+    ) {
+        if self.rows.is_some() {
+            if s.generation != scratch.generation {
+                // another exchange was scored since: rebuild this one's new rows
+                self.score_exchange(sc, a, a_out, b, b_out, scratch)
+                    .expect("an exchange that scored before still scores");
             }
+            self.apply_rows(a, a_out, b, b_out, scratch);
         } else {
-            for &y in &b_out[a_out.len()..] {
-                self.move_unit(b, y, a);
+            for (&x, &y) in a_out.iter().zip(b_out) {
+                self.swap_pair(a, x, b, y);
+            }
+            // unequal counts (party vs solos): move the rest
+            if a_out.len() > b_out.len() {
+                for &x in &a_out[b_out.len()..] {
+                    self.move_unit(a, x, b);
+                }
+            } else {
+                for &y in &b_out[a_out.len()..] {
+                    self.move_unit(b, y, a);
+                }
             }
         }
         if a != BENCH {
@@ -145,6 +293,47 @@ impl State {
         self.value.quality += s.delta.quality;
         self.value.overdue += s.delta.overdue;
         self.value.matches += s.delta.matches;
+    }
+
+    /// Fast path: the touched matches take the scratch's unit lists and rows.
+    fn apply_rows(&mut self, a: u32, a_out: &[u32], b: u32, b_out: &[u32], scratch: &Scratch) {
+        // the bench first: its removals read the bench positions in `loc`
+        if b == BENCH {
+            self.bench_exchange(b_out, a_out);
+        }
+        if a == BENCH {
+            self.bench_exchange(a_out, b_out);
+        }
+        for (m, units, row) in [
+            (a, &scratch.a, &scratch.row_a),
+            (b, &scratch.b, &scratch.row_b),
+        ] {
+            if m == BENCH {
+                continue;
+            }
+            let list = &mut self.matches[m as usize];
+            list.clone_from(units);
+            for (k, &u) in list.iter().enumerate() {
+                self.loc[u as usize] = (m, k as u32);
+            }
+            let rows = self.rows.as_mut().expect("fast path");
+            rows.copy_row(m as usize, row.as_ref().expect("scored row"), 0);
+        }
+    }
+
+    /// Take `out` off the bench and put `inn` on it.
+    fn bench_exchange(&mut self, out: &[u32], inn: &[u32]) {
+        for &x in out {
+            let (_, p) = self.loc[x as usize];
+            self.bench.swap_remove(p as usize);
+            if let Some(&moved) = self.bench.get(p as usize) {
+                self.loc[moved as usize] = (BENCH, p);
+            }
+        }
+        for &y in inn {
+            self.loc[y as usize] = (BENCH, self.bench.len() as u32);
+            self.bench.push(y);
+        }
     }
 
     fn slot(&mut self, c: u32) -> &mut Vec<u32> {
@@ -178,7 +367,16 @@ impl State {
     }
 
     /// Add a new match formed from bench units (must be feasible).
-    pub fn add_match(&mut self, units: Vec<u32>, eval: MatchEval) {
+    pub fn add_match(&mut self, sc: &Scorer, mut units: Vec<u32>, mut eval: MatchEval) {
+        if let Some(rows) = &mut self.rows {
+            let r = rows.len();
+            rows.push_row();
+            let mut order = Vec::new();
+            let ok = sc.build_row(&units, rows, r, &mut order);
+            assert!(ok, "an added match is valid");
+            units = order;
+            eval = sc.score_row(rows, r);
+        }
         for &u in &units {
             let (_, p) = self.loc[u as usize];
             self.bench.swap_remove(p as usize);
