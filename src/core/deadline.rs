@@ -74,4 +74,7 @@ pub enum StopReason {
     RestartBudget,
     /// The search proved there is nothing left to improve (e.g. pool too small).
     Exhausted,
+    /// A small pool's restarts stopped finding better rounds; the rest of the budget
+    /// was left unused.
+    Converged,
 }

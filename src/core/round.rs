@@ -50,6 +50,8 @@ pub struct SolveStats {
     pub strategy: String,
     #[serde(with = "humantime_serde")]
     pub elapsed: Duration,
+    /// `elapsed` in milliseconds, for tools that want a number.
+    pub elapsed_ms: f64,
     pub restarts: u64,
     pub moves_evaluated: u64,
     /// Of `moves_evaluated`, the moves the annealing rejected by an upper bound on
@@ -58,6 +60,8 @@ pub struct SolveStats {
     pub moves_per_second: f64,
     #[serde(with = "humantime_serde")]
     pub time_to_best: Duration,
+    /// `time_to_best` in milliseconds.
+    pub time_to_best_ms: f64,
     pub stop_reason: StopReason,
     pub threads: usize,
     pub seed: u64,

@@ -40,6 +40,9 @@ pub const MAXP: usize = super::model::MAX_PLAYERS_PER_MATCH;
 /// below 1e-6, is far under any difference a player could notice.
 pub const PING_UNIT: f64 = (1u32 << 20) as f64;
 
+/// Flag bit of a packed pair ping: the ping is above `hosts.max_ping_ms`.
+const PING_OVER: u32 = 1 << 31;
+
 #[inline]
 fn quantize_ping(score: f64) -> u32 {
     (score.clamp(0.0, 1.0) * PING_UNIT).round() as u32
@@ -285,31 +288,41 @@ impl<'a> Scorer<'a> {
     }
 
     /// (perceived score, ping above the host limit) of a pair, cached for small pools.
-    #[inline]
     /// `row` is `pair_row(a.min(b))` (hoisted out of the match's pair loop).
+    #[inline]
     fn pair_ping_packed(&self, a: u32, b: u32, row: usize) -> (u32, bool) {
-        const OVER: u32 = 1 << 31;
-        let limit = self.model.hosts.max_ping_ms;
-        let compute = || {
-            let (ms, score) = self.pair_ping(a, b);
-            // same test as `worst_ms <= limit` on the f32 ms (NaN is never over)
-            (score, ms as f64 > limit)
-        };
-        let Some(cache) = &self.ping_cache else {
-            return compute();
-        };
-        let k = row.wrapping_add(a.max(b) as usize);
-        debug_assert_eq!(
-            k,
-            pair_index(a.min(b) as usize, a.max(b) as usize, self.ix.len())
-        );
-        let v = cache[k].load(AtomicOrdering::Relaxed);
-        if v != u32::MAX {
-            return (v & !OVER, v & OVER != 0);
+        debug_assert_eq!(row, self.pair_row(a.min(b)));
+        let v = self.pair_ping_bits(a, b);
+        (v & !PING_OVER, v & PING_OVER != 0)
+    }
+
+    /// The pair's quantized perceived score, with `PING_OVER` set when the ping is
+    /// above the host limit.
+    #[inline(always)]
+    fn pair_ping_bits(&self, a: u32, b: u32) -> u32 {
+        let (lo, hi) = (a.min(b), a.max(b));
+        if let Some(cache) = &self.ping_cache {
+            let v =
+                cache[self.pair_row(lo).wrapping_add(hi as usize)].load(AtomicOrdering::Relaxed);
+            if v != u32::MAX {
+                return v;
+            }
         }
-        let (score, over) = compute();
-        cache[k].store(score | if over { OVER } else { 0 }, AtomicOrdering::Relaxed);
-        (score, over)
+        self.pair_ping_fill(lo, hi)
+    }
+
+    /// Compute a pair's packed ping (and cache it).
+    #[cold]
+    #[inline(never)]
+    fn pair_ping_fill(&self, lo: u32, hi: u32) -> u32 {
+        let (ms, score) = self.pair_ping(lo, hi);
+        // same test as `worst_ms <= limit` on the f32 ms (NaN is never over)
+        let over = ms as f64 > self.model.hosts.max_ping_ms;
+        let v = score | if over { PING_OVER } else { 0 };
+        if let Some(cache) = &self.ping_cache {
+            cache[self.pair_row(lo).wrapping_add(hi as usize)].store(v, AtomicOrdering::Relaxed);
+        }
+        v
     }
 
     /// `pair_index(lo, hi, n) = pair_row(lo) + hi` (wrapping: the row of player 0 is -1).

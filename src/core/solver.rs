@@ -29,6 +29,10 @@ use super::search::anneal::{self, Outcome};
 use super::search::state::State;
 use super::search::{awesomenauts, baselines, construct};
 
+/// Pools of at most this many matches' worth of players stop early under a time
+/// budget once their restarts converge (see `search`).
+pub const SMALL_POOL_MATCHES: usize = 10;
+
 /// Search strategy (`--strategy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -166,10 +170,16 @@ pub fn search(
         Strategy::Default | Strategy::Awesomenauts => {}
     }
     // Under a time budget one annealing run per thread cools over the whole budget
-    // (longer cooling beats more restarts); a restart budget needs a fixed length.
+    // (longer cooling beats more restarts); a restart budget needs a fixed length. A
+    // small pool (a few matches) is solved long before any useful budget ends: its
+    // restarts get the fixed length, and the search stops once a batch of restarts
+    // finds nothing better.
+    let fixed_length = (2_000 * sc.ix.units.len() as u64).max(20_000);
+    let small = matches!(options.budget, Budget::Time(_))
+        && sc.ix.len() <= SMALL_POOL_MATCHES * sc.players_per_match();
     let length = options.moves_per_restart.unwrap_or(match options.budget {
-        Budget::Time(_) => u64::MAX,
-        Budget::Restarts(_) => (2_000 * sc.ix.units.len() as u64).max(20_000),
+        Budget::Time(_) if !small => u64::MAX,
+        _ => fixed_length,
     });
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
         // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
@@ -222,6 +232,7 @@ pub fn search(
                 .map(|(k, rng)| one(next + k as u64, rng))
                 .collect();
             // in restart order: a later restart must be strictly better to win
+            let mut improved = false;
             for o in outs {
                 moves += o.moves;
                 bounded += o.bounded;
@@ -230,11 +241,15 @@ pub fn search(
                     .is_none_or(|b| o.state.value.better_than(&b.state.value))
                 {
                     best = Some(o);
+                    improved = true;
                 }
             }
             next += batch;
             if deadline.expired() {
                 break StopReason::Deadline;
+            }
+            if small && !improved && next >= 2 * threads as u64 {
+                break StopReason::Converged;
             }
         };
         let best = best.expect("at least one restart ran");
@@ -324,11 +339,13 @@ fn outcome(
         stats: SolveStats {
             strategy: options.strategy.name().to_string(),
             elapsed,
+            elapsed_ms: elapsed.as_secs_f64() * 1e3,
             restarts: run.restarts,
             moves_evaluated: run.moves,
             moves_rejected_by_bound: run.bounded,
             moves_per_second: run.moves as f64 / elapsed.as_secs_f64().max(1e-9),
             time_to_best: run.found_at,
+            time_to_best_ms: run.found_at.as_secs_f64() * 1e3,
             stop_reason: run.stop,
             threads,
             seed: options.seed,

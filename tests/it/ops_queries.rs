@@ -54,11 +54,13 @@ fn stats() -> SolveStats {
     SolveStats {
         strategy: "test".into(),
         elapsed: std::time::Duration::ZERO,
+        elapsed_ms: 0.0,
         restarts: 0,
         moves_evaluated: 0,
         moves_rejected_by_bound: 0,
         moves_per_second: 0.0,
         time_to_best: std::time::Duration::ZERO,
+        time_to_best_ms: 0.0,
         stop_reason: StopReason::Exhausted,
         threads: 1,
         seed: 0,

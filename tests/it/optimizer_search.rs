@@ -413,3 +413,43 @@ fn small_pools_are_solved_to_the_exact_optimum() {
         "exact optimum on {exact} of {total} pools"
     );
 }
+
+#[test]
+fn small_pools_stop_early_under_a_time_budget_at_the_optimum() {
+    let model = QueueModel {
+        wait_priority_per_minute: 0.0,
+        ..QueueModel::default()
+    };
+    for seed in 0..20u64 {
+        let pool = generate(
+            &PopulationSpec {
+                players: 6 + (seed as usize * 5) % 13,
+                ..PopulationSpec::default()
+            },
+            2_000 + seed,
+        );
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        let (_, k, q) = brute_force(&sc);
+        let options = SolveOptions {
+            budget: Budget::Time(std::time::Duration::from_secs(20)),
+            threads: Some(2),
+            seed,
+            ..SolveOptions::default()
+        };
+        let out = solve(&pool, &model, &options).unwrap();
+        assert_eq!(
+            out.stats.stop_reason,
+            matchmaker::core::StopReason::Converged,
+            "seed {seed}"
+        );
+        assert!(
+            out.stats.elapsed < std::time::Duration::from_secs(10),
+            "seed {seed}: a small pool used {:?} of a 20 s budget",
+            out.stats.elapsed
+        );
+        assert_eq!(out.matches.len() as i64, k, "seed {seed}: match count");
+        let got: f64 = out.matches.iter().map(|m| m.score).sum();
+        assert!((got - q).abs() < 1e-9, "seed {seed}: {got} vs optimum {q}");
+    }
+}

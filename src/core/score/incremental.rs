@@ -231,20 +231,60 @@ impl Scorer<'_> {
         let mut gain = w[EQUAL_TEAMS] * skill_moved * self.equal_teams_inverse();
         let changed = offset..offset + members.len();
         if self.ping_pairs() {
+            // A changed slot faces exactly team_size opponents among the slots outside
+            // its unit, so its cross pings gain at most its team_size largest rises.
+            let ts = self.model.team_size;
             let mut ping_up = 0u64;
-            for i in changed.clone() {
-                dst.slots[i].over = 0;
+            let mut players = [0u32; MAXP];
+            let mut rsum = [0u32; MAXP];
+            let mut over = [0u32; MAXP];
+            for (k, s) in dst.slots[..p].iter().enumerate() {
+                players[k] = s.player;
+                rsum[k] = s.rsum;
+                over[k] = s.over;
             }
+            let ps = &mut dst.ps[..dst.npairs];
             for i in changed.clone() {
+                let v = players[i];
+                let mut rises = [0u32; MAXP];
+                let mut n = 0;
                 for j in 0..p {
-                    // pairs inside the incoming unit once, from its lower slot
-                    if j == i || (changed.contains(&j) && j < i) {
+                    if j == i {
                         continue;
                     }
-                    let (a, b) = if i < j { (i, j) } else { (j, i) };
-                    let (old, new) = self.set_ping(dst, 0, a, b);
-                    ping_up += new.saturating_sub(old) as u64;
+                    let inside = changed.contains(&j);
+                    // pairs inside the incoming unit once, from its lower slot
+                    if inside && j < i {
+                        continue;
+                    }
+                    let bits = self.pair_ping_bits(v, players[j]);
+                    let (score, o) = (bits & !PING_OVER, bits >> 31);
+                    let k = if i < j {
+                        pair_index(i, j, p)
+                    } else {
+                        pair_index(j, i, p)
+                    };
+                    let old = std::mem::replace(&mut ps[k], score);
+                    rsum[i] = rsum[i] - old + score;
+                    rsum[j] = rsum[j] - old + score;
+                    over[i] = (over[i] & !(1 << j)) | (o << j);
+                    over[j] = (over[j] & !(1 << i)) | (o << i);
+                    if !inside && score > old {
+                        // insertion into the descending list of rises
+                        let mut at = n;
+                        while at > 0 && rises[at - 1] < score - old {
+                            rises[at] = rises[at - 1];
+                            at -= 1;
+                        }
+                        rises[at] = score - old;
+                        n += 1;
+                    }
                 }
+                ping_up += rises[..n.min(ts)].iter().map(|&x| x as u64).sum::<u64>();
+            }
+            for (k, s) in dst.slots[..p].iter_mut().enumerate() {
+                s.rsum = rsum[k];
+                s.over = over[k];
             }
             if w[ENEMY_PING] > 0.0 {
                 let table = self.tables.get(dst.info[0].table);

@@ -194,9 +194,19 @@ impl State {
         let mut new_a = MatchEval::INFEASIBLE;
         let mut new_b = MatchEval::INFEASIBLE;
         if a != BENCH {
-            new_a = sc.evaluate_row(scratch.row_a.as_mut().expect("built above"), 0);
+            let row = scratch.row_a.as_mut().expect("built above");
+            new_a = sc.evaluate_row(row, 0);
             delta.add(&new_a, 1.0);
             delta.add(&self.evals[a as usize], -1.0);
+            // second chance: a exact, b still bounded
+            if bounded && overdue == 0 && b != BENCH {
+                let i = b as usize;
+                let row_b = scratch.row_b.as_ref().expect("built above");
+                let ub = sc.row_quality_bound(row_b, 0, rows.split_best(i)) - self.evals[i].quality;
+                if delta.quality + ub < min_quality_delta {
+                    return Verdict::Below;
+                }
+            }
         }
         if b != BENCH {
             new_b = sc.evaluate_row(scratch.row_b.as_mut().expect("built above"), 0);
