@@ -418,7 +418,9 @@ impl Scorer<'_> {
     pub fn row_quality_bound(&self, rows: &MatchRows, r: usize, old_split_best: f64) -> f64 {
         let info = &rows.info[r];
         let score = ((old_split_best + info.gain_bound + info.fixed) / self.wsum).min(1.0);
-        self.shaped(score.max(0.0)) + info.wait * self.beta
+        // a margin far above rounding: a move is never rejected by a bound that rounding
+        // put a few ulps below its exact score
+        self.shaped(score.max(0.0)) + info.wait * self.beta + 1e-12
     }
 
     /// Score row r from scratch: `row_fixed`, then `evaluate_row`.
