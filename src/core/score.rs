@@ -288,10 +288,8 @@ impl<'a> Scorer<'a> {
     }
 
     /// (perceived score, ping above the host limit) of a pair, cached for small pools.
-    /// `row` is `pair_row(a.min(b))` (hoisted out of the match's pair loop).
     #[inline]
-    fn pair_ping_packed(&self, a: u32, b: u32, row: usize) -> (u32, bool) {
-        debug_assert_eq!(row, self.pair_row(a.min(b)));
+    fn pair_ping_packed(&self, a: u32, b: u32) -> (u32, bool) {
         let v = self.pair_ping_bits(a, b);
         (v & !PING_OVER, v & PING_OVER != 0)
     }
@@ -451,15 +449,9 @@ impl<'a> Scorer<'a> {
                 // slots with some ping above the host limit, as a bit mask
                 let mut over_mask = 0u32;
                 let mut k = 0;
-                let mut rows = [0usize; MAXP];
-                for i in 0..n {
-                    rows[i] = self.pair_row(c.slots[i]);
-                }
                 for i in 0..n {
                     for j in i + 1..n {
-                        let (a, b) = (c.slots[i], c.slots[j]);
-                        let row = if a < b { rows[i] } else { rows[j] };
-                        let (score, over) = self.pair_ping_packed(a, b, row);
+                        let (score, over) = self.pair_ping_packed(c.slots[i], c.slots[j]);
                         c.ps[k] = score;
                         k += 1;
                         if over {

@@ -326,8 +326,7 @@ impl Scorer<'_> {
         let (p, q) = (rows.ppm, rows.npairs);
         let slots = &mut rows.slots[r * p..(r + 1) * p];
         let (a, b) = (slots[i].player, slots[j].player);
-        let (lo, hi) = (a.min(b), a.max(b));
-        let (score, over) = self.pair_ping_packed(lo, hi, self.pair_row(lo));
+        let (score, over) = self.pair_ping_packed(a, b);
         let old = std::mem::replace(&mut rows.ps[r * q + pair_index(i, j, p)], score);
         slots[i].rsum = slots[i].rsum - old + score;
         slots[j].rsum = slots[j].rsum - old + score;

@@ -232,30 +232,29 @@ impl State {
         scratch: &mut Scratch,
     ) -> Verdict {
         let mut delta = RoundValue::default();
-        let mut new_a = MatchEval::INFEASIBLE;
-        let mut new_b = MatchEval::INFEASIBLE;
-        if a != BENCH {
-            replaced(&self.matches[a as usize], a_out, b_out, &mut scratch.a);
-            new_a = sc.evaluate(&scratch.a);
-            if !new_a.feasible {
+        let mut new = [MatchEval::INFEASIBLE; 2];
+        for (k, (m, out, inn, units)) in [
+            (a, a_out, b_out, &mut scratch.a),
+            (b, b_out, a_out, &mut scratch.b),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if m == BENCH {
+                continue;
+            }
+            replaced(&self.matches[m as usize], out, inn, units);
+            new[k] = sc.evaluate(units);
+            if !new[k].feasible {
                 return Verdict::Infeasible;
             }
-            delta.add(&new_a, 1.0);
-            delta.add(&self.evals[a as usize], -1.0);
-        }
-        if b != BENCH {
-            replaced(&self.matches[b as usize], b_out, a_out, &mut scratch.b);
-            new_b = sc.evaluate(&scratch.b);
-            if !new_b.feasible {
-                return Verdict::Infeasible;
-            }
-            delta.add(&new_b, 1.0);
-            delta.add(&self.evals[b as usize], -1.0);
+            delta.add(&new[k], 1.0);
+            delta.add(&self.evals[m as usize], -1.0);
         }
         Verdict::Scored(Scored {
             delta,
-            new_a,
-            new_b,
+            new_a: new[0],
+            new_b: new[1],
             generation: scratch.generation,
         })
     }
