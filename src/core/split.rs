@@ -62,7 +62,7 @@ pub struct SplitTable {
 
 /// Index of slot pair (i, j), i < j, in a triangular array over `n` slots.
 #[inline]
-pub fn pair_index(i: usize, j: usize, n: usize) -> usize {
+pub const fn pair_index(i: usize, j: usize, n: usize) -> usize {
     debug_assert!(i < j && j < n);
     i * n - i * (i + 1) / 2 + (j - i - 1)
 }

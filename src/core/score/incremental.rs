@@ -18,6 +18,8 @@
 // Slot-indexed arrays are the point of this hot loop.
 #![allow(clippy::needless_range_loop)]
 
+use std::ops::Range;
+
 use super::super::model::{CurveKind, SpreadMeasure};
 use super::*;
 
@@ -191,6 +193,10 @@ impl Scorer<'_> {
     /// Copy row `r` of `src` into row 0 of `dst`, with the unit at position `pos` of
     /// `units` (the row's slot order) replaced by `inn`, a unit of the same size.
     /// `order` receives the new slot order of units.
+    ///
+    /// The incoming players' history is not looked up yet (it can only lower the
+    /// score, so the gain bound does not need it): call `finish_replace` with the
+    /// returned slot range before `evaluate_row`.
     #[allow(clippy::too_many_arguments)]
     pub fn replace_in_row(
         &self,
@@ -201,8 +207,7 @@ impl Scorer<'_> {
         inn: u32,
         dst: &mut MatchRows,
         order: &mut Vec<u32>,
-    ) {
-        dst.copy_row(0, src, r);
+    ) -> Range<usize> {
         order.clear();
         order.extend_from_slice(units);
         order[pos] = inn;
@@ -210,108 +215,231 @@ impl Scorer<'_> {
             .iter()
             .map(|&u| self.ix.unit_size[u as usize] as usize)
             .sum();
+        let changed = offset..offset + self.ix.unit_size[inn as usize] as usize;
+        // fixed-size rows: unrolled loops and inline copies
+        match self.model.team_size {
+            1 => self.replace_sized::<2, 1>(src, r, changed.clone(), inn, dst),
+            2 => self.replace_sized::<4, 6>(src, r, changed.clone(), inn, dst),
+            3 => self.replace_sized::<6, 15>(src, r, changed.clone(), inn, dst),
+            4 => self.replace_sized::<8, 28>(src, r, changed.clone(), inn, dst),
+            5 => self.replace_sized::<10, 45>(src, r, changed.clone(), inn, dst),
+            6 => self.replace_sized::<12, 66>(src, r, changed.clone(), inn, dst),
+            7 => self.replace_sized::<14, 91>(src, r, changed.clone(), inn, dst),
+            _ => self.replace_sized::<16, 120>(src, r, changed.clone(), inn, dst),
+        }
+        changed
+    }
+
+    /// Look up the history of the incoming slots of a replaced row (see
+    /// `replace_in_row`).
+    #[inline]
+    pub fn finish_replace(&self, rows: &mut MatchRows, changed: Range<usize>) {
+        if self.weights[OPPONENT_VARIATION] > 0.0 {
+            for i in changed {
+                self.scan_history(rows, 0, i);
+            }
+        }
+    }
+
+    /// `replace_in_row` for rows of P players (Q = P (P - 1) / 2 pairs).
+    #[inline(always)]
+    fn replace_sized<const P: usize, const Q: usize>(
+        &self,
+        src: &MatchRows,
+        r: usize,
+        changed: Range<usize>,
+        inn: u32,
+        dst: &mut MatchRows,
+    ) {
+        debug_assert!(src.ppm == P && src.npairs == Q);
+        assert!(changed.end <= P);
+        match self.ix.members_of(inn) {
+            &[player] => self.replace_solo::<P, Q>(src, r, changed.start, player, dst),
+            _ => self.replace_party::<P, Q>(src, r, changed, inn, dst),
+        }
+    }
+
+    #[inline(always)]
+    fn replace_party<const P: usize, const Q: usize>(
+        &self,
+        src: &MatchRows,
+        r: usize,
+        changed: Range<usize>,
+        inn: u32,
+        dst: &mut MatchRows,
+    ) {
+        let pair = &Pairs::<P>::INDEX;
+        let slots: &mut [Slot; P] = (&mut dst.slots[..P]).try_into().expect("P slots");
+        slots.copy_from_slice(&src.slots[r * P..(r + 1) * P]);
+        let ps: &mut [u32; Q] = (&mut dst.ps[..Q]).try_into().expect("Q pairs");
+        ps.copy_from_slice(&src.ps[r * Q..(r + 1) * Q]);
+        let mut info = src.info[r];
+        // a row without history pairs has all-zero costs
+        if info.hist_pairs > 0 || dst.info[0].hist_pairs > 0 {
+            dst.hist[..Q].copy_from_slice(&src.hist[r * Q..(r + 1) * Q]);
+        }
         let members = self.ix.members_of(inn);
-        let p = dst.ppm;
         let w = &self.weights;
-        let mut overdue = dst.info[0].overdue;
         let mut skill_moved = 0.0;
         for (k, &pl) in members.iter().enumerate() {
-            let slot = &mut dst.slots[offset + k];
-            overdue -= self.ix.hot[slot.player as usize].overdue;
+            let slot = &mut slots[changed.start + k];
+            info.overdue -= self.ix.hot[slot.player as usize].overdue;
             let hot = self.ix.hot[pl as usize];
             skill_moved += (hot.skill - slot.skill).abs();
             slot.player = pl;
             slot.skill = hot.skill;
             slot.wait = hot.wait_capped;
-            overdue += hot.overdue;
+            info.overdue += hot.overdue;
         }
-        dst.info[0].overdue = overdue;
         // The equal-teams curve is 1-Lipschitz in x (all four kinds), and moving a
         // slot's skill by delta moves every split's |team 0 - team 1| by at most delta.
         let mut gain = w[EQUAL_TEAMS] * skill_moved * self.equal_teams_inverse();
-        let changed = offset..offset + members.len();
         if self.ping_pairs() {
             // A changed slot faces exactly team_size opponents among the slots outside
             // its unit, so its cross pings gain at most its team_size largest rises.
-            let ts = self.model.team_size;
-            let mut ping_up = 0u64;
-            let mut players = [0u32; MAXP];
-            let mut rsum = [0u32; MAXP];
-            let mut over = [0u32; MAXP];
-            for (k, s) in dst.slots[..p].iter().enumerate() {
-                players[k] = s.player;
-                rsum[k] = s.rsum;
-                over[k] = s.over;
-            }
-            let ps = &mut dst.ps[..dst.npairs];
+            let ts = P / 2;
+            let mut ping_up = 0u32;
             for i in changed.clone() {
-                let v = players[i];
-                let mut rises = [0u32; MAXP];
+                let v = slots[i].player;
+                let mut rises = [0u32; P];
                 let mut n = 0;
-                for j in 0..p {
-                    if j == i {
-                        continue;
-                    }
+                for j in 0..P {
                     let inside = changed.contains(&j);
                     // pairs inside the incoming unit once, from its lower slot
-                    if inside && j < i {
+                    if j == i || (inside && j < i) {
                         continue;
                     }
-                    let bits = self.pair_ping_bits(v, players[j]);
+                    let bits = self.pair_ping_bits(v, slots[j].player);
                     let (score, o) = (bits & !PING_OVER, bits >> 31);
-                    let k = if i < j {
-                        pair_index(i, j, p)
-                    } else {
-                        pair_index(j, i, p)
-                    };
+                    let k = pair[i][j] as usize;
                     let old = std::mem::replace(&mut ps[k], score);
-                    rsum[i] = rsum[i] - old + score;
-                    rsum[j] = rsum[j] - old + score;
-                    over[i] = (over[i] & !(1 << j)) | (o << j);
-                    over[j] = (over[j] & !(1 << i)) | (o << i);
+                    slots[i].rsum = slots[i].rsum.wrapping_sub(old).wrapping_add(score);
+                    slots[j].rsum = slots[j].rsum.wrapping_sub(old).wrapping_add(score);
+                    slots[i].over = (slots[i].over & !(1 << j)) | (o << j);
+                    slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
                     if !inside && score > old {
                         // insertion into the descending list of rises
+                        let rise = score - old;
                         let mut at = n;
-                        while at > 0 && rises[at - 1] < score - old {
+                        while at > 0 && rises[at - 1] < rise {
                             rises[at] = rises[at - 1];
                             at -= 1;
                         }
-                        rises[at] = score - old;
+                        rises[at] = rise;
                         n += 1;
                     }
                 }
-                ping_up += rises[..n.min(ts)].iter().map(|&x| x as u64).sum::<u64>();
-            }
-            for (k, s) in dst.slots[..p].iter_mut().enumerate() {
-                s.rsum = rsum[k];
-                s.over = over[k];
+                ping_up += rises[..n.min(ts)].iter().sum::<u32>();
             }
             if w[ENEMY_PING] > 0.0 {
-                let table = self.tables.get(dst.info[0].table);
-                gain += w[ENEMY_PING] * ping_up as f64 / (table.ncross as f64 * PING_UNIT);
+                gain += w[ENEMY_PING] * ping_up as f64 / ((ts * ts) as f64 * PING_UNIT);
             }
         }
-        if w[OPPONENT_VARIATION] > 0.0 {
-            // clear the outgoing players' pairs, then set the incoming ones'
+        if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
+            // clear the outgoing players' pairs (`finish_replace` sets the incoming
+            // ones'): removed costs are the most the history term can gain
             let mut cleared = 0.0f64;
-            if dst.info[0].hist_pairs > 0 {
-                for i in changed.clone() {
-                    for j in 0..p {
-                        if j != i {
-                            let (lo, hi) = (i.min(j), i.max(j));
-                            let (tm, op) = dst.hist[pair_index(lo, hi, p)];
+            for i in changed.clone() {
+                for j in 0..P {
+                    if j != i && !(changed.contains(&j) && j < i) {
+                        let k = pair[i][j] as usize;
+                        let (tm, op) = dst.hist[k];
+                        if tm != 0.0 || op != 0.0 {
                             cleared += tm.max(op) as f64;
-                            set_history(dst, 0, lo, hi, 0.0, 0.0);
+                            clear_history(dst, &mut info, k, i, j);
                         }
                     }
                 }
             }
-            for i in changed {
-                self.scan_history(dst, 0, i);
-            }
-            gain += w[OPPONENT_VARIATION] * cleared / dst.npairs as f64;
+            gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
         }
-        dst.info[0].gain_bound = gain;
+        info.gain_bound = gain;
+        dst.info[0] = info;
+    }
+
+    /// `replace_sized` for a solo at slot i (most moves): `player` replaces it.
+    #[inline(always)]
+    fn replace_solo<const P: usize, const Q: usize>(
+        &self,
+        src: &MatchRows,
+        r: usize,
+        i: usize,
+        inn: u32,
+        dst: &mut MatchRows,
+    ) {
+        // (`inn` is the incoming player here, not its unit)
+        let i = i.min(P - 1);
+        let pair = &Pairs::<P>::INDEX[i];
+        let mut info = src.info[r];
+        // a row without history pairs has all-zero costs
+        if info.hist_pairs > 0 || dst.info[0].hist_pairs > 0 {
+            dst.hist[..Q].copy_from_slice(&src.hist[r * Q..(r + 1) * Q]);
+        }
+        let slots: &mut [Slot; P] = (&mut dst.slots[..P]).try_into().expect("P slots");
+        slots.copy_from_slice(&src.slots[r * P..(r + 1) * P]);
+        let ps: &mut [u32; Q] = (&mut dst.ps[..Q]).try_into().expect("Q pairs");
+        ps.copy_from_slice(&src.ps[r * Q..(r + 1) * Q]);
+        let w = &self.weights;
+        let (out, hot) = (
+            self.ix.hot[slots[i].player as usize],
+            self.ix.hot[inn as usize],
+        );
+        info.overdue = info.overdue - out.overdue + hot.overdue;
+        // see `replace_sized` for the bound's terms
+        let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
+        slots[i].player = inn;
+        slots[i].skill = hot.skill;
+        slots[i].wait = hot.wait_capped;
+        if self.ping_pairs() {
+            let mut rises = [0u32; P];
+            let (mut rsum, mut over) = (0u32, 0u32);
+            for j in 0..P {
+                if j == i {
+                    continue;
+                }
+                let bits = self.pair_ping_bits(inn, slots[j].player);
+                let (score, o) = (bits & !PING_OVER, bits >> 31);
+                let old = std::mem::replace(&mut ps[pair[j] as usize], score);
+                slots[j].rsum = slots[j].rsum - old + score;
+                slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
+                rsum += score;
+                over |= o << j;
+                rises[j] = score.saturating_sub(old);
+            }
+            slots[i].rsum = rsum;
+            slots[i].over = over;
+            if w[ENEMY_PING] > 0.0 {
+                // the team_size largest rises, by partial insertion sort
+                let ts = P / 2;
+                let mut top = [0u32; P];
+                for &x in &rises {
+                    let mut at = ts;
+                    while at > 0 && top[at - 1] < x {
+                        top[at] = top[at - 1];
+                        at -= 1;
+                    }
+                    top[at] = x;
+                }
+                let ping_up: u32 = top[..ts].iter().sum();
+                gain += w[ENEMY_PING] * ping_up as f64 / ((ts * ts) as f64 * PING_UNIT);
+            }
+        }
+        if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
+            let mut cleared = 0.0f64;
+            for j in 0..P {
+                if j != i {
+                    let k = pair[j] as usize;
+                    let (tm, op) = dst.hist[k];
+                    if tm != 0.0 || op != 0.0 {
+                        cleared += tm.max(op) as f64;
+                        clear_history(dst, &mut info, k, i, j);
+                    }
+                }
+            }
+            gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
+        }
+        info.gain_bound = gain;
+        dst.info[0] = info;
     }
 
     /// Whether rows keep pair pings (peer-to-peer with ping or hosts weighted).
@@ -587,4 +715,36 @@ fn set_history(rows: &mut MatchRows, r: usize, i: usize, j: usize, tm: f32, op: 
     }
     rows.slots[r * p + i].hsum += d;
     rows.slots[r * p + j].hsum += d;
+}
+
+/// Clear the history costs of slot pair k = (i, j) of row 0, keeping the totals in
+/// `info` (the row's info, written back by the caller) and the slots' sums.
+#[inline]
+fn clear_history(rows: &mut MatchRows, info: &mut RowInfo, k: usize, i: usize, j: usize) {
+    let (tm, op) = std::mem::take(&mut rows.hist[k]);
+    info.hist_pairs -= 1;
+    info.tm_total -= tm as f64;
+    let d = op as f64 - tm as f64;
+    rows.slots[i].hsum -= d;
+    rows.slots[j].hsum -= d;
+}
+
+/// Slot pair indices of a row of P players, both orders: `INDEX[i][j] = pair_index`.
+struct Pairs<const P: usize>;
+
+impl<const P: usize> Pairs<P> {
+    const INDEX: [[u8; P]; P] = {
+        let mut t = [[0u8; P]; P];
+        let mut i = 0;
+        while i < P {
+            let mut j = i + 1;
+            while j < P {
+                t[i][j] = pair_index(i, j, P) as u8;
+                t[j][i] = t[i][j];
+                j += 1;
+            }
+            i += 1;
+        }
+        t
+    };
 }

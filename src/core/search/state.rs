@@ -156,9 +156,25 @@ impl State {
         let mut bounded = true;
         let mut overdue = 0i64;
         let mut bound = 0.0;
-        for (m, out, inn, units, row) in [
-            (a, a_out, b_out, &mut scratch.a, &mut scratch.row_a),
-            (b, b_out, a_out, &mut scratch.b, &mut scratch.row_b),
+        // slots whose history is still to be looked up (`Scorer::finish_replace`)
+        let (mut pending_a, mut pending_b) = (0..0, 0..0);
+        for (m, out, inn, units, row, pending) in [
+            (
+                a,
+                a_out,
+                b_out,
+                &mut scratch.a,
+                &mut scratch.row_a,
+                &mut pending_a,
+            ),
+            (
+                b,
+                b_out,
+                a_out,
+                &mut scratch.b,
+                &mut scratch.row_b,
+                &mut pending_b,
+            ),
         ] {
             if m == BENCH {
                 continue;
@@ -172,7 +188,7 @@ impl State {
                 && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
             {
                 let pos = self.loc[out[0] as usize].1 as usize;
-                sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
+                *pending = sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
             } else {
                 let mut list = std::mem::take(units);
                 replaced(current, out, inn, &mut list);
@@ -195,6 +211,7 @@ impl State {
         let mut new_b = MatchEval::INFEASIBLE;
         if a != BENCH {
             let row = scratch.row_a.as_mut().expect("built above");
+            sc.finish_replace(row, pending_a);
             new_a = sc.evaluate_row(row, 0);
             delta.add(&new_a, 1.0);
             delta.add(&self.evals[a as usize], -1.0);
@@ -209,7 +226,9 @@ impl State {
             }
         }
         if b != BENCH {
-            new_b = sc.evaluate_row(scratch.row_b.as_mut().expect("built above"), 0);
+            let row = scratch.row_b.as_mut().expect("built above");
+            sc.finish_replace(row, pending_b);
+            new_b = sc.evaluate_row(row, 0);
             delta.add(&new_b, 1.0);
             delta.add(&self.evals[b as usize], -1.0);
         }
