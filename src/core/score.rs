@@ -176,8 +176,8 @@ struct Ctx {
 
 const MAXPAIRS: usize = MAXP * (MAXP - 1) / 2;
 
-/// Pools up to this size cache every pair's ping (8 bytes a pair, filled lazily);
-/// larger pools compute pings on demand (no n x n memory).
+/// Pools up to this size cache every pair's ping (4 bytes an ordered pair, filled
+/// lazily: 16 MB at most); larger pools compute pings on demand (no n x n memory).
 pub const PING_CACHE_MAX_PLAYERS: usize = 2048;
 
 impl<'a> Scorer<'a> {
@@ -227,9 +227,7 @@ impl<'a> Scorer<'a> {
                 .collect(),
             ping_cache: (p2p && ix.len() <= PING_CACHE_MAX_PLAYERS).then(|| {
                 let n = ix.len();
-                (0..n * n.saturating_sub(1) / 2)
-                    .map(|_| AtomicU32::new(u32::MAX))
-                    .collect()
+                (0..n * n).map(|_| AtomicU32::new(u32::MAX)).collect()
             }),
             hist_mask: ix
                 .history
@@ -298,15 +296,14 @@ impl<'a> Scorer<'a> {
     /// above the host limit.
     #[inline(always)]
     fn pair_ping_bits(&self, a: u32, b: u32) -> u32 {
-        let (lo, hi) = (a.min(b), a.max(b));
         if let Some(cache) = &self.ping_cache {
-            let v =
-                cache[self.pair_row(lo).wrapping_add(hi as usize)].load(AtomicOrdering::Relaxed);
+            // a square array: the incoming player's row is one base address
+            let v = cache[a as usize * self.ix.len() + b as usize].load(AtomicOrdering::Relaxed);
             if v != u32::MAX {
                 return v;
             }
         }
-        self.pair_ping_fill(lo, hi)
+        self.pair_ping_fill(a.min(b), a.max(b))
     }
 
     /// Compute a pair's packed ping (and cache it).
@@ -318,16 +315,11 @@ impl<'a> Scorer<'a> {
         let over = ms as f64 > self.model.hosts.max_ping_ms;
         let v = score | if over { PING_OVER } else { 0 };
         if let Some(cache) = &self.ping_cache {
-            cache[self.pair_row(lo).wrapping_add(hi as usize)].store(v, AtomicOrdering::Relaxed);
+            let (lo, hi, n) = (lo as usize, hi as usize, self.ix.len());
+            cache[lo * n + hi].store(v, AtomicOrdering::Relaxed);
+            cache[hi * n + lo].store(v, AtomicOrdering::Relaxed);
         }
         v
-    }
-
-    /// `pair_index(lo, hi, n) = pair_row(lo) + hi` (wrapping: the row of player 0 is -1).
-    #[inline]
-    fn pair_row(&self, lo: u32) -> usize {
-        let (lo, n) = (lo as usize, self.ix.len());
-        (lo * n - lo * (lo + 1) / 2).wrapping_sub(lo + 1)
     }
 
     /// Canonical unit order and the shape's table.

@@ -10,6 +10,10 @@
 //! row. The values are those of `Scorer::evaluate` (the from-scratch oracle the state
 //! is checked against), up to rounding: sums run over the same terms in another order.
 //!
+//! Rows have a fixed size per queue, so every loop here is compiled once per team size
+//! (`by_size!`): fixed trip counts, inline copies, and pair arrays padded to a power of
+//! two so that indices are masked instead of bounds-checked.
+//!
 //! A replaced row also carries an upper bound on how much its best split can have
 //! gained over the old row's (each factor's change is bounded by what the move
 //! touched), so that the annealing can reject a clearly worse move before running the
@@ -57,17 +61,36 @@ struct RowInfo {
     gain_bound: f64,
 }
 
-/// Rows of match data, flat (stride: players per match, or pairs per match).
+/// Rows of match data, flat (stride: players per match, or the padded pair count).
 #[derive(Debug, Clone, Default)]
 pub struct MatchRows {
     ppm: usize,
-    npairs: usize,
+    /// Pairs per row padded to a power of two (`pair_index` order; padding stays 0).
+    stride: usize,
     slots: Vec<Slot>,
-    /// Quantized perceived ping score per slot pair (`pair_index` order).
+    /// Quantized perceived ping score per slot pair.
     ps: Vec<u32>,
     /// History cost per slot pair: (if teammates, if opponents).
     hist: Vec<(f32, f32)>,
     info: Vec<RowInfo>,
+}
+
+/// Call `$obj.$method::<TS, NF, P, Q, QS>(args)` for the queue's team size: TS players
+/// a team, NF = TS (TS - 1) / 2 pairs inside a team, P = 2 TS players a match,
+/// Q = P (P - 1) / 2 slot pairs, QS = Q padded to a power of two.
+macro_rules! by_size {
+    ($ts:expr, $obj:ident . $method:ident ( $($arg:expr),* )) => {
+        match $ts {
+            1 => $obj.$method::<1, 0, 2, 1, 1>($($arg),*),
+            2 => $obj.$method::<2, 1, 4, 6, 8>($($arg),*),
+            3 => $obj.$method::<3, 3, 6, 15, 16>($($arg),*),
+            4 => $obj.$method::<4, 6, 8, 28, 32>($($arg),*),
+            5 => $obj.$method::<5, 10, 10, 45, 64>($($arg),*),
+            6 => $obj.$method::<6, 15, 12, 66, 128>($($arg),*),
+            7 => $obj.$method::<7, 21, 14, 91, 128>($($arg),*),
+            _ => $obj.$method::<8, 28, 16, 120, 128>($($arg),*),
+        }
+    };
 }
 
 impl MatchRows {
@@ -85,13 +108,13 @@ impl MatchRows {
 
     /// `rows` empty rows for matches of `ppm` players.
     pub fn new(ppm: usize, rows: usize) -> MatchRows {
-        let npairs = ppm * ppm.saturating_sub(1) / 2;
+        let stride = (ppm * ppm.saturating_sub(1) / 2).next_power_of_two();
         MatchRows {
             ppm,
-            npairs,
+            stride,
             slots: vec![Slot::default(); ppm * rows],
-            ps: vec![0; npairs * rows],
-            hist: vec![(0.0, 0.0); npairs * rows],
+            ps: vec![0; stride * rows],
+            hist: vec![(0.0, 0.0); stride * rows],
             info: vec![RowInfo::default(); rows],
         }
     }
@@ -106,7 +129,7 @@ impl MatchRows {
 
     /// Append an empty row.
     pub fn push_row(&mut self) {
-        let (p, q) = (self.ppm, self.npairs);
+        let (p, q) = (self.ppm, self.stride);
         self.slots.extend(std::iter::repeat_n(Slot::default(), p));
         self.ps.extend(std::iter::repeat_n(0, q));
         self.hist.extend(std::iter::repeat_n((0.0, 0.0), q));
@@ -116,7 +139,7 @@ impl MatchRows {
     /// Copy row `from` of `src` into row `to` of self.
     #[inline]
     pub fn copy_row(&mut self, to: usize, src: &MatchRows, from: usize) {
-        let (p, q) = (self.ppm, self.npairs);
+        let (p, q) = (self.ppm, self.stride);
         self.slots[to * p..(to + 1) * p].copy_from_slice(&src.slots[from * p..(from + 1) * p]);
         self.ps[to * q..(to + 1) * q].copy_from_slice(&src.ps[from * q..(from + 1) * q]);
         // a row without history pairs has all-zero costs
@@ -124,6 +147,44 @@ impl MatchRows {
             self.hist[to * q..(to + 1) * q].copy_from_slice(&src.hist[from * q..(from + 1) * q]);
         }
         self.info[to] = src.info[from];
+    }
+
+    /// Row r's slots, pings and history costs as fixed-size arrays.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn row_mut<const P: usize, const QS: usize>(
+        &mut self,
+        r: usize,
+    ) -> (&mut [Slot; P], &mut [u32; QS], &mut [(f32, f32); QS]) {
+        debug_assert!(self.ppm == P && self.stride == QS);
+        (
+            (&mut self.slots[r * P..(r + 1) * P])
+                .try_into()
+                .expect("P slots"),
+            (&mut self.ps[r * QS..(r + 1) * QS])
+                .try_into()
+                .expect("QS pairs"),
+            (&mut self.hist[r * QS..(r + 1) * QS])
+                .try_into()
+                .expect("QS pairs"),
+        )
+    }
+
+    /// Row r, read-only (see `row_mut`).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn row<const P: usize, const QS: usize>(
+        &self,
+        r: usize,
+    ) -> (&[Slot; P], &[u32; QS], &[(f32, f32); QS]) {
+        debug_assert!(self.ppm == P && self.stride == QS);
+        (
+            self.slots[r * P..(r + 1) * P].try_into().expect("P slots"),
+            self.ps[r * QS..(r + 1) * QS].try_into().expect("QS pairs"),
+            self.hist[r * QS..(r + 1) * QS]
+                .try_into()
+                .expect("QS pairs"),
+        )
     }
 }
 
@@ -150,13 +211,35 @@ impl Scorer<'_> {
         }
         order.clear();
         order.extend_from_slice(&sorted[..k]);
-        let (p, q) = (rows.ppm, rows.npairs);
+        by_size!(
+            self.model.team_size,
+            self.build_sized(&sorted[..k], table, rows, r)
+        );
+        true
+    }
+
+    /// `build_row` for a valid match in slot order.
+    #[inline(always)]
+    fn build_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        units: &[u32],
+        table: u32,
+        rows: &mut MatchRows,
+        r: usize,
+    ) {
+        let (slots, ps, hist) = rows.row_mut::<P, QS>(r);
         let mut n = 0;
         let mut overdue = 0;
-        for &u in &sorted[..k] {
+        for &u in units {
             for &pl in self.ix.members_of(u) {
                 let hot = self.ix.hot[pl as usize];
-                rows.slots[r * p + n] = Slot {
+                slots[n % P] = Slot {
                     player: pl,
                     skill: hot.skill,
                     wait: hot.wait_capped,
@@ -166,28 +249,35 @@ impl Scorer<'_> {
                 n += 1;
             }
         }
-        debug_assert_eq!(n, p);
-        rows.ps[r * q..(r + 1) * q].fill(0);
-        rows.hist[r * q..(r + 1) * q].fill((0.0, 0.0));
-        rows.info[r] = RowInfo {
+        debug_assert_eq!(n, P);
+        ps.fill(0);
+        hist.fill((0.0, 0.0));
+        if self.ping_pairs() {
+            let pair = &Pairs::<P>::INDEX;
+            for i in 0..P {
+                for j in i + 1..P {
+                    let bits = self.pair_ping_bits(slots[i].player, slots[j].player);
+                    let (score, o) = (bits & !PING_OVER, bits >> 31);
+                    ps[pair[i][j] as usize % QS] = score;
+                    slots[i].rsum += score;
+                    slots[j].rsum += score;
+                    slots[i].over |= o << j;
+                    slots[j].over |= o << i;
+                }
+            }
+        }
+        let mut info = RowInfo {
             table,
             overdue,
             gain_bound: f64::INFINITY,
             ..RowInfo::default()
         };
-        if self.ping_pairs() {
-            for i in 0..p {
-                for j in i + 1..p {
-                    self.set_ping(rows, r, i, j);
-                }
-            }
-        }
         if self.weights[OPPONENT_VARIATION] > 0.0 {
-            for i in 0..p {
-                self.scan_history(rows, r, i);
+            for i in 0..P {
+                self.scan_history::<P, QS>(slots, hist, &mut info, i);
             }
         }
-        true
+        rows.info[r] = info;
     }
 
     /// Copy row `r` of `src` into row 0 of `dst`, with the unit at position `pos` of
@@ -216,17 +306,10 @@ impl Scorer<'_> {
             .map(|&u| self.ix.unit_size[u as usize] as usize)
             .sum();
         let changed = offset..offset + self.ix.unit_size[inn as usize] as usize;
-        // fixed-size rows: unrolled loops and inline copies
-        match self.model.team_size {
-            1 => self.replace_sized::<2, 1>(src, r, changed.clone(), inn, dst),
-            2 => self.replace_sized::<4, 6>(src, r, changed.clone(), inn, dst),
-            3 => self.replace_sized::<6, 15>(src, r, changed.clone(), inn, dst),
-            4 => self.replace_sized::<8, 28>(src, r, changed.clone(), inn, dst),
-            5 => self.replace_sized::<10, 45>(src, r, changed.clone(), inn, dst),
-            6 => self.replace_sized::<12, 66>(src, r, changed.clone(), inn, dst),
-            7 => self.replace_sized::<14, 91>(src, r, changed.clone(), inn, dst),
-            _ => self.replace_sized::<16, 120>(src, r, changed.clone(), inn, dst),
-        }
+        by_size!(
+            self.model.team_size,
+            self.replace_sized(src, r, changed.clone(), inn, dst)
+        );
         changed
     }
 
@@ -234,16 +317,40 @@ impl Scorer<'_> {
     /// `replace_in_row`).
     #[inline]
     pub fn finish_replace(&self, rows: &mut MatchRows, changed: Range<usize>) {
-        if self.weights[OPPONENT_VARIATION] > 0.0 {
-            for i in changed {
-                self.scan_history(rows, 0, i);
-            }
+        if self.weights[OPPONENT_VARIATION] > 0.0 && !changed.is_empty() {
+            by_size!(self.model.team_size, self.finish_sized(rows, changed));
         }
     }
 
-    /// `replace_in_row` for rows of P players (Q = P (P - 1) / 2 pairs).
     #[inline(always)]
-    fn replace_sized<const P: usize, const Q: usize>(
+    fn finish_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        rows: &mut MatchRows,
+        changed: Range<usize>,
+    ) {
+        let mut info = rows.info[0];
+        let (slots, _, hist) = rows.row_mut::<P, QS>(0);
+        for i in changed {
+            self.scan_history::<P, QS>(slots, hist, &mut info, i);
+        }
+        rows.info[0] = info;
+    }
+
+    /// `replace_in_row` for rows of a fixed size.
+    #[inline(always)]
+    fn replace_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
         &self,
         src: &MatchRows,
         r: usize,
@@ -251,58 +358,46 @@ impl Scorer<'_> {
         inn: u32,
         dst: &mut MatchRows,
     ) {
-        debug_assert!(src.ppm == P && src.npairs == Q);
         assert!(changed.end <= P);
-        match self.ix.members_of(inn) {
-            &[player] => self.replace_solo::<P, Q>(src, r, changed.start, player, dst),
-            _ => self.replace_party::<P, Q>(src, r, changed, inn, dst),
-        }
-    }
-
-    #[inline(always)]
-    fn replace_party<const P: usize, const Q: usize>(
-        &self,
-        src: &MatchRows,
-        r: usize,
-        changed: Range<usize>,
-        inn: u32,
-        dst: &mut MatchRows,
-    ) {
-        let pair = &Pairs::<P>::INDEX;
-        let slots: &mut [Slot; P] = (&mut dst.slots[..P]).try_into().expect("P slots");
-        slots.copy_from_slice(&src.slots[r * P..(r + 1) * P]);
-        let ps: &mut [u32; Q] = (&mut dst.ps[..Q]).try_into().expect("Q pairs");
-        ps.copy_from_slice(&src.ps[r * Q..(r + 1) * Q]);
         let mut info = src.info[r];
+        let copy_hist = info.hist_pairs > 0 || dst.info[0].hist_pairs > 0;
+        let (s_slots, s_ps, s_hist) = src.row::<P, QS>(r);
+        let (slots, ps, hist) = dst.row_mut::<P, QS>(0);
+        *slots = *s_slots;
+        *ps = *s_ps;
         // a row without history pairs has all-zero costs
-        if info.hist_pairs > 0 || dst.info[0].hist_pairs > 0 {
-            dst.hist[..Q].copy_from_slice(&src.hist[r * Q..(r + 1) * Q]);
+        if copy_hist {
+            *hist = *s_hist;
         }
         let members = self.ix.members_of(inn);
+        if let &[player] = members {
+            let i = changed.start % P;
+            dst.info[0] = self.replace_solo::<TS, P, Q, QS>(slots, ps, hist, info, i, player);
+            return;
+        }
         let w = &self.weights;
         let mut skill_moved = 0.0;
         for (k, &pl) in members.iter().enumerate() {
-            let slot = &mut slots[changed.start + k];
-            info.overdue -= self.ix.hot[slot.player as usize].overdue;
-            let hot = self.ix.hot[pl as usize];
+            let slot = &mut slots[(changed.start + k) % P];
+            let (out, hot) = (self.ix.hot[slot.player as usize], self.ix.hot[pl as usize]);
+            info.overdue = info.overdue - out.overdue + hot.overdue;
             skill_moved += (hot.skill - slot.skill).abs();
             slot.player = pl;
             slot.skill = hot.skill;
             slot.wait = hot.wait_capped;
-            info.overdue += hot.overdue;
         }
         // The equal-teams curve is 1-Lipschitz in x (all four kinds), and moving a
         // slot's skill by delta moves every split's |team 0 - team 1| by at most delta.
         let mut gain = w[EQUAL_TEAMS] * skill_moved * self.equal_teams_inverse();
+        let pair = &Pairs::<P>::INDEX;
         if self.ping_pairs() {
-            // A changed slot faces exactly team_size opponents among the slots outside
-            // its unit, so its cross pings gain at most its team_size largest rises.
-            let ts = P / 2;
+            // A changed slot faces exactly TS opponents among the slots outside its
+            // unit, so its cross pings gain at most its TS largest rises.
             let mut ping_up = 0u32;
             for i in changed.clone() {
+                let i = i % P;
                 let v = slots[i].player;
-                let mut rises = [0u32; P];
-                let mut n = 0;
+                let mut top = [0u32; TS];
                 for j in 0..P {
                     let inside = changed.contains(&j);
                     // pairs inside the incoming unit once, from its lower slot
@@ -311,28 +406,19 @@ impl Scorer<'_> {
                     }
                     let bits = self.pair_ping_bits(v, slots[j].player);
                     let (score, o) = (bits & !PING_OVER, bits >> 31);
-                    let k = pair[i][j] as usize;
-                    let old = std::mem::replace(&mut ps[k], score);
-                    slots[i].rsum = slots[i].rsum.wrapping_sub(old).wrapping_add(score);
-                    slots[j].rsum = slots[j].rsum.wrapping_sub(old).wrapping_add(score);
+                    let old = std::mem::replace(&mut ps[pair[i][j] as usize % QS], score);
+                    slots[i].rsum = slots[i].rsum - old + score;
+                    slots[j].rsum = slots[j].rsum - old + score;
                     slots[i].over = (slots[i].over & !(1 << j)) | (o << j);
                     slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
-                    if !inside && score > old {
-                        // insertion into the descending list of rises
-                        let rise = score - old;
-                        let mut at = n;
-                        while at > 0 && rises[at - 1] < rise {
-                            rises[at] = rises[at - 1];
-                            at -= 1;
-                        }
-                        rises[at] = rise;
-                        n += 1;
+                    if !inside {
+                        insert_top(&mut top, score.saturating_sub(old));
                     }
                 }
-                ping_up += rises[..n.min(ts)].iter().sum::<u32>();
+                ping_up += top.iter().sum::<u32>();
             }
             if w[ENEMY_PING] > 0.0 {
-                gain += w[ENEMY_PING] * ping_up as f64 / ((ts * ts) as f64 * PING_UNIT);
+                gain += w[ENEMY_PING] * ping_up as f64 / ((TS * TS) as f64 * PING_UNIT);
             }
         }
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
@@ -340,13 +426,18 @@ impl Scorer<'_> {
             // ones'): removed costs are the most the history term can gain
             let mut cleared = 0.0f64;
             for i in changed.clone() {
+                let i = i % P;
                 for j in 0..P {
                     if j != i && !(changed.contains(&j) && j < i) {
-                        let k = pair[i][j] as usize;
-                        let (tm, op) = dst.hist[k];
+                        let k = pair[i][j] as usize % QS;
+                        let (tm, op) = std::mem::take(&mut hist[k]);
                         if tm != 0.0 || op != 0.0 {
                             cleared += tm.max(op) as f64;
-                            clear_history(dst, &mut info, k, i, j);
+                            info.hist_pairs -= 1;
+                            info.tm_total -= tm as f64;
+                            let d = op as f64 - tm as f64;
+                            slots[i].hsum -= d;
+                            slots[j].hsum -= d;
                         }
                     }
                 }
@@ -357,89 +448,73 @@ impl Scorer<'_> {
         dst.info[0] = info;
     }
 
-    /// `replace_sized` for a solo at slot i (most moves): `player` replaces it.
+    /// `replace_sized` for a solo (most moves): `player` replaces slot i of the copied
+    /// row (`slots`, `ps`, `hist`; `info` of the source row): the new row's info.
     #[inline(always)]
-    fn replace_solo<const P: usize, const Q: usize>(
+    #[allow(clippy::too_many_arguments)]
+    fn replace_solo<const TS: usize, const P: usize, const Q: usize, const QS: usize>(
         &self,
-        src: &MatchRows,
-        r: usize,
+        slots: &mut [Slot; P],
+        ps: &mut [u32; QS],
+        hist: &mut [(f32, f32); QS],
+        mut info: RowInfo,
         i: usize,
-        inn: u32,
-        dst: &mut MatchRows,
-    ) {
-        // (`inn` is the incoming player here, not its unit)
-        let i = i.min(P - 1);
-        let pair = &Pairs::<P>::INDEX[i];
-        let mut info = src.info[r];
-        // a row without history pairs has all-zero costs
-        if info.hist_pairs > 0 || dst.info[0].hist_pairs > 0 {
-            dst.hist[..Q].copy_from_slice(&src.hist[r * Q..(r + 1) * Q]);
-        }
-        let slots: &mut [Slot; P] = (&mut dst.slots[..P]).try_into().expect("P slots");
-        slots.copy_from_slice(&src.slots[r * P..(r + 1) * P]);
-        let ps: &mut [u32; Q] = (&mut dst.ps[..Q]).try_into().expect("Q pairs");
-        ps.copy_from_slice(&src.ps[r * Q..(r + 1) * Q]);
+        player: u32,
+    ) -> RowInfo {
         let w = &self.weights;
+        let pair = &Pairs::<P>::INDEX[i];
         let (out, hot) = (
             self.ix.hot[slots[i].player as usize],
-            self.ix.hot[inn as usize],
+            self.ix.hot[player as usize],
         );
         info.overdue = info.overdue - out.overdue + hot.overdue;
         // see `replace_sized` for the bound's terms
         let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
-        slots[i].player = inn;
+        slots[i].player = player;
         slots[i].skill = hot.skill;
         slots[i].wait = hot.wait_capped;
         if self.ping_pairs() {
-            let mut rises = [0u32; P];
+            let mut top = [0u32; TS];
             let (mut rsum, mut over) = (0u32, 0u32);
             for j in 0..P {
                 if j == i {
                     continue;
                 }
-                let bits = self.pair_ping_bits(inn, slots[j].player);
+                let bits = self.pair_ping_bits(player, slots[j].player);
                 let (score, o) = (bits & !PING_OVER, bits >> 31);
-                let old = std::mem::replace(&mut ps[pair[j] as usize], score);
+                let old = std::mem::replace(&mut ps[pair[j] as usize % QS], score);
                 slots[j].rsum = slots[j].rsum - old + score;
                 slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
                 rsum += score;
                 over |= o << j;
-                rises[j] = score.saturating_sub(old);
+                insert_top(&mut top, score.saturating_sub(old));
             }
             slots[i].rsum = rsum;
             slots[i].over = over;
             if w[ENEMY_PING] > 0.0 {
-                // the team_size largest rises, by partial insertion sort
-                let ts = P / 2;
-                let mut top = [0u32; P];
-                for &x in &rises {
-                    let mut at = ts;
-                    while at > 0 && top[at - 1] < x {
-                        top[at] = top[at - 1];
-                        at -= 1;
-                    }
-                    top[at] = x;
-                }
-                let ping_up: u32 = top[..ts].iter().sum();
-                gain += w[ENEMY_PING] * ping_up as f64 / ((ts * ts) as f64 * PING_UNIT);
+                let ping_up: u32 = top.iter().sum();
+                gain += w[ENEMY_PING] * ping_up as f64 / ((TS * TS) as f64 * PING_UNIT);
             }
         }
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
             let mut cleared = 0.0f64;
             for j in 0..P {
                 if j != i {
-                    let k = pair[j] as usize;
-                    let (tm, op) = dst.hist[k];
+                    let (tm, op) = std::mem::take(&mut hist[pair[j] as usize % QS]);
                     if tm != 0.0 || op != 0.0 {
                         cleared += tm.max(op) as f64;
-                        clear_history(dst, &mut info, k, i, j);
+                        info.hist_pairs -= 1;
+                        info.tm_total -= tm as f64;
+                        let d = op as f64 - tm as f64;
+                        slots[i].hsum -= d;
+                        slots[j].hsum -= d;
                     }
                 }
             }
             gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
         }
         info.gain_bound = gain;
-        dst.info[0] = info;
+        info
     }
 
     /// Whether rows keep pair pings (peer-to-peer with ping or hosts weighted).
@@ -448,40 +523,45 @@ impl Scorer<'_> {
         self.p2p && (self.weights[ENEMY_PING] > 0.0 || self.weights[TWO_HOSTS] > 0.0)
     }
 
-    /// Recompute the ping of slot pair (i, j), i < j, of row r; (old, new) score.
-    #[inline]
-    fn set_ping(&self, rows: &mut MatchRows, r: usize, i: usize, j: usize) -> (u32, u32) {
-        let (p, q) = (rows.ppm, rows.npairs);
-        let slots = &mut rows.slots[r * p..(r + 1) * p];
-        let (a, b) = (slots[i].player, slots[j].player);
-        let (score, over) = self.pair_ping_packed(a, b);
-        let old = std::mem::replace(&mut rows.ps[r * q + pair_index(i, j, p)], score);
-        slots[i].rsum = slots[i].rsum - old + score;
-        slots[j].rsum = slots[j].rsum - old + score;
-        let o = over as u32;
-        slots[i].over = (slots[i].over & !(1 << j)) | (o << j);
-        slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
-        (old, score)
-    }
-
-    /// Set the history costs of slot i's pairs from its player's history list.
-    #[inline]
-    fn scan_history(&self, rows: &mut MatchRows, r: usize, i: usize) {
-        let p = rows.ppm;
-        let player = rows.slots[r * p + i].player;
+    /// Set the history costs of slot i's pairs from its player's history list, keeping
+    /// the row's and the slots' totals (exact: the costs are multiples of 2^-20).
+    #[inline(always)]
+    fn scan_history<const P: usize, const QS: usize>(
+        &self,
+        slots: &mut [Slot; P],
+        hist: &mut [(f32, f32); QS],
+        info: &mut RowInfo,
+        i: usize,
+    ) {
+        let i = i % P;
+        let player = slots[i].player;
         let mask = self.hist_mask[player as usize];
         if mask == 0 {
             return;
         }
         let list = &self.ix.history[player as usize];
-        for j in 0..p {
-            let other = rows.slots[r * p + j].player;
+        for j in 0..P {
+            let other = slots[j].player;
             if j == i || mask & (1 << (other % 64)) == 0 {
                 continue;
             }
             if let Ok(x) = list.binary_search_by_key(&other, |e| e.0) {
                 let (_, tm, op) = list[x];
-                set_history(rows, r, i.min(j), i.max(j), tm, op);
+                let k = Pairs::<P>::INDEX[i][j] as usize % QS;
+                let (old_tm, old_op) = std::mem::replace(&mut hist[k], (tm, op));
+                let mut d = 0.0;
+                if old_tm != 0.0 || old_op != 0.0 {
+                    info.hist_pairs -= 1;
+                    info.tm_total -= old_tm as f64;
+                    d -= old_op as f64 - old_tm as f64;
+                }
+                if tm != 0.0 || op != 0.0 {
+                    info.hist_pairs += 1;
+                    info.tm_total += tm as f64;
+                    d += op as f64 - tm as f64;
+                }
+                slots[i].hsum += d;
+                slots[j].hsum += d;
             }
         }
     }
@@ -489,35 +569,43 @@ impl Scorer<'_> {
     /// Compute and store row r's split-independent part (equal players, hosts or the
     /// dedicated region's ping, waits).
     pub fn row_fixed(&self, rows: &mut MatchRows, r: usize) {
-        let p = rows.ppm;
-        let slots = &rows.slots[r * p..(r + 1) * p];
+        by_size!(self.model.team_size, self.row_fixed_sized(rows, r));
+    }
+
+    #[inline(always)]
+    fn row_fixed_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        rows: &mut MatchRows,
+        r: usize,
+    ) {
+        let (slots, _, _) = rows.row::<P, QS>(r);
         let w = &self.weights;
         let model = self.model;
-        let mut skill = [0.0f64; MAXP];
+        let mut skill = [0.0f64; P];
         let mut wait = 0.0;
         for (k, s) in slots.iter().enumerate() {
             skill[k] = s.skill;
             wait += s.wait;
         }
-        let skill = &skill[..p];
         let mut fixed = 0.0;
         if w[EQUAL_PLAYERS] > 0.0 {
             let spread = match model.equal_players.measure {
                 SpreadMeasure::Pairwise => {
                     let mut sum = 0.0;
-                    for i in 0..p {
-                        let si = skill[i];
-                        for &sj in &skill[i + 1..] {
-                            sum += (si - sj).abs();
+                    for i in 0..P {
+                        for j in i + 1..P {
+                            sum += (skill[i] - skill[j]).abs();
                         }
                     }
-                    if p < 2 {
-                        0.0
-                    } else {
-                        sum / (p * (p - 1) / 2) as f64
-                    }
+                    sum / Q.max(1) as f64
                 }
-                SpreadMeasure::Uniformity => equal_players::spread(skill, &model.equal_players),
+                SpreadMeasure::Uniformity => equal_players::spread(&skill, &model.equal_players),
             };
             fixed += w[EQUAL_PLAYERS] * model.equal_players.curve.score(spread);
         }
@@ -527,11 +615,8 @@ impl Scorer<'_> {
                 fixed += w[TWO_HOSTS] * hosts::score(capable, &model.hosts);
             }
         } else if w[ENEMY_PING] > 0.0 {
-            let mut players = [0u32; MAXP];
-            for (k, s) in slots.iter().enumerate() {
-                players[k] = s.player;
-            }
-            let (_, score) = enemy_ping::choose_region(self.ix, &players[..p], &model.ping);
+            let players: [u32; P] = std::array::from_fn(|k| slots[k].player);
+            let (_, score) = enemy_ping::choose_region(self.ix, &players, &model.ping);
             fixed += w[ENEMY_PING] * score;
         }
         let info = &mut rows.info[r];
@@ -559,16 +644,7 @@ impl Scorer<'_> {
     /// Score row r (its `row_fixed` computed): the best split over all factors, the same
     /// values as `evaluate`. Stores the best split's value in the row.
     pub fn evaluate_row(&self, rows: &mut MatchRows, r: usize) -> MatchEval {
-        let (best, split) = match self.model.team_size {
-            1 => self.best_split::<1, 0>(rows, r),
-            2 => self.best_split::<2, 1>(rows, r),
-            3 => self.best_split::<3, 3>(rows, r),
-            4 => self.best_split::<4, 6>(rows, r),
-            5 => self.best_split::<5, 10>(rows, r),
-            6 => self.best_split::<6, 15>(rows, r),
-            7 => self.best_split::<7, 21>(rows, r),
-            _ => self.best_split::<8, 28>(rows, r),
-        };
+        let (best, split) = by_size!(self.model.team_size, self.best_split(rows, r));
         let info = &mut rows.info[r];
         info.split_best = best;
         let score = ((best + info.fixed) / self.wsum).clamp(0.0, 1.0);
@@ -581,75 +657,79 @@ impl Scorer<'_> {
         }
     }
 
-    /// The split loop for team size TS (NF = TS (TS - 1) / 2 pairs inside a team):
-    /// (best weighted split-dependent value, its split).
+    /// The split loop: (best weighted split-dependent value, its split).
     #[inline(always)]
-    fn best_split<const TS: usize, const NF: usize>(
+    fn best_split<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
         &self,
         rows: &MatchRows,
         r: usize,
     ) -> (f64, u32) {
-        let (p, q) = (rows.ppm, rows.npairs);
-        debug_assert_eq!(p, 2 * TS);
         let info = rows.info[r];
         let table = self.tables.get(info.table);
         let w = &self.weights;
         let model = self.model;
-        // local copies indexed with masks: no bounds checks in the loops
+        let (slots, ps, h) = rows.row::<P, QS>(r);
+        // local copies indexed with masks: no bounds checks in the loop
         let mut skill = [0.0f64; MAXP];
         let mut rsum = [0u32; MAXP];
         let mut hsum = [0.0f64; MAXP];
-        for (k, s) in rows.slots[r * p..(r + 1) * p].iter().enumerate() {
+        for (k, s) in slots.iter().enumerate() {
             skill[k] = s.skill;
             rsum[k] = s.rsum;
             hsum[k] = s.hsum;
         }
-        let ps = &rows.ps[r * q..(r + 1) * q];
-        let h = &rows.hist[r * q..(r + 1) * q];
         let total_skill: f64 = skill.iter().sum();
         let (w_et, w_pm, w_ov) = (w[EQUAL_TEAMS], w[PREMADES], w[OPPONENT_VARIATION]);
         let et_inv = self.equal_teams_inverse();
         let w_ping = if self.p2p && w[ENEMY_PING] > 0.0 {
-            w[ENEMY_PING] / (table.ncross as f64 * PING_UNIT)
+            w[ENEMY_PING] / ((TS * TS) as f64 * PING_UNIT)
         } else {
             0.0
         };
         let hist = w_ov > 0.0 && info.hist_pairs > 0;
         let mut base = if w_ov > 0.0 && !hist {
-            w_ov * opponent_variation::score(0.0, p)
+            w_ov * opponent_variation::score(0.0, P)
         } else {
             0.0
         };
-        let mut premade = [0.0f64; MAXP + 1];
+        let mut premade = [0.0f64; PREMADE_SLOTS];
         if w_pm > 0.0 {
             for (d, v) in self.premade_by_spread.iter().enumerate() {
-                premade[d] = w_pm * v;
+                premade[d % PREMADE_SLOTS] = w_pm * v;
             }
         }
         let spread_varies = !table.spread_constant;
         if !spread_varies && table.splits > 0 {
-            base += premade[table.party_spread[0] as usize % (MAXP + 1)];
+            base += premade[table.party_spread[0] as usize % PREMADE_SLOTS];
         }
+        let splits = table.splits;
         let (first, _) = table.first_team.as_chunks::<TS>();
         // (as_chunks of size 0 panics: 1v1 has no pairs inside a team)
         let pairs: &[[u8; NF]] = if NF == 0 {
             &[]
         } else {
-            table.first_pairs.as_chunks::<NF>().0
+            &table.first_pairs.as_chunks::<NF>().0[..splits]
         };
+        let first = &first[..splits];
+        let spreads = &table.party_spread[..splits];
         let curve = &model.equal_teams.curve;
         let linear = curve.kind == CurveKind::Linear;
         let mut best = f64::NEG_INFINITY;
         let mut best_split = 0u32;
-        for s in 0..table.splits {
-            let team = &first[s];
+        for s in 0..splits {
             let mut v = base;
             if spread_varies {
-                v += premade[table.party_spread[s] as usize % (MAXP + 1)];
+                v += premade[spreads[s] as usize % PREMADE_SLOTS];
             }
             // team 0's skill, ping row sums and history row sums in one pass
             let (mut sum0, mut rs, mut hs) = (0.0, 0u32, 0.0);
-            for &i in team {
+            for &i in &first[s] {
                 let i = i as usize % MAXP;
                 sum0 += skill[i];
                 rs += rsum[i];
@@ -668,7 +748,7 @@ impl Scorer<'_> {
                 let mut within = 0u32;
                 if NF > 0 {
                     for &k in &pairs[s] {
-                        within += ps[k as usize];
+                        within += ps[k as usize % QS];
                     }
                 }
                 v += w_ping * (rs - 2 * within) as f64;
@@ -677,12 +757,12 @@ impl Scorer<'_> {
                 let mut within = 0.0;
                 if NF > 0 {
                     for &k in &pairs[s] {
-                        let (tm, op) = h[k as usize];
+                        let (tm, op) = h[k as usize % QS];
                         within += op as f64 - tm as f64;
                     }
                 }
                 let cost = info.tm_total + (hs - 2.0 * within);
-                v += w_ov * opponent_variation::score(cost, p);
+                v += w_ov * opponent_variation::score(cost, P);
             }
             if v > best {
                 best = v;
@@ -693,40 +773,18 @@ impl Scorer<'_> {
     }
 }
 
-/// Set the history costs of slot pair (i, j), i < j, of row r, keeping the row's and
-/// the slots' totals (exact: the costs are multiples of 2^-20).
-#[inline]
-fn set_history(rows: &mut MatchRows, r: usize, i: usize, j: usize, tm: f32, op: f32) {
-    let p = rows.ppm;
-    let k = r * rows.npairs + pair_index(i, j, p);
-    let info = &mut rows.info[r];
-    let (old_tm, old_op) = rows.hist[k];
-    let mut d = 0.0;
-    if old_tm != 0.0 || old_op != 0.0 {
-        info.hist_pairs -= 1;
-        info.tm_total -= old_tm as f64;
-        d -= old_op as f64 - old_tm as f64;
-    }
-    rows.hist[k] = (tm, op);
-    if tm != 0.0 || op != 0.0 {
-        info.hist_pairs += 1;
-        info.tm_total += tm as f64;
-        d += op as f64 - tm as f64;
-    }
-    rows.slots[r * p + i].hsum += d;
-    rows.slots[r * p + j].hsum += d;
-}
+/// Premade values by party spread (0..=team_size), padded to a power of two.
+const PREMADE_SLOTS: usize = 16;
 
-/// Clear the history costs of slot pair k = (i, j) of row 0, keeping the totals in
-/// `info` (the row's info, written back by the caller) and the slots' sums.
-#[inline]
-fn clear_history(rows: &mut MatchRows, info: &mut RowInfo, k: usize, i: usize, j: usize) {
-    let (tm, op) = std::mem::take(&mut rows.hist[k]);
-    info.hist_pairs -= 1;
-    info.tm_total -= tm as f64;
-    let d = op as f64 - tm as f64;
-    rows.slots[i].hsum -= d;
-    rows.slots[j].hsum -= d;
+/// Insert x into `top`, the descending list of the N largest values so far
+/// (branch-free: one compare-exchange per place).
+#[inline(always)]
+fn insert_top<const N: usize>(top: &mut [u32; N], mut x: u32) {
+    for t in top.iter_mut() {
+        let hi = (*t).max(x);
+        x = (*t).min(x);
+        *t = hi;
+    }
 }
 
 /// Slot pair indices of a row of P players, both orders: `INDEX[i][j] = pair_index`.

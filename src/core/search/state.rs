@@ -53,6 +53,8 @@ pub struct Scratch {
     b: Vec<u32>,
     row_a: Option<MatchRows>,
     row_b: Option<MatchRows>,
+    /// A touched match's units before they are put in slot order.
+    list: Vec<u32>,
     generation: u64,
 }
 
@@ -190,9 +192,8 @@ impl State {
                 let pos = self.loc[out[0] as usize].1 as usize;
                 *pending = sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
             } else {
-                let mut list = std::mem::take(units);
-                replaced(current, out, inn, &mut list);
-                if !sc.build_row(&list, row, 0, units) {
+                replaced(current, out, inn, &mut scratch.list);
+                if !sc.build_row(&scratch.list, row, 0, units) {
                     return Verdict::Infeasible;
                 }
                 bounded = false;
