@@ -227,7 +227,11 @@ impl<'a> Scorer<'a> {
                 .collect(),
             ping_cache: (p2p && ix.len() <= PING_CACHE_MAX_PLAYERS).then(|| {
                 let n = ix.len();
-                (0..n * n).map(|_| AtomicU32::new(u32::MAX)).collect()
+                // a player's "ping to itself" is a known 0 (the incremental rows
+                // loop over all slots, their own included)
+                (0..n * n)
+                    .map(|k| AtomicU32::new(if k % (n + 1) == 0 { 0 } else { u32::MAX }))
+                    .collect()
             }),
             hist_mask: ix
                 .history
@@ -306,10 +310,34 @@ impl<'a> Scorer<'a> {
         self.pair_ping_fill(a.min(b), a.max(b))
     }
 
+    /// Ask the CPU to bring the cached pings of `player` with `others` into L1 ahead of
+    /// their use (the ping cache of a few hundred players lives in L2; a move reads
+    /// up to 2 x (players per match) entries at random places).
+    #[inline(always)]
+    pub(crate) fn prefetch_pings(&self, player: u32, others: impl Iterator<Item = u32>) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(cache) = &self.ping_cache {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let row = player as usize * self.ix.len();
+            for o in others {
+                if let Some(v) = cache.get(row + o as usize) {
+                    // SAFETY: a prefetch is only a hint (it never faults, whatever the
+                    // address), and SSE is part of every x86_64 target.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(v.as_ptr().cast_const().cast()) };
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (player, others);
+    }
+
     /// Compute a pair's packed ping (and cache it).
     #[cold]
     #[inline(never)]
     fn pair_ping_fill(&self, lo: u32, hi: u32) -> u32 {
+        if lo == hi {
+            return 0;
+        }
         let (ms, score) = self.pair_ping(lo, hi);
         // same test as `worst_ms <= limit` on the f32 ms (NaN is never over)
         let over = ms as f64 > self.model.hosts.max_ping_ms;

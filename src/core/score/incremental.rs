@@ -65,7 +65,8 @@ struct RowInfo {
 #[derive(Debug, Clone, Default)]
 pub struct MatchRows {
     ppm: usize,
-    /// Pairs per row padded to a power of two (`pair_index` order; padding stays 0).
+    /// Pairs per row plus one, padded to a power of two (`pair_index` order; the
+    /// padding stays 0).
     stride: usize,
     slots: Vec<Slot>,
     /// Quantized perceived ping score per slot pair.
@@ -77,11 +78,12 @@ pub struct MatchRows {
 
 /// Call `$obj.$method::<TS, NF, P, Q, QS>(args)` for the queue's team size: TS players
 /// a team, NF = TS (TS - 1) / 2 pairs inside a team, P = 2 TS players a match,
-/// Q = P (P - 1) / 2 slot pairs, QS = Q padded to a power of two.
+/// Q = P (P - 1) / 2 slot pairs, QS = Q + 1 (a spare pair that stays 0, see `Pairs`)
+/// padded to a power of two.
 macro_rules! by_size {
     ($ts:expr, $obj:ident . $method:ident ( $($arg:expr),* )) => {
         match $ts {
-            1 => $obj.$method::<1, 0, 2, 1, 1>($($arg),*),
+            1 => $obj.$method::<1, 0, 2, 1, 2>($($arg),*),
             2 => $obj.$method::<2, 1, 4, 6, 8>($($arg),*),
             3 => $obj.$method::<3, 3, 6, 15, 16>($($arg),*),
             4 => $obj.$method::<4, 6, 8, 28, 32>($($arg),*),
@@ -108,7 +110,7 @@ impl MatchRows {
 
     /// `rows` empty rows for matches of `ppm` players.
     pub fn new(ppm: usize, rows: usize) -> MatchRows {
-        let stride = (ppm * ppm.saturating_sub(1) / 2).next_power_of_two();
+        let stride = (ppm * ppm.saturating_sub(1) / 2 + 1).next_power_of_two();
         MatchRows {
             ppm,
             stride,
@@ -253,7 +255,7 @@ impl Scorer<'_> {
         ps.fill(0);
         hist.fill((0.0, 0.0));
         if self.ping_pairs() {
-            let pair = &Pairs::<P>::INDEX;
+            let pair = &Pairs::<P, QS>::INDEX;
             for i in 0..P {
                 for j in i + 1..P {
                     let bits = self.pair_ping_bits(slots[i].player, slots[j].player);
@@ -311,6 +313,19 @@ impl Scorer<'_> {
             self.replace_sized(src, r, changed.clone(), inn, dst)
         );
         changed
+    }
+
+    /// Prefetch the pings `replace_in_row` will read when unit `inn` comes into row r.
+    #[inline]
+    pub fn prefetch_replace(&self, rows: &MatchRows, r: usize, inn: u32) {
+        if !self.ping_pairs() {
+            return;
+        }
+        let p = rows.ppm;
+        let slots = &rows.slots[r * p..(r + 1) * p];
+        for &pl in self.ix.members_of(inn) {
+            self.prefetch_pings(pl, slots.iter().map(|s| s.player));
+        }
     }
 
     /// Look up the history of the incoming slots of a replaced row (see
@@ -389,7 +404,7 @@ impl Scorer<'_> {
         // The equal-teams curve is 1-Lipschitz in x (all four kinds), and moving a
         // slot's skill by delta moves every split's |team 0 - team 1| by at most delta.
         let mut gain = w[EQUAL_TEAMS] * skill_moved * self.equal_teams_inverse();
-        let pair = &Pairs::<P>::INDEX;
+        let pair = &Pairs::<P, QS>::INDEX;
         if self.ping_pairs() {
             // A changed slot faces exactly TS opponents among the slots outside its
             // unit, so its cross pings gain at most its TS largest rises.
@@ -462,7 +477,7 @@ impl Scorer<'_> {
         player: u32,
     ) -> RowInfo {
         let w = &self.weights;
-        let pair = &Pairs::<P>::INDEX[i];
+        let pair = &Pairs::<P, QS>::INDEX[i];
         let (out, hot) = (
             self.ix.hot[slots[i].player as usize],
             self.ix.hot[player as usize],
@@ -476,10 +491,9 @@ impl Scorer<'_> {
         if self.ping_pairs() {
             let mut top = [0u32; TS];
             let (mut rsum, mut over) = (0u32, 0u32);
+            // j = i included: its pair is the spare one and the player's ping to
+            // itself is 0 (`pair_ping_bits`), so it changes nothing
             for j in 0..P {
-                if j == i {
-                    continue;
-                }
                 let bits = self.pair_ping_bits(player, slots[j].player);
                 let (score, o) = (bits & !PING_OVER, bits >> 31);
                 let old = std::mem::replace(&mut ps[pair[j] as usize % QS], score);
@@ -499,16 +513,14 @@ impl Scorer<'_> {
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
             let mut cleared = 0.0f64;
             for j in 0..P {
-                if j != i {
-                    let (tm, op) = std::mem::take(&mut hist[pair[j] as usize % QS]);
-                    if tm != 0.0 || op != 0.0 {
-                        cleared += tm.max(op) as f64;
-                        info.hist_pairs -= 1;
-                        info.tm_total -= tm as f64;
-                        let d = op as f64 - tm as f64;
-                        slots[i].hsum -= d;
-                        slots[j].hsum -= d;
-                    }
+                let (tm, op) = std::mem::take(&mut hist[pair[j] as usize % QS]);
+                if tm != 0.0 || op != 0.0 {
+                    cleared += tm.max(op) as f64;
+                    info.hist_pairs -= 1;
+                    info.tm_total -= tm as f64;
+                    let d = op as f64 - tm as f64;
+                    slots[i].hsum -= d;
+                    slots[j].hsum -= d;
                 }
             }
             gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
@@ -547,7 +559,7 @@ impl Scorer<'_> {
             }
             if let Ok(x) = list.binary_search_by_key(&other, |e| e.0) {
                 let (_, tm, op) = list[x];
-                let k = Pairs::<P>::INDEX[i][j] as usize % QS;
+                let k = Pairs::<P, QS>::INDEX[i][j] as usize % QS;
                 let (old_tm, old_op) = std::mem::replace(&mut hist[k], (tm, op));
                 let mut d = 0.0;
                 if old_tm != 0.0 || old_op != 0.0 {
@@ -788,11 +800,13 @@ fn insert_top<const N: usize>(top: &mut [u32; N], mut x: u32) {
 }
 
 /// Slot pair indices of a row of P players, both orders: `INDEX[i][j] = pair_index`.
-struct Pairs<const P: usize>;
+/// The diagonal points at the last padding pair (QS - 1), which stays 0, so that a
+/// loop over all j can treat (i, i) as a pair that scores 0 instead of branching.
+struct Pairs<const P: usize, const QS: usize>;
 
-impl<const P: usize> Pairs<P> {
+impl<const P: usize, const QS: usize> Pairs<P, QS> {
     const INDEX: [[u8; P]; P] = {
-        let mut t = [[0u8; P]; P];
+        let mut t = [[(QS - 1) as u8; P]; P];
         let mut i = 0;
         while i < P {
             let mut j = i + 1;

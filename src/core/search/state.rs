@@ -154,33 +154,31 @@ impl State {
         let Some(rows) = &self.rows else {
             return self.score_general(sc, a, a_out, b, b_out, scratch);
         };
+        // both sides' ping lookups start before either side's work
+        for (m, inn) in [(a, b_out), (b, a_out)] {
+            if m != BENCH && inn.len() == 1 {
+                sc.prefetch_replace(rows, m as usize, inn[0]);
+            }
+        }
         // new rows and their split-independent parts
         let mut bounded = true;
         let mut overdue = 0i64;
-        let mut bound = 0.0;
+        // per side: an upper bound on its quality delta
+        let mut ub = [0.0f64; 2];
         // slots whose history is still to be looked up (`Scorer::finish_replace`)
-        let (mut pending_a, mut pending_b) = (0..0, 0..0);
-        for (m, out, inn, units, row, pending) in [
-            (
-                a,
-                a_out,
-                b_out,
-                &mut scratch.a,
-                &mut scratch.row_a,
-                &mut pending_a,
-            ),
-            (
-                b,
-                b_out,
-                a_out,
-                &mut scratch.b,
-                &mut scratch.row_b,
-                &mut pending_b,
-            ),
-        ] {
+        let mut pending = [0..0, 0..0];
+        for (k, (m, out, inn)) in [(a, a_out, b_out), (b, b_out, a_out)]
+            .into_iter()
+            .enumerate()
+        {
             if m == BENCH {
                 continue;
             }
+            let (units, row) = if k == 0 {
+                (&mut scratch.a, &mut scratch.row_a)
+            } else {
+                (&mut scratch.b, &mut scratch.row_b)
+            };
             let row = row.get_or_insert_with(|| sc.new_rows(1));
             let ix = sc.ix;
             let i = m as usize;
@@ -190,7 +188,7 @@ impl State {
                 && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
             {
                 let pos = self.loc[out[0] as usize].1 as usize;
-                *pending = sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
+                pending[k] = sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
             } else {
                 replaced(current, out, inn, &mut scratch.list);
                 if !sc.build_row(&scratch.list, row, 0, units) {
@@ -201,42 +199,43 @@ impl State {
             sc.row_fixed(row, 0);
             overdue += row.overdue(0) as i64 - self.evals[i].overdue as i64;
             if bounded {
-                bound += sc.row_quality_bound(row, 0, rows.split_best(i)) - self.evals[i].quality;
+                ub[k] = sc.row_quality_bound(row, 0, rows.split_best(i)) - self.evals[i].quality;
             }
         }
-        if bounded && overdue == 0 && bound < min_quality_delta {
+        let bounded = bounded && overdue == 0;
+        if bounded && ub[0] + ub[1] < min_quality_delta {
             return Verdict::Below;
         }
+        // Score the side with the lower bound first: the second chance below then
+        // rejects more often (measured: 45% of moves instead of 40% on 300-player
+        // pools; the bound's slack tends to be larger on that side).
+        let order = if ub[1] < ub[0] { [1, 0] } else { [0, 1] };
         let mut delta = RoundValue::default();
-        let mut new_a = MatchEval::INFEASIBLE;
-        let mut new_b = MatchEval::INFEASIBLE;
-        if a != BENCH {
-            let row = scratch.row_a.as_mut().expect("built above");
-            sc.finish_replace(row, pending_a);
-            new_a = sc.evaluate_row(row, 0);
-            delta.add(&new_a, 1.0);
-            delta.add(&self.evals[a as usize], -1.0);
-            // second chance: a exact, b still bounded
-            if bounded && overdue == 0 && b != BENCH {
-                let i = b as usize;
-                let row_b = scratch.row_b.as_ref().expect("built above");
-                let ub = sc.row_quality_bound(row_b, 0, rows.split_best(i)) - self.evals[i].quality;
-                if delta.quality + ub < min_quality_delta {
-                    return Verdict::Below;
-                }
+        let mut new = [MatchEval::INFEASIBLE; 2];
+        for (n, k) in order.into_iter().enumerate() {
+            let m = if k == 0 { a } else { b };
+            if m == BENCH {
+                continue;
             }
-        }
-        if b != BENCH {
-            let row = scratch.row_b.as_mut().expect("built above");
-            sc.finish_replace(row, pending_b);
-            new_b = sc.evaluate_row(row, 0);
-            delta.add(&new_b, 1.0);
-            delta.add(&self.evals[b as usize], -1.0);
+            // second chance: one side exact, the other still bounded
+            if n == 1 && bounded && delta.quality + ub[k] < min_quality_delta {
+                return Verdict::Below;
+            }
+            let row = if k == 0 {
+                &mut scratch.row_a
+            } else {
+                &mut scratch.row_b
+            };
+            let row = row.as_mut().expect("built above");
+            sc.finish_replace(row, std::mem::take(&mut pending[k]));
+            new[k] = sc.evaluate_row(row, 0);
+            delta.add(&new[k], 1.0);
+            delta.add(&self.evals[m as usize], -1.0);
         }
         Verdict::Scored(Scored {
             delta,
-            new_a,
-            new_b,
+            new_a: new[0],
+            new_b: new[1],
             generation: scratch.generation,
         })
     }
