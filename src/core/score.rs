@@ -314,17 +314,15 @@ impl<'a> Scorer<'a> {
     /// their use (the ping cache of a few hundred players lives in L2; a move reads
     /// up to 2 x (players per match) entries at random places).
     #[inline(always)]
-    pub(crate) fn prefetch_pings(&self, player: u32, others: impl Iterator<Item = u32>) {
+    pub(crate) fn prefetch_pings<const P: usize>(&self, player: u32, others: [u32; P]) {
         #[cfg(target_arch = "x86_64")]
         if let Some(cache) = &self.ping_cache {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let row = player as usize * self.ix.len();
+            let row = cache.as_ptr().wrapping_add(player as usize * self.ix.len());
             for o in others {
-                if let Some(v) = cache.get(row + o as usize) {
-                    // SAFETY: a prefetch is only a hint (it never faults, whatever the
-                    // address), and SSE is part of every x86_64 target.
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>(v.as_ptr().cast_const().cast()) };
-                }
+                // SAFETY: a prefetch is only a hint (it never faults, whatever the
+                // address), and SSE is part of every x86_64 target.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(o as usize).cast()) };
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

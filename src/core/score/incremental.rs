@@ -315,17 +315,30 @@ impl Scorer<'_> {
         changed
     }
 
-    /// Prefetch the pings `replace_in_row` will read when unit `inn` comes into row r.
+    /// Prefetch the pings `replace_in_row` will read when solo `player` comes into
+    /// row r.
     #[inline]
-    pub fn prefetch_replace(&self, rows: &MatchRows, r: usize, inn: u32) {
-        if !self.ping_pairs() {
-            return;
+    pub fn prefetch_replace(&self, rows: &MatchRows, r: usize, player: u32) {
+        if self.ping_pairs() {
+            by_size!(self.model.team_size, self.prefetch_sized(rows, r, player));
         }
-        let p = rows.ppm;
-        let slots = &rows.slots[r * p..(r + 1) * p];
-        for &pl in self.ix.members_of(inn) {
-            self.prefetch_pings(pl, slots.iter().map(|s| s.player));
-        }
+    }
+
+    #[inline(always)]
+    fn prefetch_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        rows: &MatchRows,
+        r: usize,
+        player: u32,
+    ) {
+        let (slots, _, _) = rows.row::<P, QS>(r);
+        self.prefetch_pings(player, slots.map(|s| s.player));
     }
 
     /// Look up the history of the incoming slots of a replaced row (see

@@ -156,8 +156,11 @@ impl State {
         };
         // both sides' ping lookups start before either side's work
         for (m, inn) in [(a, b_out), (b, a_out)] {
-            if m != BENCH && inn.len() == 1 {
-                sc.prefetch_replace(rows, m as usize, inn[0]);
+            if m != BENCH
+                && let &[u] = inn
+                && let &[player] = sc.ix.members_of(u)
+            {
+                sc.prefetch_replace(rows, m as usize, player);
             }
         }
         // new rows and their split-independent parts
