@@ -6,7 +6,7 @@
 //! (Measured on 300-player pools: picking the second match among index neighbours, as
 //! a first version did, converged slower than these two.)
 
-use rand::RngExt;
+use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::core::score::Scorer;
@@ -41,38 +41,44 @@ pub fn random_exchange(
     }
     mv.a_out.clear();
     mv.b_out.clear();
-    if rng.random::<bool>() {
-        return similar_swap(sc, st, rng, mv);
+    // one 64-bit draw carved into the move's small decisions (this runs millions of
+    // times a second; `random_range` per decision cost a fifth of a move)
+    let r = rng.next_u64();
+    if r & 1 == 0 {
+        return similar_swap(sc, st, r >> 1, mv);
     }
-    let use_bench = !st.bench.is_empty() && (nm == 1 || rng.random_range(0..8u32) == 0);
-    let i = rng.random_range(0..nm) as u32;
+    let use_bench = !st.bench.is_empty() && (nm == 1 || (r >> 1) & 7 == 0);
+    let (flip, same_size) = ((r >> 4) & 1 == 1, (r >> 5) & 1 == 1);
+    let r2 = rng.next_u64();
+    let i = below(r >> 32, nm) as u32;
     let j = if use_bench {
         BENCH
     } else {
-        let j = rng.random_range(0..nm) as u32;
+        let j = below(r2, nm) as u32;
         if j == i {
             return false;
         }
         j
     };
     // the source is the match, or (bench moves, half of the time) the bench
-    let (a, b) = if j == BENCH && rng.random::<bool>() {
+    let (a, b) = if j == BENCH && flip {
         (BENCH, i)
     } else {
         (i, j)
     };
     let src = st.container(a);
     let dst = st.container(b);
-    let u = src[rng.random_range(0..src.len())];
-    let unit_size = |x: u32| sc.ix.units[x as usize].size();
+    let u = src[below(r2 >> 32, src.len())];
+    let r3 = rng.next_u64();
+    let unit_size = |x: u32| sc.ix.unit_size[x as usize];
     let size = unit_size(u);
     mv.a = a;
     mv.b = b;
     mv.a_out.push(u);
-    if rng.random::<bool>() {
+    if same_size {
         let same = dst.iter().filter(|&&x| unit_size(x) == size).count();
         if same > 0 {
-            let pick = rng.random_range(0..same);
+            let pick = below(r3, same);
             let v = dst
                 .iter()
                 .copied()
@@ -86,7 +92,7 @@ pub fn random_exchange(
     // a random set of the target's units adding up to `size`: scan from a random
     // offset, taking units that still fit
     let len = dst.len();
-    let start = rng.random_range(0..len);
+    let start = below(r3, len);
     let mut left = size;
     for k in 0..len.min(64) {
         let x = dst[(start + k) % len];
@@ -105,17 +111,17 @@ pub fn random_exchange(
 /// Swap a random unit with a unit of the same size close to it in skill (within 8
 /// places of the skill order), wherever that unit is (another match or the bench):
 /// keeps the skill factors roughly intact while exploring ping, premades and hosts.
-fn similar_swap(sc: &Scorer, st: &State, rng: &mut Xoshiro256PlusPlus, mv: &mut Exchange) -> bool {
+/// `r`: 63 random bits.
+fn similar_swap(sc: &Scorer, st: &State, r: u64, mv: &mut Exchange) -> bool {
     let ix = sc.ix;
     let nu = ix.units.len();
-    let u = rng.random_range(0..nu) as u32;
-    let r = ix.skill_rank[u as usize] as i64;
-    let w = 8;
-    let mut off = rng.random_range(1..=w);
-    if rng.random::<bool>() {
+    let u = below(r >> 31, nu) as u32;
+    let rank = ix.skill_rank[u as usize] as i64;
+    let mut off = 1 + (r & 7) as i64;
+    if (r >> 3) & 1 == 1 {
         off = -off;
     }
-    let r2 = r + off;
+    let r2 = rank + off;
     if r2 < 0 || r2 >= nu as i64 {
         return false;
     }
@@ -134,4 +140,11 @@ fn similar_swap(sc: &Scorer, st: &State, rng: &mut Xoshiro256PlusPlus, mv: &mut 
     mv.a_out.push(u);
     mv.b_out.push(v);
     true
+}
+
+/// A uniform draw in 0..n from the low 32 bits of `bits` (multiply-shift; the bias,
+/// below n / 2^32, is far below anything the search could notice).
+#[inline]
+fn below(bits: u64, n: usize) -> usize {
+    ((bits & 0xFFFF_FFFF) * n as u64 >> 32) as usize
 }
