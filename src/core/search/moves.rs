@@ -146,5 +146,5 @@ fn similar_swap(sc: &Scorer, st: &State, r: u64, mv: &mut Exchange) -> bool {
 /// below n / 2^32, is far below anything the search could notice).
 #[inline]
 fn below(bits: u64, n: usize) -> usize {
-    ((bits & 0xFFFF_FFFF) * n as u64 >> 32) as usize
+    (((bits & 0xFFFF_FFFF) * n as u64) >> 32) as usize
 }
