@@ -2,8 +2,8 @@
 //! then the issue's targets as ratios measured in the same run.
 //!
 //! ```text
-//! matchmaker bench [--players 300] [--pools 3] [--budgets 100ms,1s] [--baseline 5s]
-//!                  [--long-factor 50] [--threads N] [--skip-targets]
+//! matchmaker bench [--players 300] [--pools 3] [--pool-seed 1] [--budgets 100ms,1s]
+//!                  [--baseline 5s] [--long-factor 50] [--threads N] [--skip-targets]
 //! ```
 //! Columns: round score; mean and worst team-skill difference (team means); skill
 //! spread (mean pairwise difference in a match); mean enemy ping (ms, opponent pairs);
@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// Number of seeded pools (seeds 1..=N); figures are means over the pools.
     #[arg(long, default_value_t = 3)]
     pub pools: u64,
+    /// Seed of the first pool (pools are seeds S..S+N-1); with `--write-pool`, picks
+    /// which pool is written.
+    #[arg(long, default_value_t = 1)]
+    pub pool_seed: u64,
     /// Budgets of the table, comma separated (humantime).
     #[arg(long, default_value = "100ms,1s", value_delimiter = ',', value_parser = humantime::parse_duration)]
     pub budgets: Vec<Duration>,
@@ -53,7 +57,8 @@ pub struct BenchArgs {
     pub large_budget: Duration,
     #[arg(long, default_value_t = 10)]
     pub large_factor: u32,
-    /// Write the first pool as JSON to this file and exit (for `optimize`).
+    /// Write the first pool (seed `--pool-seed`) as JSON to this file and exit (for
+    /// `optimize`).
     #[arg(long)]
     pub write_pool: Option<std::path::PathBuf>,
 }
@@ -223,7 +228,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         ..PopulationSpec::default()
     };
     let population = Population::realistic();
-    let pools: Vec<Pool> = (1..=args.pools)
+    let pools: Vec<Pool> = (args.pool_seed..args.pool_seed + args.pools)
         .map(|s| with_previous_round(population.generate_pool(&spec, s), &model))
         .collect::<anyhow::Result<_>>()?;
     if let Some(path) = &args.write_pool {
