@@ -93,11 +93,86 @@ fn delta_equals_full_on_random_moves() {
         ..QueueModel::default()
     };
     delta_walk(&pool, &five, true);
-    let one = QueueModel {
-        team_size: 1,
+    // every compiled row size of the fast path, peer-to-peer (the pool's parties of 3
+    // are rejected in 2v2)
+    for team_size in [1, 2, 4, 5, 8] {
+        let model = QueueModel {
+            team_size,
+            ..QueueModel::default()
+        };
+        delta_walk(&pool, &model, true);
+    }
+}
+
+/// The early rejection is exact: a move the bound rejects (`Verdict::Below`) scores
+/// below the threshold when scored in full, and a move it lets through is scored
+/// exactly. Thresholds are drawn around each move's exact delta, so both verdicts occur.
+#[test]
+fn the_bound_rejects_only_moves_below_the_threshold() {
+    use matchmaker::core::search::state::Verdict;
+    use rand::RngExt;
+    let pool = with_history(generate(
+        &PopulationSpec {
+            players: 150,
+            ..PopulationSpec::default()
+        },
+        12,
+    ));
+    let dedicated = QueueModel {
+        team_size: 5,
+        network: matchmaker::core::model::Network::Dedicated,
         ..QueueModel::default()
     };
-    delta_walk(&pool, &one, true);
+    for model in [
+        QueueModel::default(),
+        QueueModel {
+            team_size: 2,
+            ..QueueModel::default()
+        },
+        dedicated,
+    ] {
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        assert!(sc.is_fast());
+        let st = construct::cut(&sc, &construct::skill_order(&sc));
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+        let mut scratch = Scratch::default();
+        let mut mv = moves::Exchange::default();
+        let (mut below, mut scored) = (0, 0);
+        for _ in 0..4_000 {
+            if !moves::random_exchange(&sc, &st, &mut rng, &mut mv) {
+                continue;
+            }
+            let Some(exact) =
+                st.score_exchange(&sc, mv.a, &mv.a_out, mv.b, &mv.b_out, &mut scratch)
+            else {
+                continue;
+            };
+            let d = exact.delta;
+            // thresholds from well below to well above the exact delta
+            let t = d.quality + rng.random_range(-0.05..0.05);
+            match st.score_exchange_above(&sc, mv.a, &mv.a_out, mv.b, &mv.b_out, t, &mut scratch) {
+                Verdict::Below => {
+                    assert!(
+                        d.overdue == 0 && d.matches == 0 && d.quality < t,
+                        "{d:?} vs {t}"
+                    );
+                    below += 1;
+                }
+                Verdict::Scored(s) => {
+                    // (the sides may be added in the other order)
+                    assert!(s.delta.overdue == d.overdue && s.delta.matches == d.matches);
+                    assert!((s.delta.quality - d.quality).abs() < 1e-12);
+                    scored += 1;
+                }
+                Verdict::Infeasible => panic!("a move that scored became infeasible"),
+            }
+        }
+        assert!(
+            below > 100 && scored > 100,
+            "below {below}, scored {scored}"
+        );
+    }
 }
 
 #[test]
