@@ -445,9 +445,7 @@ impl Scorer<'_> {
                 }
                 ping_up += top.iter().sum::<u32>();
             }
-            if w[ENEMY_PING] > 0.0 {
-                gain += w[ENEMY_PING] * ping_up as f64 / ((TS * TS) as f64 * PING_UNIT);
-            }
+            gain += self.ping_gain::<TS>(ping_up);
         }
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
             // clear the outgoing players' pairs (`finish_replace` sets the incoming
@@ -458,15 +456,7 @@ impl Scorer<'_> {
                 for j in 0..P {
                     if j != i && !(changed.contains(&j) && j < i) {
                         let k = pair[i][j] as usize % QS;
-                        let (tm, op) = std::mem::take(&mut hist[k]);
-                        if tm != 0.0 || op != 0.0 {
-                            cleared += tm.max(op) as f64;
-                            info.hist_pairs -= 1;
-                            info.tm_total -= tm as f64;
-                            let d = op as f64 - tm as f64;
-                            slots[i].hsum -= d;
-                            slots[j].hsum -= d;
-                        }
+                        cleared += clear_pair(slots, hist, &mut info, k, i, j);
                     }
                 }
             }
@@ -518,28 +508,24 @@ impl Scorer<'_> {
             }
             slots[i].rsum = rsum;
             slots[i].over = over;
-            if w[ENEMY_PING] > 0.0 {
-                let ping_up: u32 = top.iter().sum();
-                gain += w[ENEMY_PING] * ping_up as f64 / ((TS * TS) as f64 * PING_UNIT);
-            }
+            gain += self.ping_gain::<TS>(top.iter().sum());
         }
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
             let mut cleared = 0.0f64;
             for j in 0..P {
-                let (tm, op) = std::mem::take(&mut hist[pair[j] as usize % QS]);
-                if tm != 0.0 || op != 0.0 {
-                    cleared += tm.max(op) as f64;
-                    info.hist_pairs -= 1;
-                    info.tm_total -= tm as f64;
-                    let d = op as f64 - tm as f64;
-                    slots[i].hsum -= d;
-                    slots[j].hsum -= d;
-                }
+                cleared += clear_pair(slots, hist, &mut info, pair[j] as usize % QS, i, j);
             }
             gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
         }
         info.gain_bound = gain;
         info
+    }
+
+    /// The most the weighted enemy-ping term can gain when the cross pairs' quantized
+    /// scores rise by `ping_up` in total (two teams: TS x TS cross pairs).
+    #[inline(always)]
+    fn ping_gain<const TS: usize>(&self, ping_up: u32) -> f64 {
+        self.weights[ENEMY_PING] * ping_up as f64 / ((TS * TS) as f64 * PING_UNIT)
     }
 
     /// Whether rows keep pair pings (peer-to-peer with ping or hosts weighted).
@@ -796,6 +782,30 @@ impl Scorer<'_> {
         }
         (best, best_split)
     }
+}
+
+/// Clear the history costs of slot pair k = (i, j) of a replaced row, keeping the
+/// row's totals in `info` and the slots' sums; the larger of the two costs removed
+/// (what the history term can gain back).
+#[inline(always)]
+fn clear_pair<const P: usize, const QS: usize>(
+    slots: &mut [Slot; P],
+    hist: &mut [(f32, f32); QS],
+    info: &mut RowInfo,
+    k: usize,
+    i: usize,
+    j: usize,
+) -> f64 {
+    let (tm, op) = std::mem::take(&mut hist[k]);
+    if tm == 0.0 && op == 0.0 {
+        return 0.0;
+    }
+    info.hist_pairs -= 1;
+    info.tm_total -= tm as f64;
+    let d = op as f64 - tm as f64;
+    slots[i].hsum -= d;
+    slots[j].hsum -= d;
+    tm.max(op) as f64
 }
 
 /// Premade values by party spread (0..=team_size), padded to a power of two.
