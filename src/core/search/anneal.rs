@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use rand::RngExt;
+use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::core::deadline::Deadline;
@@ -20,6 +20,7 @@ use crate::core::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
 use super::state::{Scratch, State, Verdict};
+use super::threshold::LnUniform;
 
 /// With at least this many steps per unit the run starts at the full calibrated T0;
 /// with fewer, T0 shrinks proportionally (measured: 10,000 players 5v5 in 10 s).
@@ -60,6 +61,7 @@ pub fn anneal(
     let mut mv = Exchange::default();
     let mut moves = 0u64;
     let mut bounded = 0u64;
+    let ln_u = LnUniform::default();
 
     // calibrate T0 on a sample of worsening moves
     let mut worse = 0.0;
@@ -123,7 +125,7 @@ pub fn anneal(
         // Metropolis with the threshold drawn first: accept a worsening dq when
         // u < exp(dq / T), i.e. dq > T ln u; a move whose bound is below that is
         // rejected before its split loops run.
-        let min_quality = temp * rng.random::<f64>().ln();
+        let min_quality = temp * ln_u.ln(rng.next_u64());
         let s = match st.score_exchange_above(
             sc,
             mv.a,

@@ -6,3 +6,4 @@ pub mod baselines;
 pub mod construct;
 pub mod moves;
 pub mod state;
+pub mod threshold;
