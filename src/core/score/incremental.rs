@@ -419,13 +419,15 @@ impl Scorer<'_> {
         let mut gain = w[EQUAL_TEAMS] * skill_moved * self.equal_teams_inverse();
         let pair = &Pairs::<P, QS>::INDEX;
         if self.ping_pairs() {
-            // A changed slot faces exactly TS opponents among the slots outside its
-            // unit, so its cross pings gain at most its TS largest rises.
+            // A changed slot's cross pings (to TS of the slots outside its unit) gain
+            // at most the sum of its rises to all of them. Summing only the TS largest
+            // is tighter, but the sorting cost more than the bound saved (measured on
+            // solo moves: 10% fewer moves rejected by the bound, 2.8% fewer
+            // instructions and 4% more moves a second with the plain sum).
             let mut ping_up = 0u32;
             for i in changed.clone() {
                 let i = i % P;
                 let v = slots[i].player;
-                let mut top = [0u32; TS];
                 for j in 0..P {
                     let inside = changed.contains(&j);
                     // pairs inside the incoming unit once, from its lower slot
@@ -440,10 +442,9 @@ impl Scorer<'_> {
                     slots[i].over = (slots[i].over & !(1 << j)) | (o << j);
                     slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
                     if !inside {
-                        insert_top(&mut top, score.saturating_sub(old));
+                        ping_up += score.saturating_sub(old);
                     }
                 }
-                ping_up += top.iter().sum::<u32>();
             }
             gain += self.ping_gain::<TS>(ping_up);
         }
@@ -492,7 +493,7 @@ impl Scorer<'_> {
         slots[i].skill = hot.skill;
         slots[i].wait = hot.wait_capped;
         if self.ping_pairs() {
-            let mut top = [0u32; TS];
+            let mut up = 0u32;
             let (mut rsum, mut over) = (0u32, 0u32);
             // j = i included: its pair is the spare one and the player's ping to
             // itself is 0 (`pair_ping_bits`), so it changes nothing
@@ -504,11 +505,11 @@ impl Scorer<'_> {
                 slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
                 rsum += score;
                 over |= o << j;
-                insert_top(&mut top, score.saturating_sub(old));
+                up += score.saturating_sub(old);
             }
             slots[i].rsum = rsum;
             slots[i].over = over;
-            gain += self.ping_gain::<TS>(top.iter().sum());
+            gain += self.ping_gain::<TS>(up);
         }
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
             let mut cleared = 0.0f64;
@@ -810,17 +811,6 @@ fn clear_pair<const P: usize, const QS: usize>(
 
 /// Premade values by party spread (0..=team_size), padded to a power of two.
 const PREMADE_SLOTS: usize = 16;
-
-/// Insert x into `top`, the descending list of the N largest values so far
-/// (branch-free: one compare-exchange per place).
-#[inline(always)]
-fn insert_top<const N: usize>(top: &mut [u32; N], mut x: u32) {
-    for t in top.iter_mut() {
-        let hi = (*t).max(x);
-        x = (*t).min(x);
-        *t = hi;
-    }
-}
 
 /// Slot pair indices of a row of P players, both orders: `INDEX[i][j] = pair_index`.
 /// The diagonal points at the last padding pair (QS - 1), which stays 0, so that a
