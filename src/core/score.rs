@@ -64,6 +64,9 @@ pub struct Scorer<'a> {
     power: f64,
     /// Premade factor by the split's party spread (0..=team_size).
     premade_by_spread: Vec<f64>,
+    /// The same times the premade weight, padded for the rows' split loop (masked
+    /// indexing).
+    premade_weighted: [f64; incremental::PREMADE_SLOTS],
     /// Two teams, p = 1, no roles and only the common factors weighted: `evaluate`
     /// takes the specialised split loop (`split_value_fast`).
     fast: bool,
@@ -205,6 +208,17 @@ impl<'a> Scorer<'a> {
             && weights[INDISTINGUISHABLE] == 0.0
             && weights[SIDE_PREFERENCE] == 0.0
             && weights[PREDICTED_FAIRNESS] == 0.0;
+        let premade_by_spread: Vec<f64> = (0..=model.team_size)
+            .map(|d| {
+                let mut parties = [1usize, 1 + d];
+                parties.sort();
+                premades::score(&parties, model.team_size, &model.premades.table)
+            })
+            .collect();
+        let mut premade_weighted = [0.0; incremental::PREMADE_SLOTS];
+        for (d, v) in premade_by_spread.iter().enumerate() {
+            premade_weighted[d % incremental::PREMADE_SLOTS] = weights[PREMADES] * v;
+        }
         Scorer {
             fast,
             ix,
@@ -218,13 +232,8 @@ impl<'a> Scorer<'a> {
             wait_cap: model.max_wait.as_secs_f64() / 60.0,
             beta: model.wait_priority_per_minute,
             power: model.round_score_power,
-            premade_by_spread: (0..=model.team_size)
-                .map(|d| {
-                    let mut parties = [1usize, 1 + d];
-                    parties.sort();
-                    premades::score(&parties, model.team_size, &model.premades.table)
-                })
-                .collect(),
+            premade_by_spread,
+            premade_weighted,
             ping_cache: (p2p && ix.len() <= PING_CACHE_MAX_PLAYERS).then(|| {
                 let n = ix.len();
                 // a player's "ping to itself" is a known 0 (the incremental rows
@@ -784,6 +793,7 @@ impl<'a> Scorer<'a> {
             beta: self.beta,
             power: self.power,
             premade_by_spread: self.premade_by_spread.clone(),
+            premade_weighted: self.premade_weighted,
             fast: self.fast,
             ping_cache: None,
             hist_mask: self.hist_mask.clone(),

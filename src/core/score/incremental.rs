@@ -696,8 +696,8 @@ impl Scorer<'_> {
             rsum[k] = s.rsum;
             hsum[k] = s.hsum;
         }
-        let total_skill: f64 = skill.iter().sum();
-        let (w_et, w_pm, w_ov) = (w[EQUAL_TEAMS], w[PREMADES], w[OPPONENT_VARIATION]);
+        let total_skill: f64 = slots.iter().map(|s| s.skill).sum();
+        let (w_et, w_ov) = (w[EQUAL_TEAMS], w[OPPONENT_VARIATION]);
         let et_inv = self.equal_teams_inverse();
         let w_ping = if self.p2p && w[ENEMY_PING] > 0.0 {
             w[ENEMY_PING] / ((TS * TS) as f64 * PING_UNIT)
@@ -710,12 +710,7 @@ impl Scorer<'_> {
         } else {
             0.0
         };
-        let mut premade = [0.0f64; PREMADE_SLOTS];
-        if w_pm > 0.0 {
-            for (d, v) in self.premade_by_spread.iter().enumerate() {
-                premade[d % PREMADE_SLOTS] = w_pm * v;
-            }
-        }
+        let premade = &self.premade_weighted;
         let spread_varies = !table.spread_constant;
         if !spread_varies && table.splits > 0 {
             base += premade[table.party_spread[0] as usize % PREMADE_SLOTS];
@@ -809,8 +804,9 @@ fn clear_pair<const P: usize, const QS: usize>(
     tm.max(op) as f64
 }
 
-/// Premade values by party spread (0..=team_size), padded to a power of two.
-const PREMADE_SLOTS: usize = 16;
+/// Premade values by party spread (0..=team_size), padded to a power of two
+/// (`Scorer::premade_weighted`).
+pub const PREMADE_SLOTS: usize = 16;
 
 /// Slot pair indices of a row of P players, both orders: `INDEX[i][j] = pair_index`.
 /// The diagonal points at the last padding pair (QS - 1), which stays 0, so that a
