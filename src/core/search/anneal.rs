@@ -4,10 +4,12 @@
 //!
 //! Each step draws one random exchange (`moves`), scores it by re-scoring only the two
 //! touched matches, and accepts it if it does not worsen the objective, or with
-//! probability exp(delta / T) otherwise. T falls geometrically from T0 (calibrated so an
-//! average worsening move is accepted half of the time) to T0 / 1000 over the restart's
-//! length: `moves_per_restart` steps, or, under a time budget, the time left when the
-//! restart began, whichever ends first. Moves that change which players are placed
+//! probability exp(delta / T) otherwise. T falls from T0 (calibrated so an average
+//! worsening move is accepted half of the time) to T0 / 1000 over the restart's length:
+//! `moves_per_restart` steps, or, under a time budget, the time left when the restart
+//! began, whichever ends first. At progress p in [0, 1], T = T0 (1/1000)^(p^0.6): faster
+//! than geometric while hot, where the walk only forgets its start, so that more of the
+//! run is spent cold, where the matches take shape (`SCHEDULE_SHAPE`). Moves that change which players are placed
 //! (bench swaps) are accepted only if they do not lose overdue players or matches.
 
 use std::time::Duration;
@@ -25,6 +27,12 @@ use super::threshold::LnUniform;
 /// With at least this many steps per unit the run starts at the full calibrated T0;
 /// with fewer, T0 shrinks proportionally (measured: 10,000 players 5v5 in 10 s).
 const FULL_HEAT_STEPS_PER_UNIT: f64 = 2000.0;
+
+/// Exponent on the progress in the cooling schedule (1 would be geometric cooling).
+/// Measured on the three 300-player bench pools at 1 s, 2 threads, 24 seeds each:
+/// 0.65 and 0.5 both beat 1.0 by +0.00016 (± 0.00007) of round score; in 1-thread
+/// runs 0.4 fell back to the level of 1.0.
+const SCHEDULE_SHAPE: f64 = 0.6;
 
 pub struct Outcome {
     pub state: State,
@@ -115,7 +123,7 @@ pub fn anneal(
             if progress >= 1.0 || deadline.expired() {
                 break;
             }
-            temp = t0 * ratio.powf(progress);
+            temp = t0 * ratio.powf(progress.powf(SCHEDULE_SHAPE));
         }
         step += 1;
         if !random_exchange(sc, &st, rng, &mut mv) {
