@@ -9,8 +9,9 @@
 //! `moves_per_restart` steps, or, under a time budget, the time left when the restart
 //! began, whichever ends first. At progress p in [0, 1], T = T0 (1/1000)^(p^0.6): faster
 //! than geometric while hot, where the walk only forgets its start, so that more of the
-//! run is spent cold, where the matches take shape (`SCHEDULE_SHAPE`). Moves that change which players are placed
-//! (bench swaps) are accepted only if they do not lose overdue players or matches.
+//! run is spent cold, where the matches take shape (`SCHEDULE_SHAPE`). Moves that
+//! change which players are placed (bench swaps) are accepted only if they do not lose
+//! overdue players or matches.
 
 use std::time::Duration;
 
@@ -30,8 +31,9 @@ const FULL_HEAT_STEPS_PER_UNIT: f64 = 2000.0;
 
 /// Exponent on the progress in the cooling schedule (1 would be geometric cooling).
 /// Measured on the three 300-player bench pools at 1 s, 2 threads, 24 seeds each:
-/// 0.65 and 0.5 both beat 1.0 by +0.00016 (± 0.00007) of round score; in 1-thread
-/// runs 0.4 fell back to the level of 1.0.
+/// 0.65 beat 1.0 by +0.00016 ± 0.00007 of round score and 0.5 by +0.00015 ± 0.00006
+/// (0.6 sits between them); in 1-thread runs 0.4 fell back to the level of 1.0. The
+/// power is taken once every 256 steps, with the deadline check.
 const SCHEDULE_SHAPE: f64 = 0.6;
 
 pub struct Outcome {
