@@ -11,7 +11,7 @@
 //!
 //! Gains are summed over disjoint improvements and printed per match (the unit of the
 //! round score). Used to show that the gap between a 1 s and a 50 s run is not made of
-//! such local improvements (README, Benchmarks).
+//! such local improvements (docs/optimizer-tuning.md).
 //!
 //! ```text
 //! cargo run --release --example local_optimum -- POOL.json [BUDGET_MS] [SEED]

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Paired comparison of optimizer variants: the method behind docs/optimizer-tuning.md.
+
+A single run's round score moves by more than most search changes gain, so variants are
+compared on the same pools and seeds, run one after the other (the machine is shared
+and its speed drifts), and reported as the mean paired difference ± its standard error.
+
+    benches/paired.py NSEEDS NAME:BINARY[:ENV=V,...] NAME:BINARY[:ENV=V,...] ...
+
+The first variant is the reference. Each variant is a `matchmaker` binary, optionally
+with environment variables (for experimental knobs compiled into a scratch build). Pools
+are /tmp/poolK.json, written by
+`matchmaker bench --write-pool /tmp/poolK.json --pool-seed K`.
+
+Environment: BUDGET (1s), THREADS (2), POOLS (1,2,3), SEED0 (first solver seed, 100),
+MOVES (if set: one restart of exactly MOVES steps instead of a time budget).
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def parse_variant(arg):
+    name, binary, *rest = arg.split(":")
+    env = dict(kv.split("=", 1) for kv in rest[0].split(",")) if rest else {}
+    return name, binary, env
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    nseeds = int(sys.argv[1])
+    variants = [parse_variant(a) for a in sys.argv[2:]]
+    budget = os.environ.get("BUDGET", "1s")
+    threads = os.environ.get("THREADS", "2")
+    pools = os.environ.get("POOLS", "1,2,3").split(",")
+    seed0 = int(os.environ.get("SEED0", "100"))
+    moves = os.environ.get("MOVES")
+    scores = {name: [] for name, _, _ in variants}
+    rates = {name: [] for name, _, _ in variants}
+    for seed in range(seed0, seed0 + nseeds):
+        for pool in pools:
+            for name, binary, env in variants:
+                cmd = [binary, "optimize", "--pool", f"/tmp/pool{pool}.json",
+                       "--seed", str(seed), "--threads", threads]
+                cmd += ["--restarts", "1", "--moves-per-restart", moves] if moves else ["--budget", budget]
+                out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                                     env={**os.environ, **env})
+                result = json.loads(out.stdout)
+                scores[name].append(result["score"])
+                rates[name].append(result["stats"]["moves_per_second"])
+        print(f"seed {seed} done", file=sys.stderr)
+    reference = variants[0][0]
+    for name, _, _ in variants:
+        diff = [x - y for x, y in zip(scores[name], scores[reference])]
+        se = statistics.stdev(diff) / len(diff) ** 0.5 if name != reference and len(diff) > 1 else 0.0
+        print(f"{name:12s} mean {statistics.mean(scores[name]):.5f}  "
+              f"diff {statistics.mean(diff):+.5f} ± {se:.5f}  n={len(diff)}  "
+              f"moves/s {statistics.mean(rates[name]):.0f}")
+
+
+if __name__ == "__main__":
+    main()
