@@ -15,7 +15,8 @@ use super::state::{BENCH, State};
 
 /// One random exchange in eight takes its source match as the worst of this many random
 /// matches (docs/optimizer-tuning.md: with the late skip of shape-changing exchanges in
-/// `anneal`, +0.00010 ± 0.00004 of round score at 1 s).
+/// `anneal`, +0.00010 ± 0.00004 and +0.00012 ± 0.00005 of round score at 1 s in two
+/// batches of paired runs).
 const WORST_OF: usize = 4;
 
 /// An exchange of `a_out` (in container `a`) against `b_out` (in `b`).
