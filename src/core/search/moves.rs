@@ -13,7 +13,7 @@ use crate::core::score::Scorer;
 
 use super::state::{BENCH, State};
 
-/// One random exchange in eight takes its source match as the worst of this many random
+/// In one random exchange in eight the match side is the worst of this many random
 /// matches (docs/optimizer-tuning.md: with the late skip of shape-changing exchanges in
 /// `anneal`, +0.00010 ± 0.00004 and +0.00012 ± 0.00005 of round score at 1 s in two
 /// batches of paired runs).
@@ -34,8 +34,9 @@ pub struct Exchange {
 /// whose sizes add up to u's size: a unit of the same size half of the time when there
 /// is one (player-player, party-party), otherwise a random set (party against solos,
 /// or against a smaller party plus solos). One draw in eight (always when there is a
-/// single match) involves the bench, in either direction. One match-to-match draw in
-/// eight takes the worst of `WORST_OF` random matches as its source.
+/// single match) involves the bench, in either direction. In one draw in eight the
+/// match side (the source, or the bench's partner) is the worst of `WORST_OF` random
+/// matches.
 pub fn random_exchange(
     sc: &Scorer,
     st: &State,
