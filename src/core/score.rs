@@ -56,6 +56,14 @@ pub struct Scorer<'a> {
     /// Effective weights: 0 for disabled or inapplicable factors.
     pub weights: [f64; 10],
     wsum: f64,
+    /// Reciprocals the hot loops multiply by instead of dividing (a division is a
+    /// long-latency instruction on the path of every move): 1 / wsum, the equal-teams
+    /// inverse scale, the enemy-ping weight per quantized cross-pair unit, and 1 /
+    /// (pairs x scale) of the pairwise equal-players spread.
+    inv_wsum: f64,
+    et_inv: f64,
+    ping_unit_weight: f64,
+    ep_pairwise_inv: f64,
     p2p: bool,
     nroles: usize,
     strict_roles: bool,
@@ -219,6 +227,14 @@ impl<'a> Scorer<'a> {
         for (d, v) in premade_by_spread.iter().enumerate() {
             premade_weighted[d % incremental::PREMADE_SLOTS] = weights[PREMADES] * v;
         }
+        let ts = model.team_size as f64;
+        let et = &model.equal_teams;
+        let et_inv = match et.team_skill {
+            super::model::TeamSkill::Mean => 1.0 / (et.curve.scale * ts),
+            super::model::TeamSkill::Norm => 1.0 / et.curve.scale,
+        };
+        let ppm = model.players_per_match();
+        let pairs = (ppm * ppm.saturating_sub(1) / 2).max(1) as f64;
         Scorer {
             fast,
             ix,
@@ -226,6 +242,10 @@ impl<'a> Scorer<'a> {
             tables: SplitTables::new(model.teams, model.team_size),
             weights,
             wsum,
+            inv_wsum: 1.0 / wsum,
+            et_inv,
+            ping_unit_weight: weights[ENEMY_PING] / (ts * ts * PING_UNIT),
+            ep_pairwise_inv: 1.0 / (pairs * model.equal_players.curve.scale),
             p2p,
             nroles,
             strict_roles: nroles > 0 && model.role_mode == RoleMode::Strict,
@@ -723,11 +743,7 @@ impl<'a> Scorer<'a> {
     /// x (1 / scale, and 1 / team size for mean team skill).
     #[inline]
     fn equal_teams_inverse(&self) -> f64 {
-        let et = &self.model.equal_teams;
-        match et.team_skill {
-            super::model::TeamSkill::Mean => 1.0 / (et.curve.scale * self.model.team_size as f64),
-            super::model::TeamSkill::Norm => 1.0 / et.curve.scale,
-        }
+        self.et_inv
     }
 
     /// Score a match given as a set of units: the best split over all factors.
@@ -760,7 +776,7 @@ impl<'a> Scorer<'a> {
         if best_split == u32::MAX {
             return MatchEval::INFEASIBLE;
         }
-        let score = ((best + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
+        let score = ((best + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
         MatchEval {
             feasible: true,
             score,
@@ -786,6 +802,10 @@ impl<'a> Scorer<'a> {
             tables: self.tables.clone(),
             weights: self.weights,
             wsum: self.wsum,
+            inv_wsum: self.inv_wsum,
+            et_inv: self.et_inv,
+            ping_unit_weight: self.ping_unit_weight,
+            ep_pairwise_inv: self.ep_pairwise_inv,
             p2p: self.p2p,
             nroles: self.nroles,
             strict_roles: self.strict_roles,
@@ -819,7 +839,7 @@ impl<'a> Scorer<'a> {
         let c = self.context(&sorted, k, false);
         let mut f = c.fixed;
         let v = self.split_factors(&c, table, s, &mut f, false, None)?;
-        let score = ((v + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
+        let score = ((v + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
         Some(MatchEval {
             feasible: true,
             score,
@@ -844,7 +864,7 @@ impl<'a> Scorer<'a> {
         if self.nroles == 0 {
             f[ROLES] = 1.0;
         }
-        let score = ((v + c.fixed_weighted) / self.wsum).clamp(0.0, 1.0);
+        let score = ((v + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
         let mut teams = vec![Vec::new(); self.model.teams];
         for i in 0..n {
             teams[st[i] as usize].push(c.slots[i]);

@@ -461,7 +461,7 @@ impl Scorer<'_> {
                     }
                 }
             }
-            gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
+            gain += w[OPPONENT_VARIATION] * cleared * const { 1.0 / Q as f64 };
         }
         info.gain_bound = gain;
         dst.info[0] = info;
@@ -516,7 +516,7 @@ impl Scorer<'_> {
             for j in 0..P {
                 cleared += clear_pair(slots, hist, &mut info, pair[j] as usize % QS, i, j);
             }
-            gain += w[OPPONENT_VARIATION] * cleared / Q as f64;
+            gain += w[OPPONENT_VARIATION] * cleared * const { 1.0 / Q as f64 };
         }
         info.gain_bound = gain;
         info
@@ -526,7 +526,8 @@ impl Scorer<'_> {
     /// scores rise by `ping_up` in total (two teams: TS x TS cross pairs).
     #[inline(always)]
     fn ping_gain<const TS: usize>(&self, ping_up: u32) -> f64 {
-        self.weights[ENEMY_PING] * ping_up as f64 / ((TS * TS) as f64 * PING_UNIT)
+        debug_assert_eq!(TS, self.model.team_size);
+        self.ping_unit_weight * ping_up as f64
     }
 
     /// Whether rows keep pair pings (peer-to-peer with ping or hosts weighted).
@@ -607,19 +608,29 @@ impl Scorer<'_> {
         }
         let mut fixed = 0.0;
         if w[EQUAL_PLAYERS] > 0.0 {
-            let spread = match model.equal_players.measure {
+            let score = match model.equal_players.measure {
                 SpreadMeasure::Pairwise => {
-                    let mut sum = 0.0;
+                    // one accumulator per slot: independent adds instead of one
+                    // chain of 15 (the chain's latency was most of this function)
+                    let mut acc = [0.0f64; P];
                     for i in 0..P {
                         for j in i + 1..P {
-                            sum += (skill[i] - skill[j]).abs();
+                            acc[j] += (skill[i] - skill[j]).abs();
                         }
                     }
-                    sum / Q.max(1) as f64
+                    let sum: f64 = acc.iter().sum();
+                    // the curve at the mean pairwise difference / scale
+                    model
+                        .equal_players
+                        .curve
+                        .score_scaled(sum * self.ep_pairwise_inv)
                 }
-                SpreadMeasure::Uniformity => equal_players::spread(&skill, &model.equal_players),
+                SpreadMeasure::Uniformity => model
+                    .equal_players
+                    .curve
+                    .score(equal_players::spread(&skill, &model.equal_players)),
             };
-            fixed += w[EQUAL_PLAYERS] * model.equal_players.curve.score(spread);
+            fixed += w[EQUAL_PLAYERS] * score;
         }
         if self.p2p {
             if w[TWO_HOSTS] > 0.0 {
@@ -641,7 +652,7 @@ impl Scorer<'_> {
     #[inline]
     pub fn row_quality_bound(&self, rows: &MatchRows, r: usize, old_split_best: f64) -> f64 {
         let info = &rows.info[r];
-        let score = ((old_split_best + info.gain_bound + info.fixed) / self.wsum).min(1.0);
+        let score = ((old_split_best + info.gain_bound + info.fixed) * self.inv_wsum).min(1.0);
         // a margin far above rounding: a move is never rejected by a bound that rounding
         // put a few ulps below its exact score
         self.shaped(score.max(0.0)) + info.wait * self.beta + 1e-12
@@ -659,7 +670,7 @@ impl Scorer<'_> {
         let (best, split) = by_size!(self.model.team_size, self.best_split(rows, r));
         let info = &mut rows.info[r];
         info.split_best = best;
-        let score = ((best + info.fixed) / self.wsum).clamp(0.0, 1.0);
+        let score = ((best + info.fixed) * self.inv_wsum).clamp(0.0, 1.0);
         MatchEval {
             feasible: true,
             score,
@@ -700,7 +711,7 @@ impl Scorer<'_> {
         let (w_et, w_ov) = (w[EQUAL_TEAMS], w[OPPONENT_VARIATION]);
         let et_inv = self.equal_teams_inverse();
         let w_ping = if self.p2p && w[ENEMY_PING] > 0.0 {
-            w[ENEMY_PING] / ((TS * TS) as f64 * PING_UNIT)
+            self.ping_unit_weight
         } else {
             0.0
         };
@@ -769,12 +780,13 @@ impl Scorer<'_> {
                     }
                 }
                 let cost = info.tm_total + (hs - 2.0 * within);
-                v += w_ov * opponent_variation::score(cost, P);
+                // opponent_variation::score(cost, P), multiplying by 1 / Q
+                v += w_ov * (1.0 - cost * const { 1.0 / Q as f64 }).clamp(0.0, 1.0);
             }
-            if v > best {
-                best = v;
-                best_split = s as u32;
-            }
+            // a select, not a branch: which split wins is unpredictable
+            let better = v > best;
+            best_split = std::hint::select_unpredictable(better, s as u32, best_split);
+            best = std::hint::select_unpredictable(better, v, best);
         }
         (best, best_split)
     }
