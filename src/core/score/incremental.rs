@@ -283,13 +283,12 @@ impl Scorer<'_> {
     }
 
     /// Copy row `r` of `src` into row 0 of `dst`, with the unit at position `pos` of
-    /// `units` (the row's slot order) replaced by `inn`, a unit of the same size.
-    /// `order` receives the new slot order of units.
+    /// `units` (the row's slot order) replaced by `inn`, a unit of the same size. The
+    /// new row's slot order of units is `units` with `inn` at `pos`.
     ///
     /// The incoming players' history is not looked up yet (it can only lower the
     /// score, so the gain bound does not need it): call `finish_replace` with the
     /// returned slot range before `evaluate_row`.
-    #[allow(clippy::too_many_arguments)]
     pub fn replace_in_row(
         &self,
         src: &MatchRows,
@@ -298,11 +297,7 @@ impl Scorer<'_> {
         pos: usize,
         inn: u32,
         dst: &mut MatchRows,
-        order: &mut Vec<u32>,
     ) -> Range<usize> {
-        order.clear();
-        order.extend_from_slice(units);
-        order[pos] = inn;
         let offset: usize = units[..pos]
             .iter()
             .map(|&u| self.ix.unit_size[u as usize] as usize)

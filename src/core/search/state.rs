@@ -55,6 +55,10 @@ pub struct Scratch {
     row_b: Option<MatchRows>,
     /// A touched match's units before they are put in slot order.
     list: Vec<u32>,
+    /// Per side: Some((position, unit)) when the new row replaced one unit of the
+    /// match (its unit list is then the old one with that unit at that position, and
+    /// `a` / `b` are not filled: most moves are never applied).
+    replaced: [Option<(u32, u32)>; 2],
     generation: u64,
 }
 
@@ -191,8 +195,10 @@ impl State {
                 && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
             {
                 let pos = self.loc[out[0] as usize].1 as usize;
-                pending[k] = sc.replace_in_row(rows, i, current, pos, inn[0], row, units);
+                pending[k] = sc.replace_in_row(rows, i, current, pos, inn[0], row);
+                scratch.replaced[k] = Some((pos as u32, inn[0]));
             } else {
+                scratch.replaced[k] = None;
                 replaced(current, out, inn, &mut scratch.list);
                 if !sc.build_row(&scratch.list, row, 0, units) {
                     return Verdict::Infeasible;
@@ -335,17 +341,22 @@ impl State {
         if a == BENCH {
             self.bench_exchange(a_out, b_out);
         }
-        for (m, units, row) in [
-            (a, &scratch.a, &scratch.row_a),
-            (b, &scratch.b, &scratch.row_b),
+        for (m, units, row, replaced) in [
+            (a, &scratch.a, &scratch.row_a, scratch.replaced[0]),
+            (b, &scratch.b, &scratch.row_b, scratch.replaced[1]),
         ] {
             if m == BENCH {
                 continue;
             }
             let list = &mut self.matches[m as usize];
-            list.clone_from(units);
-            for (k, &u) in list.iter().enumerate() {
-                self.loc[u as usize] = (m, k as u32);
+            if let Some((pos, inn)) = replaced {
+                list[pos as usize] = inn;
+                self.loc[inn as usize] = (m, pos);
+            } else {
+                list.clone_from(units);
+                for (k, &u) in list.iter().enumerate() {
+                    self.loc[u as usize] = (m, k as u32);
+                }
             }
             let rows = self.rows.as_mut().expect("fast path");
             rows.copy_row(m as usize, row.as_ref().expect("scored row"), 0);
