@@ -775,8 +775,7 @@ impl Scorer<'_> {
                     }
                 }
                 let cost = info.tm_total + (hs - 2.0 * within);
-                // opponent_variation::score(cost, P), multiplying by 1 / Q
-                v += w_ov * (1.0 - cost * const { 1.0 / Q as f64 }).clamp(0.0, 1.0);
+                v += w_ov * opponent_variation::score(cost, P);
             }
             // a select, not a branch: which split wins is unpredictable
             let better = v > best;
