@@ -61,6 +61,24 @@ struct RowInfo {
     gain_bound: f64,
 }
 
+/// A solo replacement scored for its bound but not yet written (`Scorer::probe_solo`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SoloProbe {
+    slot: u32,
+    player: u32,
+    /// Packed ping (`pair_ping_bits`) from the incoming player to each slot.
+    bits: [u32; MAXP],
+    /// The new row's info, its history totals still those of the source row.
+    info: RowInfo,
+}
+
+impl SoloProbe {
+    #[inline]
+    pub fn overdue(&self) -> u32 {
+        self.info.overdue
+    }
+}
+
 /// Rows of match data, flat (stride: players per match, or the padded pair count).
 #[derive(Debug, Clone, Default)]
 pub struct MatchRows {
@@ -94,6 +112,8 @@ macro_rules! by_size {
         }
     };
 }
+
+pub(crate) use by_size;
 
 impl MatchRows {
     /// The stored best split value of row r (for `Scorer::row_quality_bound`).
@@ -298,29 +318,53 @@ impl Scorer<'_> {
         inn: u32,
         dst: &mut MatchRows,
     ) -> Range<usize> {
-        let offset: usize = units[..pos]
-            .iter()
-            .map(|&u| self.ix.unit_size[u as usize] as usize)
-            .sum();
-        let changed = offset..offset + self.ix.unit_size[inn as usize] as usize;
         by_size!(
             self.model.team_size,
-            self.replace_sized(src, r, changed.clone(), inn, dst)
-        );
+            self.replace_in_row_sized(src, r, units, pos, inn, dst)
+        )
+    }
+
+    /// `replace_in_row` for rows of a fixed size.
+    #[inline(always)]
+    pub(crate) fn replace_in_row_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        src: &MatchRows,
+        r: usize,
+        units: &[u32],
+        pos: usize,
+        inn: u32,
+        dst: &mut MatchRows,
+    ) -> Range<usize> {
+        let offset = self.slot_of(units, pos);
+        let changed = offset..offset + self.ix.unit_size[inn as usize] as usize;
+        self.replace_sized::<TS, NF, P, Q, QS>(src, r, changed.clone(), inn, dst);
         changed
+    }
+
+    /// The first slot of the unit at position `pos` of `units` (a row's slot order).
+    #[inline]
+    pub fn slot_of(&self, units: &[u32], pos: usize) -> usize {
+        units[..pos]
+            .iter()
+            .map(|&u| self.ix.unit_size[u as usize] as usize)
+            .sum()
     }
 
     /// Prefetch the pings `replace_in_row` will read when solo `player` comes into
     /// row r.
     #[inline]
     pub fn prefetch_replace(&self, rows: &MatchRows, r: usize, player: u32) {
-        if self.ping_pairs() {
-            by_size!(self.model.team_size, self.prefetch_sized(rows, r, player));
-        }
+        by_size!(self.model.team_size, self.prefetch_sized(rows, r, player));
     }
 
     #[inline(always)]
-    fn prefetch_sized<
+    pub(crate) fn prefetch_sized<
         const TS: usize,
         const NF: usize,
         const P: usize,
@@ -332,21 +376,21 @@ impl Scorer<'_> {
         r: usize,
         player: u32,
     ) {
-        let (slots, _, _) = rows.row::<P, QS>(r);
-        self.prefetch_pings(player, slots.map(|s| s.player));
+        if self.ping_pairs() {
+            let (slots, _, _) = rows.row::<P, QS>(r);
+            self.prefetch_pings(player, slots.map(|s| s.player));
+        }
     }
 
     /// Look up the history of the incoming slots of a replaced row (see
     /// `replace_in_row`).
     #[inline]
     pub fn finish_replace(&self, rows: &mut MatchRows, changed: Range<usize>) {
-        if self.weights[OPPONENT_VARIATION] > 0.0 && !changed.is_empty() {
-            by_size!(self.model.team_size, self.finish_sized(rows, changed));
-        }
+        by_size!(self.model.team_size, self.finish_sized(rows, changed));
     }
 
     #[inline(always)]
-    fn finish_sized<
+    pub(crate) fn finish_sized<
         const TS: usize,
         const NF: usize,
         const P: usize,
@@ -357,6 +401,9 @@ impl Scorer<'_> {
         rows: &mut MatchRows,
         changed: Range<usize>,
     ) {
+        if self.weights[OPPONENT_VARIATION] <= 0.0 || changed.is_empty() {
+            return;
+        }
         let mut info = rows.info[0];
         let (slots, _, hist) = rows.row_mut::<P, QS>(0);
         for i in changed {
@@ -517,6 +564,148 @@ impl Scorer<'_> {
         info
     }
 
+    /// Score what `replace_in_row` + `row_fixed` would make of row r with solo `player`
+    /// in slot `slot`, without writing a row: the bound needs only the new pings, the
+    /// fixed part and the gain bound, and most moves end at the bound (`commit_sized`
+    /// writes the row for the ones that go on to the split loop).
+    #[inline(always)]
+    pub(crate) fn probe_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        src: &MatchRows,
+        r: usize,
+        slot: usize,
+        player: u32,
+        probe: &mut SoloProbe,
+    ) {
+        let i = slot % P;
+        let w = &self.weights;
+        let mut info = src.info[r];
+        let (slots, ps, hist) = src.row::<P, QS>(r);
+        let pair = &Pairs::<P, QS>::INDEX[i];
+        let (out, hot) = (
+            self.ix.hot[slots[i].player as usize],
+            self.ix.hot[player as usize],
+        );
+        info.overdue = info.overdue - out.overdue + hot.overdue;
+        // the same terms in the same order as `replace_solo` and `row_fixed`
+        let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
+        let bits = &mut probe.bits;
+        let mut capable = 0;
+        if self.ping_pairs() {
+            let mut up = 0u32;
+            let mut over = 0u32;
+            for j in 0..P {
+                // slot i's own pair is the spare one: ping 0 to itself
+                let b = if j == i {
+                    0
+                } else {
+                    self.pair_ping_bits(player, slots[j].player)
+                };
+                bits[j] = b;
+                let (score, o) = (b & !PING_OVER, b >> 31);
+                let old = ps[pair[j] as usize % QS];
+                let over_j = (slots[j].over & !(1 << i)) | (o << i);
+                capable += (j != i && over_j == 0) as usize;
+                over |= o << j;
+                up += score.saturating_sub(old);
+            }
+            capable += (over == 0) as usize;
+            gain += self.ping_gain::<TS>(up);
+        } else {
+            capable = P;
+        }
+        if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
+            let mut cleared = 0.0f64;
+            for j in 0..P {
+                let (tm, op) = hist[pair[j] as usize % QS];
+                if tm != 0.0 || op != 0.0 {
+                    cleared += tm.max(op) as f64;
+                }
+            }
+            gain += w[OPPONENT_VARIATION] * cleared * const { 1.0 / Q as f64 };
+        }
+        info.gain_bound = gain;
+        let mut skill = [0.0f64; P];
+        let mut wait = 0.0;
+        for k in 0..P {
+            let (sk, wt) = if k == i {
+                (hot.skill, hot.wait_capped)
+            } else {
+                (slots[k].skill, slots[k].wait)
+            };
+            skill[k] = sk;
+            wait += wt;
+        }
+        info.fixed = self.fixed_of(&skill, capable, || {
+            std::array::from_fn(|k| if k == i { player } else { slots[k].player })
+        });
+        info.wait = wait;
+        probe.slot = i as u32;
+        probe.player = player;
+        probe.info = info;
+    }
+
+    /// Write the probed replacement of row r of `src` into row 0 of `dst`: the row
+    /// `replace_in_row` + `row_fixed` would have made. Returns the slots whose history
+    /// is still to be looked up (`finish_replace`).
+    #[inline(always)]
+    pub(crate) fn commit_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        src: &MatchRows,
+        r: usize,
+        probe: &SoloProbe,
+        dst: &mut MatchRows,
+    ) -> Range<usize> {
+        let mut info = probe.info;
+        let copy_hist = info.hist_pairs > 0 || dst.info[0].hist_pairs > 0;
+        let (s_slots, s_ps, s_hist) = src.row::<P, QS>(r);
+        let (slots, ps, hist) = dst.row_mut::<P, QS>(0);
+        *slots = *s_slots;
+        *ps = *s_ps;
+        if copy_hist {
+            *hist = *s_hist;
+        }
+        let i = probe.slot as usize % P;
+        let pair = &Pairs::<P, QS>::INDEX[i];
+        let hot = self.ix.hot[probe.player as usize];
+        slots[i].player = probe.player;
+        slots[i].skill = hot.skill;
+        slots[i].wait = hot.wait_capped;
+        if self.ping_pairs() {
+            let (mut rsum, mut over) = (0u32, 0u32);
+            for j in 0..P {
+                let b = probe.bits[j % MAXP];
+                let (score, o) = (b & !PING_OVER, b >> 31);
+                let old = std::mem::replace(&mut ps[pair[j] as usize % QS], score);
+                slots[j].rsum = slots[j].rsum - old + score;
+                slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
+                rsum += score;
+                over |= o << j;
+            }
+            slots[i].rsum = rsum;
+            slots[i].over = over;
+        }
+        if self.weights[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
+            for j in 0..P {
+                clear_pair(slots, hist, &mut info, pair[j] as usize % QS, i, j);
+            }
+        }
+        dst.info[0] = info;
+        i..i + 1
+    }
+
     /// The most the weighted enemy-ping term can gain when the cross pairs' quantized
     /// scores rise by `ping_up` in total (two teams: TS x TS cross pairs).
     #[inline(always)]
@@ -581,7 +770,7 @@ impl Scorer<'_> {
     }
 
     #[inline(always)]
-    fn row_fixed_sized<
+    pub(crate) fn row_fixed_sized<
         const TS: usize,
         const NF: usize,
         const P: usize,
@@ -593,14 +782,30 @@ impl Scorer<'_> {
         r: usize,
     ) {
         let (slots, _, _) = rows.row::<P, QS>(r);
-        let w = &self.weights;
-        let model = self.model;
         let mut skill = [0.0f64; P];
         let mut wait = 0.0;
         for (k, s) in slots.iter().enumerate() {
             skill[k] = s.skill;
             wait += s.wait;
         }
+        let capable = slots.iter().filter(|s| s.over == 0).count();
+        let fixed = self.fixed_of(&skill, capable, || slots.map(|s| s.player));
+        let info = &mut rows.info[r];
+        info.fixed = fixed;
+        info.wait = wait;
+    }
+
+    /// The weighted split-independent factors of a match with these skills (slot
+    /// order), `capable` possible hosts, and (dedicated servers only) these players.
+    #[inline(always)]
+    fn fixed_of<const P: usize>(
+        &self,
+        skill: &[f64; P],
+        capable: usize,
+        players: impl FnOnce() -> [u32; P],
+    ) -> f64 {
+        let w = &self.weights;
+        let model = self.model;
         let mut fixed = 0.0;
         if w[EQUAL_PLAYERS] > 0.0 {
             let score = match model.equal_players.measure {
@@ -623,30 +828,36 @@ impl Scorer<'_> {
                 SpreadMeasure::Uniformity => model
                     .equal_players
                     .curve
-                    .score(equal_players::spread(&skill, &model.equal_players)),
+                    .score(equal_players::spread(skill, &model.equal_players)),
             };
             fixed += w[EQUAL_PLAYERS] * score;
         }
         if self.p2p {
             if w[TWO_HOSTS] > 0.0 {
-                let capable = slots.iter().filter(|s| s.over == 0).count();
                 fixed += w[TWO_HOSTS] * hosts::score(capable, &model.hosts);
             }
         } else if w[ENEMY_PING] > 0.0 {
-            let players: [u32; P] = std::array::from_fn(|k| slots[k].player);
-            let (_, score) = enemy_ping::choose_region(self.ix, &players, &model.ping);
+            let (_, score) = enemy_ping::choose_region(self.ix, &players(), &model.ping);
             fixed += w[ENEMY_PING] * score;
         }
-        let info = &mut rows.info[r];
-        info.fixed = fixed;
-        info.wait = wait;
+        fixed
     }
 
     /// An upper bound on the quality of row r (a replaced row whose `row_fixed` is
     /// computed), from the old row's best split and the replacement's gain bound.
     #[inline]
     pub fn row_quality_bound(&self, rows: &MatchRows, r: usize, old_split_best: f64) -> f64 {
-        let info = &rows.info[r];
+        self.quality_bound(&rows.info[r], old_split_best)
+    }
+
+    /// An upper bound on the quality of a solo replacement (`probe_solo`).
+    #[inline]
+    pub fn probe_quality_bound(&self, probe: &SoloProbe, old_split_best: f64) -> f64 {
+        self.quality_bound(&probe.info, old_split_best)
+    }
+
+    #[inline(always)]
+    fn quality_bound(&self, info: &RowInfo, old_split_best: f64) -> f64 {
         let score = ((old_split_best + info.gain_bound + info.fixed) * self.inv_wsum).min(1.0);
         // a margin far above rounding: a move is never rejected by a bound that rounding
         // put a few ulps below its exact score
@@ -662,7 +873,23 @@ impl Scorer<'_> {
     /// Score row r (its `row_fixed` computed): the best split over all factors, the same
     /// values as `evaluate`. Stores the best split's value in the row.
     pub fn evaluate_row(&self, rows: &mut MatchRows, r: usize) -> MatchEval {
-        let (best, split) = by_size!(self.model.team_size, self.best_split(rows, r));
+        by_size!(self.model.team_size, self.evaluate_row_sized(rows, r))
+    }
+
+    /// `evaluate_row` for rows of a fixed size.
+    #[inline(always)]
+    pub(crate) fn evaluate_row_sized<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        rows: &mut MatchRows,
+        r: usize,
+    ) -> MatchEval {
+        let (best, split) = self.best_split::<TS, NF, P, Q, QS>(rows, r);
         let info = &mut rows.info[r];
         info.split_best = best;
         let score = ((best + info.fixed) * self.inv_wsum).clamp(0.0, 1.0);

@@ -8,7 +8,7 @@
 //! (`score::incremental`), and a match's unit list is in the row's slot order, so that
 //! a move re-scores only the pairs of the players it brings in.
 
-use crate::core::score::incremental::MatchRows;
+use crate::core::score::incremental::{MatchRows, SoloProbe, by_size};
 use crate::core::score::{MatchEval, RoundValue, Scorer};
 
 pub const BENCH: u32 = u32::MAX;
@@ -59,6 +59,8 @@ pub struct Scratch {
     /// match (its unit list is then the old one with that unit at that position, and
     /// `a` / `b` are not filled: most moves are never applied).
     replaced: [Option<(u32, u32)>; 2],
+    /// Per side: a solo replacement scored for the bound (`Scorer::probe_solo`).
+    probe: [SoloProbe; 2],
     generation: u64,
 }
 
@@ -158,13 +160,40 @@ impl State {
         let Some(rows) = &self.rows else {
             return self.score_general(sc, a, a_out, b, b_out, scratch);
         };
+        by_size!(
+            sc.model.team_size,
+            self.score_fast(sc, rows, a, a_out, b, b_out, min_quality_delta, scratch)
+        )
+    }
+
+    /// The fast path of `score_exchange_above`, compiled once per team size so that
+    /// the row code inlines into one function (no per-call size dispatch).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn score_fast<
+        const TS: usize,
+        const NF: usize,
+        const P: usize,
+        const Q: usize,
+        const QS: usize,
+    >(
+        &self,
+        sc: &Scorer,
+        rows: &MatchRows,
+        a: u32,
+        a_out: &[u32],
+        b: u32,
+        b_out: &[u32],
+        min_quality_delta: f64,
+        scratch: &mut Scratch,
+    ) -> Verdict {
         // both sides' ping lookups start before either side's work
         for (m, inn) in [(a, b_out), (b, a_out)] {
             if m != BENCH
                 && let &[u] = inn
                 && let &[player] = sc.ix.members_of(u)
             {
-                sc.prefetch_replace(rows, m as usize, player);
+                sc.prefetch_sized::<TS, NF, P, Q, QS>(rows, m as usize, player);
             }
         }
         // new rows and their split-independent parts
@@ -174,6 +203,8 @@ impl State {
         let mut ub = [0.0f64; 2];
         // slots whose history is still to be looked up (`Scorer::finish_replace`)
         let mut pending = [0..0, 0..0];
+        // solo replacements scored for the bound, their rows not yet written
+        let mut probed = [false; 2];
         for (k, (m, out, inn)) in [(a, a_out, b_out), (b, b_out, a_out)]
             .into_iter()
             .enumerate()
@@ -181,31 +212,55 @@ impl State {
             if m == BENCH {
                 continue;
             }
+            let ix = sc.ix;
+            let i = m as usize;
+            let current = &self.matches[i];
+            scratch.replaced[k] = None;
+            if out.len() == 1
+                && inn.len() == 1
+                && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
+            {
+                let pos = self.loc[out[0] as usize].1 as usize;
+                scratch.replaced[k] = Some((pos as u32, inn[0]));
+                if let &[player] = ix.members_of(inn[0]) {
+                    let probe = &mut scratch.probe[k];
+                    sc.probe_sized::<TS, NF, P, Q, QS>(
+                        rows,
+                        i,
+                        sc.slot_of(current, pos),
+                        player,
+                        probe,
+                    );
+                    overdue += probe.overdue() as i64 - self.evals[i].overdue as i64;
+                    ub[k] =
+                        sc.probe_quality_bound(probe, rows.split_best(i)) - self.evals[i].quality;
+                    probed[k] = true;
+                    continue;
+                }
+            }
             let (units, row) = if k == 0 {
                 (&mut scratch.a, &mut scratch.row_a)
             } else {
                 (&mut scratch.b, &mut scratch.row_b)
             };
             let row = row.get_or_insert_with(|| sc.new_rows(1));
-            let ix = sc.ix;
-            let i = m as usize;
-            let current = &self.matches[i];
-            if out.len() == 1
-                && inn.len() == 1
-                && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
-            {
-                let pos = self.loc[out[0] as usize].1 as usize;
-                pending[k] = sc.replace_in_row(rows, i, current, pos, inn[0], row);
-                scratch.replaced[k] = Some((pos as u32, inn[0]));
+            if let Some((pos, inn)) = scratch.replaced[k] {
+                pending[k] = sc.replace_in_row_sized::<TS, NF, P, Q, QS>(
+                    rows,
+                    i,
+                    current,
+                    pos as usize,
+                    inn,
+                    row,
+                );
             } else {
-                scratch.replaced[k] = None;
                 replaced(current, out, inn, &mut scratch.list);
                 if !sc.build_row(&scratch.list, row, 0, units) {
                     return Verdict::Infeasible;
                 }
                 bounded = false;
             }
-            sc.row_fixed(row, 0);
+            sc.row_fixed_sized::<TS, NF, P, Q, QS>(row, 0);
             overdue += row.overdue(0) as i64 - self.evals[i].overdue as i64;
             if bounded {
                 ub[k] = sc.row_quality_bound(row, 0, rows.split_best(i)) - self.evals[i].quality;
@@ -235,9 +290,13 @@ impl State {
             } else {
                 &mut scratch.row_b
             };
-            let row = row.as_mut().expect("built above");
-            sc.finish_replace(row, std::mem::take(&mut pending[k]));
-            new[k] = sc.evaluate_row(row, 0);
+            let row = row.get_or_insert_with(|| sc.new_rows(1));
+            if probed[k] {
+                pending[k] =
+                    sc.commit_sized::<TS, NF, P, Q, QS>(rows, m as usize, &scratch.probe[k], row);
+            }
+            sc.finish_sized::<TS, NF, P, Q, QS>(row, std::mem::take(&mut pending[k]));
+            new[k] = sc.evaluate_row_sized::<TS, NF, P, Q, QS>(row, 0);
             delta.add(&new[k], 1.0);
             delta.add(&self.evals[m as usize], -1.0);
         }
