@@ -38,7 +38,6 @@ struct Slot {
     /// Sum of the slot's pairs' history cost "if opponents" minus "if teammates".
     hsum: f64,
     skill: f64,
-    wait: f64,
 }
 
 /// Per-match scalars of a row.
@@ -258,16 +257,17 @@ impl Scorer<'_> {
         let (slots, ps, hist) = rows.row_mut::<P, QS>(r);
         let mut n = 0;
         let mut overdue = 0;
+        let mut wait = 0.0;
         for &u in units {
             for &pl in self.ix.members_of(u) {
                 let hot = self.ix.hot[pl as usize];
                 slots[n % P] = Slot {
                     player: pl,
                     skill: hot.skill,
-                    wait: hot.wait_capped,
                     ..Slot::default()
                 };
                 overdue += hot.overdue;
+                wait += hot.wait_capped;
                 n += 1;
             }
         }
@@ -291,6 +291,7 @@ impl Scorer<'_> {
         let mut info = RowInfo {
             table,
             overdue,
+            wait,
             gain_bound: f64::INFINITY,
             ..RowInfo::default()
         };
@@ -453,8 +454,8 @@ impl Scorer<'_> {
             info.overdue = info.overdue - out.overdue + hot.overdue;
             skill_moved += (hot.skill - slot.skill).abs();
             slot.player = pl;
+            info.wait += hot.wait_capped - out.wait_capped;
             slot.skill = hot.skill;
-            slot.wait = hot.wait_capped;
         }
         // The equal-teams curve is 1-Lipschitz in x (all four kinds), and moving a
         // slot's skill by delta moves every split's |team 0 - team 1| by at most delta.
@@ -532,8 +533,8 @@ impl Scorer<'_> {
         // see `replace_sized` for the bound's terms
         let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
         slots[i].player = player;
+        info.wait += hot.wait_capped - out.wait_capped;
         slots[i].skill = hot.skill;
-        slots[i].wait = hot.wait_capped;
         if self.ping_pairs() {
             let mut up = 0u32;
             let (mut rsum, mut over) = (0u32, 0u32);
@@ -632,20 +633,13 @@ impl Scorer<'_> {
         }
         info.gain_bound = gain;
         let mut skill = [0.0f64; P];
-        let mut wait = 0.0;
         for k in 0..P {
-            let (sk, wt) = if k == i {
-                (hot.skill, hot.wait_capped)
-            } else {
-                (slots[k].skill, slots[k].wait)
-            };
-            skill[k] = sk;
-            wait += wt;
+            skill[k] = if k == i { hot.skill } else { slots[k].skill };
         }
         info.fixed = self.fixed_of(&skill, capable, || {
             std::array::from_fn(|k| if k == i { player } else { slots[k].player })
         });
-        info.wait = wait;
+        info.wait += hot.wait_capped - out.wait_capped;
         probe.slot = i as u32;
         probe.player = player;
         probe.info = info;
@@ -682,7 +676,6 @@ impl Scorer<'_> {
         let hot = self.ix.hot[probe.player as usize];
         slots[i].player = probe.player;
         slots[i].skill = hot.skill;
-        slots[i].wait = hot.wait_capped;
         if self.ping_pairs() {
             let (mut rsum, mut over) = (0u32, 0u32);
             for j in 0..P {
@@ -783,16 +776,12 @@ impl Scorer<'_> {
     ) {
         let (slots, _, _) = rows.row::<P, QS>(r);
         let mut skill = [0.0f64; P];
-        let mut wait = 0.0;
         for (k, s) in slots.iter().enumerate() {
             skill[k] = s.skill;
-            wait += s.wait;
         }
         let capable = slots.iter().filter(|s| s.over == 0).count();
         let fixed = self.fixed_of(&skill, capable, || slots.map(|s| s.player));
-        let info = &mut rows.info[r];
-        info.fixed = fixed;
-        info.wait = wait;
+        rows.info[r].fixed = fixed;
     }
 
     /// The weighted split-independent factors of a match with these skills (slot
