@@ -12,12 +12,17 @@
 //!
 //! Rows have a fixed size per queue, so every loop here is compiled once per team size
 //! (`by_size!`): fixed trip counts, inline copies, and pair arrays padded to a power of
-//! two so that indices are masked instead of bounds-checked.
+//! two so that indices are masked instead of bounds-checked. The search dispatches on
+//! the size once per move (`State::score_exchange_above`) and calls the `*_sized`
+//! functions, which then inline into one function.
 //!
 //! A replaced row also carries an upper bound on how much its best split can have
 //! gained over the old row's (each factor's change is bounded by what the move
 //! touched), so that the annealing can reject a clearly worse move before running the
-//! split loops (`State::score_exchange_above`).
+//! split loops. A solo replacement (most moves) is first only probed (`probe_sized`:
+//! its new pings, split-independent part and bound, without writing a row), and its
+//! row is written (`commit_sized`) only when the move passes the bound: most moves
+//! end there.
 
 // Slot-indexed arrays are the point of this hot loop.
 #![allow(clippy::needless_range_loop)]
@@ -60,7 +65,7 @@ struct RowInfo {
     gain_bound: f64,
 }
 
-/// A solo replacement scored for its bound but not yet written (`Scorer::probe_solo`).
+/// A solo replacement scored for its bound but not yet written (`Scorer::probe_sized`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SoloProbe {
     slot: u32,
@@ -430,6 +435,12 @@ impl Scorer<'_> {
         dst: &mut MatchRows,
     ) {
         assert!(changed.end <= P);
+        if let &[player] = self.ix.members_of(inn) {
+            let mut probe = SoloProbe::default();
+            self.probe_sized::<TS, NF, P, Q, QS>(src, r, changed.start, player, &mut probe);
+            self.commit_sized::<TS, NF, P, Q, QS>(src, r, &probe, dst);
+            return;
+        }
         let mut info = src.info[r];
         let copy_hist = info.hist_pairs > 0 || dst.info[0].hist_pairs > 0;
         let (s_slots, s_ps, s_hist) = src.row::<P, QS>(r);
@@ -441,11 +452,6 @@ impl Scorer<'_> {
             *hist = *s_hist;
         }
         let members = self.ix.members_of(inn);
-        if let &[player] = members {
-            let i = changed.start % P;
-            dst.info[0] = self.replace_solo::<TS, P, Q, QS>(slots, ps, hist, info, i, player);
-            return;
-        }
         let w = &self.weights;
         let mut skill_moved = 0.0;
         for (k, &pl) in members.iter().enumerate() {
@@ -510,61 +516,6 @@ impl Scorer<'_> {
         dst.info[0] = info;
     }
 
-    /// `replace_sized` for a solo (most moves): `player` replaces slot i of the copied
-    /// row (`slots`, `ps`, `hist`; `info` of the source row): the new row's info.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn replace_solo<const TS: usize, const P: usize, const Q: usize, const QS: usize>(
-        &self,
-        slots: &mut [Slot; P],
-        ps: &mut [u32; QS],
-        hist: &mut [(f32, f32); QS],
-        mut info: RowInfo,
-        i: usize,
-        player: u32,
-    ) -> RowInfo {
-        let w = &self.weights;
-        let pair = &Pairs::<P, QS>::INDEX[i];
-        let (out, hot) = (
-            self.ix.hot[slots[i].player as usize],
-            self.ix.hot[player as usize],
-        );
-        info.overdue = info.overdue - out.overdue + hot.overdue;
-        // see `replace_sized` for the bound's terms
-        let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
-        slots[i].player = player;
-        info.wait += hot.wait_capped - out.wait_capped;
-        slots[i].skill = hot.skill;
-        if self.ping_pairs() {
-            let mut up = 0u32;
-            let (mut rsum, mut over) = (0u32, 0u32);
-            // j = i included: its pair is the spare one and the player's ping to
-            // itself is 0 (`pair_ping_bits`), so it changes nothing
-            for j in 0..P {
-                let bits = self.pair_ping_bits(player, slots[j].player);
-                let (score, o) = (bits & !PING_OVER, bits >> 31);
-                let old = std::mem::replace(&mut ps[pair[j] as usize % QS], score);
-                slots[j].rsum = slots[j].rsum - old + score;
-                slots[j].over = (slots[j].over & !(1 << i)) | (o << i);
-                rsum += score;
-                over |= o << j;
-                up += score.saturating_sub(old);
-            }
-            slots[i].rsum = rsum;
-            slots[i].over = over;
-            gain += self.ping_gain::<TS>(up);
-        }
-        if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
-            let mut cleared = 0.0f64;
-            for j in 0..P {
-                cleared += clear_pair(slots, hist, &mut info, pair[j] as usize % QS, i, j);
-            }
-            gain += w[OPPONENT_VARIATION] * cleared * const { 1.0 / Q as f64 };
-        }
-        info.gain_bound = gain;
-        info
-    }
-
     /// Score what `replace_in_row` + `row_fixed` would make of row r with solo `player`
     /// in slot `slot`, without writing a row: the bound needs only the new pings, the
     /// fixed part and the gain bound, and most moves end at the bound (`commit_sized`
@@ -594,7 +545,7 @@ impl Scorer<'_> {
             self.ix.hot[player as usize],
         );
         info.overdue = info.overdue - out.overdue + hot.overdue;
-        // the same terms in the same order as `replace_solo` and `row_fixed`
+        // the bound's terms as in `replace_sized`, the fixed part as in `row_fixed`
         let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
         let bits = &mut probe.bits;
         let mut capable = 0;
@@ -839,7 +790,7 @@ impl Scorer<'_> {
         self.quality_bound(&rows.info[r], old_split_best)
     }
 
-    /// An upper bound on the quality of a solo replacement (`probe_solo`).
+    /// An upper bound on the quality of a solo replacement (`probe_sized`).
     #[inline]
     pub fn probe_quality_bound(&self, probe: &SoloProbe, old_split_best: f64) -> f64 {
         self.quality_bound(&probe.info, old_split_best)

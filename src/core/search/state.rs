@@ -59,7 +59,7 @@ pub struct Scratch {
     /// match (its unit list is then the old one with that unit at that position, and
     /// `a` / `b` are not filled: most moves are never applied).
     replaced: [Option<(u32, u32)>; 2],
-    /// Per side: a solo replacement scored for the bound (`Scorer::probe_solo`).
+    /// Per side: a solo replacement scored for the bound (`Scorer::probe_sized`).
     probe: [SoloProbe; 2],
     generation: u64,
 }
