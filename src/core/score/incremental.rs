@@ -313,24 +313,8 @@ impl Scorer<'_> {
     /// new row's slot order of units is `units` with `inn` at `pos`.
     ///
     /// The incoming players' history is not looked up yet (it can only lower the
-    /// score, so the gain bound does not need it): call `finish_replace` with the
-    /// returned slot range before `evaluate_row`.
-    pub fn replace_in_row(
-        &self,
-        src: &MatchRows,
-        r: usize,
-        units: &[u32],
-        pos: usize,
-        inn: u32,
-        dst: &mut MatchRows,
-    ) -> Range<usize> {
-        by_size!(
-            self.model.team_size,
-            self.replace_in_row_sized(src, r, units, pos, inn, dst)
-        )
-    }
-
-    /// `replace_in_row` for rows of a fixed size.
+    /// score, so the gain bound does not need it): call `finish_sized` with the
+    /// returned slot range before `evaluate_row_sized`.
     #[inline(always)]
     pub(crate) fn replace_in_row_sized<
         const TS: usize,
@@ -362,13 +346,7 @@ impl Scorer<'_> {
             .sum()
     }
 
-    /// Prefetch the pings `replace_in_row` will read when solo `player` comes into
-    /// row r.
-    #[inline]
-    pub fn prefetch_replace(&self, rows: &MatchRows, r: usize, player: u32) {
-        by_size!(self.model.team_size, self.prefetch_sized(rows, r, player));
-    }
-
+    /// Prefetch the pings a replacement will read when solo `player` comes into row r.
     #[inline(always)]
     pub(crate) fn prefetch_sized<
         const TS: usize,
@@ -389,12 +367,7 @@ impl Scorer<'_> {
     }
 
     /// Look up the history of the incoming slots of a replaced row (see
-    /// `replace_in_row`).
-    #[inline]
-    pub fn finish_replace(&self, rows: &mut MatchRows, changed: Range<usize>) {
-        by_size!(self.model.team_size, self.finish_sized(rows, changed));
-    }
-
+    /// `replace_in_row_sized`).
     #[inline(always)]
     pub(crate) fn finish_sized<
         const TS: usize,
@@ -418,7 +391,9 @@ impl Scorer<'_> {
         rows.info[0] = info;
     }
 
-    /// `replace_in_row` for rows of a fixed size.
+    /// `replace_in_row_sized` given the replaced slots (`changed`). Any unit size
+    /// works; the search sends solos through `probe_sized` + `commit_sized` instead,
+    /// which write the same row.
     #[inline(always)]
     fn replace_sized<
         const TS: usize,
@@ -435,12 +410,6 @@ impl Scorer<'_> {
         dst: &mut MatchRows,
     ) {
         assert!(changed.end <= P);
-        if let &[player] = self.ix.members_of(inn) {
-            let mut probe = SoloProbe::default();
-            self.probe_sized::<TS, NF, P, Q, QS>(src, r, changed.start, player, &mut probe);
-            self.commit_sized::<TS, NF, P, Q, QS>(src, r, &probe, dst);
-            return;
-        }
         let mut info = src.info[r];
         let copy_hist = info.hist_pairs > 0 || dst.info[0].hist_pairs > 0;
         let (s_slots, s_ps, s_hist) = src.row::<P, QS>(r);
@@ -498,7 +467,7 @@ impl Scorer<'_> {
             gain += self.ping_gain::<TS>(ping_up);
         }
         if w[OPPONENT_VARIATION] > 0.0 && info.hist_pairs > 0 {
-            // clear the outgoing players' pairs (`finish_replace` sets the incoming
+            // clear the outgoing players' pairs (`finish_sized` sets the incoming
             // ones'): removed costs are the most the history term can gain
             let mut cleared = 0.0f64;
             for i in changed.clone() {
@@ -516,7 +485,7 @@ impl Scorer<'_> {
         dst.info[0] = info;
     }
 
-    /// Score what `replace_in_row` + `row_fixed` would make of row r with solo `player`
+    /// Score what `replace_in_row_sized` + `row_fixed` would make of row r with solo `player`
     /// in slot `slot`, without writing a row: the bound needs only the new pings, the
     /// fixed part and the gain bound, and most moves end at the bound (`commit_sized`
     /// writes the row for the ones that go on to the split loop).
@@ -597,8 +566,8 @@ impl Scorer<'_> {
     }
 
     /// Write the probed replacement of row r of `src` into row 0 of `dst`: the row
-    /// `replace_in_row` + `row_fixed` would have made. Returns the slots whose history
-    /// is still to be looked up (`finish_replace`).
+    /// `replace_in_row_sized` + `row_fixed` would have made. Returns the slots whose history
+    /// is still to be looked up (`finish_sized`).
     #[inline(always)]
     pub(crate) fn commit_sized<
         const TS: usize,

@@ -201,7 +201,7 @@ impl State {
         let mut overdue = 0i64;
         // per side: an upper bound on its quality delta
         let mut ub = [0.0f64; 2];
-        // slots whose history is still to be looked up (`Scorer::finish_replace`)
+        // slots whose history is still to be looked up (`Scorer::finish_sized`)
         let mut pending = [0..0, 0..0];
         // solo replacements scored for the bound, their rows not yet written
         let mut probed = [false; 2];
