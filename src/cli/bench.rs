@@ -76,6 +76,8 @@ struct Row {
     moves_per_s: f64,
     /// Share of the moves rejected by the annealing's bound before re-splitting.
     bounded: f64,
+    /// Matches without any possible host (the two-hosts factor at 0).
+    hostless: f64,
 }
 
 /// Give a pool a history: its players' previous round, as the `chunk` strategy would
@@ -178,6 +180,9 @@ fn metrics(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Row {
         if parties.iter().min() != parties.iter().max() {
             r.asym += 1.0 / nm;
         }
+        if m.factors.get("two_hosts") == Some(&0.0) {
+            r.hostless += 1.0;
+        }
     }
     r.ping = pings / npings.max(1) as f64;
     r
@@ -214,6 +219,7 @@ fn mean_rows(rows: &[Row]) -> Row {
         m.unmatched += r.unmatched / n;
         m.moves_per_s += r.moves_per_s / n;
         m.bounded += r.bounded / n;
+        m.hostless += r.hostless / n;
     }
     m
 }
@@ -254,6 +260,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         "moves/s"
     );
     let mut table: HashMap<(Strategy, Duration), Row> = HashMap::new();
+    let mut per_pool: HashMap<(Strategy, Duration), Vec<Row>> = HashMap::new();
     for &strategy in &Strategy::ALL {
         let budgets: Vec<Duration> = match strategy {
             Strategy::Chunk | Strategy::Greedy => vec![args.budgets[0]],
@@ -283,6 +290,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 m.moves_per_s
             );
             table.insert((strategy, budget), m);
+            per_pool.insert((strategy, budget), rows);
         }
     }
     if args.skip_targets {
@@ -317,11 +325,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         d_fast.score / awe.score
     );
     let long = slow * args.long_factor;
-    let mut best_long = Vec::new();
+    let mut long_rows = Vec::new();
     for p in &pools {
-        best_long.push(run_one(p, &model, Strategy::Default, long, args.threads)?.score);
+        let out = run_one(p, &model, Strategy::Default, long, args.threads)?;
+        long_rows.push(metrics(p, &model, &out));
     }
-    let best_long = best_long.iter().sum::<f64>() / best_long.len() as f64;
+    let best_long = mean_rows(&long_rows).score;
     let d_slow = &table[&(Strategy::Default, slow)];
     let gap = (best_long - d_slow.score) / best_long;
     println!(
@@ -332,6 +341,21 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         best_long,
         100.0 * gap
     );
+    // per pool: where the gap is (a match without a host costs 1/11.5 of a match's
+    // score, so one more of them in a 50-match round is 0.17 points of round score)
+    for ((seed, short), long) in (args.pool_seed..)
+        .zip(&per_pool[&(Strategy::Default, slow)])
+        .zip(&long_rows)
+    {
+        println!(
+            "    pool seed {seed}: {:.5} vs {:.5}, gap {:.4}%; matches without a host {} vs {}",
+            short.score,
+            long.score,
+            100.0 * (long.score - short.score) / long.score,
+            short.hostless,
+            long.hostless
+        );
+    }
     for &s in &[Strategy::Awesomenauts, Strategy::Chunk, Strategy::Greedy] {
         let other = table
             .iter()

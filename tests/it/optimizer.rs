@@ -326,3 +326,57 @@ fn every_strategy_solves_through_the_public_api() {
         assert_eq!(out.stats.strategy, s.name());
     }
 }
+
+/// `bench` breaks the 1 s against long-run gap down by pool, and the per-pool scores
+/// are the ones the mean line averages.
+#[test]
+fn bench_prints_the_gap_per_pool() {
+    let out = cli()
+        .args(["bench", "--players", "60", "--pools", "2"])
+        .args([
+            "--budgets",
+            "10ms,20ms",
+            "--baseline",
+            "10ms",
+            "--long-factor",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pair = |line: &str, after: &str| -> (f64, f64) {
+        let rest = &line[line.find(after).unwrap_or_else(|| panic!("{line}")) + after.len()..];
+        let mut it = rest.split([' ', ',', ';']).filter(|s| !s.is_empty());
+        let a = it.next().unwrap().parse().unwrap();
+        assert_eq!(it.next(), Some("vs"), "{line}");
+        (a, it.next().unwrap().parse().unwrap())
+    };
+    let mean = text
+        .lines()
+        .find(|l| l.contains("default@20ms vs default@40ms:"))
+        .unwrap_or_else(|| panic!("no gap line in:\n{text}"));
+    let (short, long) = pair(mean, "default@40ms: ");
+    let pools: Vec<&str> = text.lines().filter(|l| l.contains("pool seed ")).collect();
+    assert_eq!(pools.len(), 2, "{text}");
+    let (mut s, mut l) = (0.0, 0.0);
+    for (k, line) in pools.iter().enumerate() {
+        assert!(line.contains(&format!("pool seed {}:", k + 1)), "{line}");
+        let (a, b) = pair(line, ": ");
+        s += a / 2.0;
+        l += b / 2.0;
+        let (h_short, h_long) = pair(line, "matches without a host ");
+        assert!(
+            h_short >= 0.0 && h_long >= 0.0 && h_short.fract() == 0.0,
+            "{line}"
+        );
+    }
+    assert!(
+        (s - short).abs() < 2e-5 && (l - long).abs() < 2e-5,
+        "{text}"
+    );
+}
