@@ -175,6 +175,17 @@ fn cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_matchmaker"))
 }
 
+/// Run the command and fail the test with its stderr unless it exits 0.
+fn succeeded(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 #[test]
 fn optimize_prints_the_contract_json() {
     let dir = tempfile::tempdir().unwrap();
@@ -197,17 +208,12 @@ fn optimize_prints_the_contract_json() {
   "history": [ { "teams": [["p1","p2","p3"],["p4","p5","p6"]], "at": "2026-11-21T19:40:00Z" } ] }"#,
     )
     .unwrap();
-    let out = cli()
-        .args(["optimize", "--pool"])
-        .arg(&path)
-        .args(["--restarts", "2", "--seed", "3"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(cli().args(["optimize", "--pool"]).arg(&path).args([
+        "--restarts",
+        "2",
+        "--seed",
+        "3",
+    ]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let m = &v["matches"][0];
     assert_eq!(m["teams"].as_array().unwrap().len(), 2);
@@ -271,24 +277,19 @@ fn optimize_reads_a_queue_from_a_config_file() {
         "[queues.duel]\nteams = 2\nteam_size = 1\nnetwork = \"dedicated\"\n[queues.duel.round]\nevery = \"2m\"\n[queues.duel.weights]\nequal_teams = 1.0\n",
     )
     .unwrap();
-    let out = cli()
-        .args([
-            "optimize",
-            "--queue",
-            "duel",
-            "--strategy",
-            "chunk",
-            "--pool",
-        ])
-        .arg(&pool)
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        cli()
+            .args([
+                "optimize",
+                "--queue",
+                "duel",
+                "--strategy",
+                "chunk",
+                "--pool",
+            ])
+            .arg(&pool)
+            .arg("--config")
+            .arg(&config),
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["matches"].as_array().unwrap().len(), 2);
@@ -331,22 +332,17 @@ fn every_strategy_solves_through_the_public_api() {
 /// are the ones the mean line averages.
 #[test]
 fn bench_prints_the_gap_per_pool() {
-    let out = cli()
-        .args(["bench", "--players", "60", "--pools", "2"])
-        .args([
-            "--budgets",
-            "10ms,20ms",
-            "--baseline",
-            "10ms",
-            "--long-factor",
-            "2",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        cli()
+            .args(["bench", "--players", "60", "--pools", "2"])
+            .args([
+                "--budgets",
+                "10ms,20ms",
+                "--baseline",
+                "10ms",
+                "--long-factor",
+                "2",
+            ]),
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let pair = |line: &str, after: &str| -> (f64, f64) {
