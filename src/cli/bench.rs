@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! matchmaker bench [--players 300] [--pools 3] [--pool-seed 1] [--budgets 100ms,1s]
-//!                  [--baseline 5s] [--long-factor 50] [--threads N] [--skip-targets]
+//!                  [--baseline 5s] [--long-factor 50] [--seeds 1] [--threads N]
+//!                  [--skip-targets]
 //! ```
 //! Columns: round score; mean and worst team-skill difference (team means); skill
 //! spread (mean pairwise difference in a match); mean enemy ping (ms, opponent pairs);
@@ -44,6 +45,12 @@ pub struct BenchArgs {
     /// The long reference run is this many times the longest table budget.
     #[arg(long, default_value_t = 50)]
     pub long_factor: u32,
+    /// Solver seeds of the short-against-long gap check: with K > 1, the default
+    /// strategy at the longest table budget and the long reference run are each solved
+    /// with seeds 7..7+K on every pool, and the check also prints the gap of the means
+    /// (one run's gap moves with the seed by about as much as the target allows).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seeds: u64,
     #[arg(long)]
     pub threads: Option<usize>,
     /// Only print the table.
@@ -188,6 +195,9 @@ fn metrics(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Row {
     r
 }
 
+/// The solver seed of the table's runs (and the first of `--seeds`).
+const SEED: u64 = 7;
+
 fn run_one(
     pool: &Pool,
     model: &QueueModel,
@@ -195,10 +205,21 @@ fn run_one(
     budget: Duration,
     threads: Option<usize>,
 ) -> anyhow::Result<RoundOutcome> {
+    run_seeded(pool, model, strategy, budget, threads, SEED)
+}
+
+fn run_seeded(
+    pool: &Pool,
+    model: &QueueModel,
+    strategy: Strategy,
+    budget: Duration,
+    threads: Option<usize>,
+    seed: u64,
+) -> anyhow::Result<RoundOutcome> {
     let options = SolveOptions {
         strategy,
         budget: Budget::Time(budget),
-        seed: 7,
+        seed,
         threads,
         ..SolveOptions::default()
     };
@@ -356,6 +377,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             long.hostless
         );
     }
+    if args.seeds > 1 {
+        let short_first = &per_pool[&(Strategy::Default, slow)];
+        gap_over_seeds(&args, &model, &pools, slow, long, short_first, &long_rows)?;
+    }
     for &s in &[Strategy::Awesomenauts, Strategy::Chunk, Strategy::Greedy] {
         let other = table
             .iter()
@@ -381,6 +406,80 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         large_target(&args, &population)?;
     }
     Ok(())
+}
+
+/// The short-against-long gap over solver seeds `SEED..SEED + args.seeds` (the first
+/// seed's runs are the ones already made): per pool the mean, lowest and highest score
+/// of each budget, then the gap of the means over pools and seeds, and the gap against
+/// each pool's best long run (the issue's "best score found by a run 50 times longer").
+fn gap_over_seeds(
+    args: &BenchArgs,
+    model: &QueueModel,
+    pools: &[Pool],
+    short: Duration,
+    long: Duration,
+    short_first: &[Row],
+    long_first: &[Row],
+) -> anyhow::Result<()> {
+    let seeds = SEED..SEED + args.seeds;
+    println!(
+        "  default@{} vs default@{} over solver seeds {}-{} ({} runs of each per pool):",
+        humantime::format_duration(short),
+        humantime::format_duration(long),
+        seeds.start,
+        seeds.end - 1,
+        args.seeds
+    );
+    let runs = |budget: Duration, first: &Row, pool: &Pool| -> anyhow::Result<Vec<Row>> {
+        let mut rows = vec![first.clone()];
+        for seed in seeds.clone().skip(1) {
+            let out = run_seeded(pool, model, Strategy::Default, budget, args.threads, seed)?;
+            rows.push(metrics(pool, model, &out));
+        }
+        Ok(rows)
+    };
+    let (mut short_all, mut long_all, mut best_long) = (Vec::new(), Vec::new(), 0.0);
+    let mut lines = Vec::new();
+    for (k, pool) in pools.iter().enumerate() {
+        let s = runs(short, &short_first[k], pool)?;
+        let l = runs(long, &long_first[k], pool)?;
+        let best = l.iter().map(|r| r.score).fold(f64::MIN, f64::max);
+        best_long += best / pools.len() as f64;
+        let (ms, ml) = (mean_rows(&s), mean_rows(&l));
+        lines.push(format!(
+            "    pool {}: {:.5} ({}) vs {:.5} ({}), gap of means {:.4}%; matches without a host {:.2} vs {:.2}",
+            args.pool_seed + k as u64,
+            ms.score,
+            range(&s),
+            ml.score,
+            range(&l),
+            100.0 * (ml.score - ms.score) / ml.score,
+            ms.hostless,
+            ml.hostless
+        ));
+        short_all.extend(s);
+        long_all.extend(l);
+    }
+    let (ms, ml) = (mean_rows(&short_all).score, mean_rows(&long_all).score);
+    println!(
+        "    means {:.5} vs {:.5}, gap of means {:.4}%; against each pool's best long run ({:.5}) {:.4}% (target <= 0.1%)",
+        ms,
+        ml,
+        100.0 * (ml - ms) / ml,
+        best_long,
+        100.0 * (best_long - ms) / best_long
+    );
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// "lowest-highest" of the rows' scores.
+fn range(rows: &[Row]) -> String {
+    let lo = rows.iter().map(|r| r.score).fold(f64::MAX, f64::min);
+    let hi = rows.iter().map(|r| r.score).fold(f64::MIN, f64::max);
+    format!("{lo:.5}-{hi:.5}")
 }
 
 /// 10,000 players 5v5: a valid round within 1% of a run ten times longer.
