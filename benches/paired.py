@@ -41,6 +41,9 @@ def main():
     moves = os.environ.get("MOVES")
     scores = {name: [] for name, _, _ in variants}
     rates = {name: [] for name, _, _ in variants}
+    # per (variant, pool): scores and matches without a possible host
+    by_pool = {(name, pool): [] for name, _, _ in variants for pool in pools}
+    hostless = {(name, pool): [] for name, _, _ in variants for pool in pools}
     for seed in range(seed0, seed0 + nseeds):
         for pool in pools:
             for name, binary, env in variants:
@@ -52,6 +55,9 @@ def main():
                 result = json.loads(out.stdout)
                 scores[name].append(result["score"])
                 rates[name].append(result["stats"]["moves_per_second"])
+                by_pool[name, pool].append(result["score"])
+                hostless[name, pool].append(
+                    sum(m["factors"].get("two_hosts", 1.0) == 0.0 for m in result["matches"]))
         print(f"seed {seed} done", file=sys.stderr)
     reference = variants[0][0]
     for name, _, _ in variants:
@@ -60,6 +66,15 @@ def main():
         print(f"{name:12s} mean {statistics.mean(scores[name]):.5f}  "
               f"diff {statistics.mean(diff):+.5f} ± {se:.5f}  n={len(diff)}  "
               f"moves/s {statistics.mean(rates[name]):.0f}")
+    # where a difference comes from: each pool's mean difference, and its mean number
+    # of matches without any possible host (one such match is 1/11.5 of a match)
+    for pool in pools:
+        for name, _, _ in variants:
+            diff = [x - y for x, y in zip(by_pool[name, pool], by_pool[reference, pool])]
+            se = statistics.stdev(diff) / len(diff) ** 0.5 if name != reference and len(diff) > 1 else 0.0
+            print(f"  pool {pool} {name:12s} mean {statistics.mean(by_pool[name, pool]):.5f}  "
+                  f"diff {statistics.mean(diff):+.5f} ± {se:.5f}  "
+                  f"hostless {statistics.mean(hostless[name, pool]):.2f}")
 
 
 if __name__ == "__main__":
