@@ -33,6 +33,13 @@ use super::search::{awesomenauts, baselines, construct};
 /// budget once their restarts converge (see `search`).
 pub const SMALL_POOL_MATCHES: usize = 10;
 
+/// The default strategy's search credits near-hosts (`hosts::search_score`) on pools
+/// larger than `SMALL_POOL_MATCHES` matches; small pools are solved exactly without it.
+/// Paired 1 s runs on the three bench pools (docs/optimizer-tuning.md, "Near-host
+/// credit"): 0.3 gained +0.00009 ± 0.00007 and +0.00029 ± 0.00007 of round score in two
+/// batches, with fewer matches left without a host; 0.7 lost 0.0012.
+pub const NEAR_HOST_CREDIT: f64 = 0.3;
+
 /// Search strategy (`--strategy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -120,7 +127,12 @@ pub fn solve(
         Budget::Restarts(_) => Deadline::never(),
     };
     let ix = IndexedPool::build(pool, model)?;
-    let sc = Scorer::new(&ix, model);
+    let mut sc = Scorer::new(&ix, model);
+    if options.strategy == Strategy::Default
+        && ix.len() > SMALL_POOL_MATCHES * sc.players_per_match()
+    {
+        sc.set_near_host_credit(NEAR_HOST_CREDIT);
+    }
     let threads = options
         .threads
         .unwrap_or_else(rayon::current_num_threads)

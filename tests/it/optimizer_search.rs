@@ -12,6 +12,7 @@ use matchmaker::core::index::IndexedPool;
 use matchmaker::core::model::TeamSkill;
 use matchmaker::core::score::Scorer;
 use matchmaker::core::search::{construct, moves, state::Scratch};
+use matchmaker::core::solver::NEAR_HOST_CREDIT;
 use matchmaker::core::{
     Budget, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions, Strategy, solve,
 };
@@ -39,8 +40,14 @@ fn with_history(mut pool: Pool) -> Pool {
 
 /// Score random moves by delta, apply them, and compare with the from-scratch score.
 fn delta_walk(pool: &Pool, model: &QueueModel, fast: bool) {
+    delta_walk_credit(pool, model, fast, 0.0);
+}
+
+/// `delta_walk` with the search's near-host credit (`hosts::search_score`).
+fn delta_walk_credit(pool: &Pool, model: &QueueModel, fast: bool, credit: f64) {
     let ix = IndexedPool::build(pool, model).unwrap();
-    let sc = Scorer::new(&ix, model);
+    let mut sc = Scorer::new(&ix, model);
+    sc.set_near_host_credit(credit);
     assert_eq!(sc.is_fast(), fast);
     let mut st = construct::cut(&sc, &construct::skill_order(&sc));
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
@@ -102,6 +109,67 @@ fn delta_equals_full_on_random_moves() {
         };
         delta_walk(&pool, &model, true);
     }
+    // the search objective with near-host credit, peer-to-peer 3v3 and 4v4
+    for team_size in [3, 4] {
+        let model = QueueModel {
+            team_size,
+            ..QueueModel::default()
+        };
+        delta_walk_credit(&pool, &model, true, NEAR_HOST_CREDIT);
+    }
+}
+
+/// The near-host credit is part of `evaluate` (the search's objective, on the fast and
+/// the general path alike) and never of the report: it raises some matches short of two
+/// hosts, leaves the others alone, and `describe` keeps the true two-hosts factor.
+#[test]
+fn near_host_credit_is_searched_but_never_reported() {
+    let pool = generate(
+        &PopulationSpec {
+            players: 300,
+            ..PopulationSpec::default()
+        },
+        1,
+    );
+    let model = QueueModel::default();
+    let ix = IndexedPool::build(&pool, &model).unwrap();
+    let plain = Scorer::new(&ix, &model);
+    let mut sc = Scorer::new(&ix, &model);
+    sc.set_near_host_credit(NEAR_HOST_CREDIT);
+    let st = construct::cut(
+        &sc,
+        &construct::random_order(&sc, &mut Xoshiro256PlusPlus::seed_from_u64(3)),
+    );
+    let (mut raised, mut hostless) = (0, 0);
+    for m in &st.matches {
+        let (credited, general, true_) =
+            (sc.evaluate(m), sc.evaluate_general(m), plain.evaluate(m));
+        assert!(
+            (credited.score - general.score).abs() < 1e-12,
+            "fast and general paths differ"
+        );
+        assert!(credited.score >= true_.score - 1e-12);
+        let detail = sc.describe(m, &credited);
+        let hosts = detail.factors[matchmaker::core::factors::TWO_HOSTS];
+        assert!(
+            [0.0, 0.5, 1.0].contains(&hosts),
+            "reported two-hosts factor {hosts}"
+        );
+        assert!(
+            (detail.score - true_.score).abs() < 1e-12,
+            "the report is the true score"
+        );
+        if hosts < 1.0 {
+            hostless += 1;
+            raised += (credited.score > true_.score + 1e-12) as usize;
+        } else {
+            assert_eq!(credited.score, true_.score);
+        }
+    }
+    assert!(
+        raised > 0,
+        "no match short of two hosts got credit ({hostless} short)"
+    );
 }
 
 /// The early rejection is exact: a move the bound rejects (`Verdict::Below`) scores
