@@ -837,10 +837,6 @@ impl<'a> Scorer<'a> {
         self.near_host_credit = credit;
     }
 
-    pub fn near_host_credit(&self) -> f64 {
-        self.near_host_credit
-    }
-
     /// Players of the match who reach everyone in it but one (rare path: matches short
     /// of two hosts).
     fn near_hosts(&self, players: &[u32]) -> usize {
