@@ -47,7 +47,7 @@ pub struct BenchArgs {
     pub long_factor: u32,
     /// Solver seeds of the short-against-long gap check: with K > 1, the default
     /// strategy at the longest table budget and the long reference run are each solved
-    /// with seeds 7..7+K on every pool, and the check also prints the gap of the means
+    /// with seeds 7 to 7+K-1 on every pool, and the check also prints the gap of the means
     /// (one run's gap moves with the seed by about as much as the target allows).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
