@@ -21,6 +21,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 
 use skillratings::weng_lin::WengLinRating;
@@ -84,8 +85,9 @@ pub struct Scorer<'a> {
     /// Lazily filled pair ping cache, 4 bytes a pair so that it stays in cache: the
     /// quantized perceived score with the top bit set when the ping is above
     /// `hosts.max_ping_ms` (the only use of the raw ms outside the report);
-    /// u32::MAX = unknown.
-    ping_cache: Option<Vec<AtomicU32>>,
+    /// u32::MAX = unknown. Shared by the reweighted copies of a scorer (the pings do not
+    /// depend on the weights).
+    ping_cache: Option<Arc<[AtomicU32]>>,
     /// Per player: bit (other player % 64) set for every player in their history list
     /// (a cheap filter before searching the list).
     hist_mask: Vec<u64>,
@@ -826,9 +828,22 @@ impl<'a> Scorer<'a> {
             premade_by_spread: self.premade_by_spread.clone(),
             premade_weighted: self.premade_weighted,
             fast: self.fast,
-            ping_cache: None,
+            ping_cache: self.ping_cache.clone(),
             hist_mask: self.hist_mask.clone(),
         }
+    }
+
+    /// This scorer with the two-hosts weight multiplied by `factor` (the early
+    /// objective of `search::shaping`), sharing the ping cache.
+    pub fn with_hosts_weight_scaled(&self, factor: f64) -> Scorer<'a> {
+        let mut s = self.shallow();
+        s.weights[TWO_HOSTS] *= factor;
+        s.wsum = s.weights.iter().sum();
+        if s.wsum == 0.0 {
+            s.wsum = 1.0;
+        }
+        s.inv_wsum = 1.0 / s.wsum;
+        s
     }
 
     /// Give near-hosts `credit` in `evaluate` and the rows (`hosts::search_score`): the

@@ -26,6 +26,7 @@ use super::pool::Pool;
 use super::round::{MatchOutcome, RoundOutcome, SolveStats};
 use super::score::Scorer;
 use super::search::anneal::{self, Outcome};
+use super::search::shaping::Shaping;
 use super::search::state::State;
 use super::search::{awesomenauts, baselines, construct};
 
@@ -128,9 +129,7 @@ pub fn solve(
     };
     let ix = IndexedPool::build(pool, model)?;
     let mut sc = Scorer::new(&ix, model);
-    if options.strategy == Strategy::Default
-        && ix.len() > SMALL_POOL_MATCHES * sc.players_per_match()
-    {
+    if options.strategy == Strategy::Default && !small_pool(&sc) {
         sc.set_near_host_credit(NEAR_HOST_CREDIT);
     }
     let threads = options
@@ -142,6 +141,12 @@ pub fn solve(
         anneal::assert_delta(&sc, &run.state);
     }
     Ok(outcome(&sc, &run, options, &deadline, threads))
+}
+
+/// At most `SMALL_POOL_MATCHES` matches' worth of players: solved exactly, with the true
+/// objective throughout.
+fn small_pool(sc: &Scorer) -> bool {
+    sc.ix.len() <= SMALL_POOL_MATCHES * sc.players_per_match()
 }
 
 /// The result of a whole search.
@@ -187,12 +192,18 @@ pub fn search(
     // restarts get the fixed length, and the search stops once a batch of restarts
     // finds nothing better.
     let fixed_length = (2_000 * sc.ix.units.len() as u64).max(20_000);
-    let small = matches!(options.budget, Budget::Time(_))
-        && sc.ix.len() <= SMALL_POOL_MATCHES * sc.players_per_match();
+    let small = matches!(options.budget, Budget::Time(_)) && small_pool(sc);
     let length = options.moves_per_restart.unwrap_or(match options.budget {
         Budget::Time(_) if !small => u64::MAX,
         _ => fixed_length,
     });
+    // the default strategy settles which matches can have hosts first (`shaping`), on
+    // the pools where it also credits near-hosts
+    let shaping = if options.strategy == Strategy::Default && !small_pool(sc) {
+        Shaping::hosts_first(sc)
+    } else {
+        Shaping::none()
+    };
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
         // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
         // (default); later restarts: semi-random starts
@@ -207,7 +218,15 @@ pub fn search(
             Strategy::Awesomenauts => {
                 awesomenauts::hill_climb(sc, start, deadline, options.check_delta)
             }
-            _ => anneal::anneal(sc, start, &mut rng, length, deadline, options.check_delta),
+            _ => anneal::anneal(
+                sc,
+                &shaping,
+                start,
+                &mut rng,
+                length,
+                deadline,
+                options.check_delta,
+            ),
         };
         // exchanges with the bench may leave a new match formable there
         construct::fill_from_bench(sc, &mut out.state);

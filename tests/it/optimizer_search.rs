@@ -312,6 +312,46 @@ fn check_delta_mode_runs_every_restart_strategy() {
     }
 }
 
+/// On pools of more than 10 matches the default strategy searches with the two-hosts
+/// weight raised early in the run (`search::shaping`): every phase's delta scoring must
+/// agree with its from-scratch score, and the returned round is valued by the true
+/// objective, also when the run ends while still shaped.
+#[test]
+fn hosts_first_shaping_keeps_delta_exact_and_reports_the_true_score() {
+    let pool = with_history(generate(
+        &PopulationSpec {
+            players: 120,
+            ..PopulationSpec::default()
+        },
+        4,
+    ));
+    let model = QueueModel::default();
+    let budgets = [
+        // the whole schedule, shaped phases and the true one
+        (Budget::Restarts(2), Some(30_000)),
+        // a deadline already passed: the run stops at its first check, still shaped
+        (Budget::Time(std::time::Duration::from_nanos(1)), None),
+    ];
+    for (budget, moves_per_restart) in budgets {
+        let options = SolveOptions {
+            budget,
+            moves_per_restart,
+            check_delta: true,
+            threads: Some(2),
+            ..SolveOptions::default()
+        };
+        let out = solve(&pool, &model, &options).unwrap();
+        assert_eq!(out.matches.len(), 20);
+        // the reported round score is the mean of the true match scores
+        let mean = out.matches.iter().map(|m| m.score).sum::<f64>() / 20.0;
+        assert!((out.score - mean).abs() < 1e-12);
+        for m in &out.matches {
+            let hosts = m.factors["two_hosts"];
+            assert!([0.0, 0.5, 1.0].contains(&hosts), "two_hosts {hosts}");
+        }
+    }
+}
+
 fn fingerprint(out: &RoundOutcome) -> (Vec<Vec<Vec<String>>>, Vec<String>, u64) {
     (
         out.matches.iter().map(|m| m.teams.clone()).collect(),

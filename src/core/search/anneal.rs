@@ -12,7 +12,9 @@
 //! run is spent cold, where the matches take shape (`SCHEDULE_SHAPE`). Moves that
 //! change which players are placed (bench swaps) are accepted only if they do not lose
 //! overdue players or matches. From 30% of the run on, three in four exchanges that
-//! change a match's party shape are dropped unscored (`SHAPE_CHANGE_SKIP_FROM`).
+//! change a match's party shape are dropped unscored (`SHAPE_CHANGE_SKIP_FROM`). The
+//! objective may differ in the run's first part (`shaping`); the returned state is
+//! valued by the true one.
 
 use std::time::Duration;
 
@@ -23,6 +25,7 @@ use crate::core::deadline::Deadline;
 use crate::core::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
+use super::shaping::Shaping;
 use super::state::{Scratch, State, Verdict};
 use super::threshold::LnUniform;
 
@@ -65,8 +68,11 @@ pub fn assert_delta(sc: &Scorer, st: &State) {
     );
 }
 
-pub fn anneal(
-    sc: &Scorer,
+/// Anneal from `st` (valued by `true_sc`) and return the best state found, valued by
+/// `true_sc`. `shaping` gives the objective searched at each point of the run.
+pub fn anneal<'s, 'a>(
+    true_sc: &'s Scorer<'a>,
+    shaping: &'s Shaping<'a>,
     mut st: State,
     rng: &mut Xoshiro256PlusPlus,
     length: u64,
@@ -79,6 +85,10 @@ pub fn anneal(
     let mut moves = 0u64;
     let mut bounded = 0u64;
     let ln_u = LnUniform::default();
+    let mut sc = shaping.at(0.0, true_sc);
+    if !std::ptr::eq(sc, true_sc) {
+        st = st.revalued(sc);
+    }
 
     // calibrate T0 on a sample of worsening moves
     let mut worse = 0.0;
@@ -133,6 +143,18 @@ pub fn anneal(
                 break;
             }
             temp = t0 * ratio.powf(progress.powf(SCHEDULE_SHAPE));
+            let now = shaping.at(progress, true_sc);
+            if !std::ptr::eq(now, sc) {
+                // the objective changed: value the walk and the best state anew
+                sc = now;
+                st = st.revalued(sc);
+                best = best.revalued(sc);
+                if st.value.better_than(&best.value) {
+                    best = st.clone();
+                    found_at = deadline.elapsed();
+                }
+                best_value = best.value;
+            }
         }
         step += 1;
         if !random_exchange(sc, &st, rng, &mut mv) {
@@ -190,6 +212,11 @@ pub fn anneal(
                 last_snap = step;
             }
         }
+    }
+    if !std::ptr::eq(sc, true_sc) {
+        // the run ended early (deadline or step budget) while still shaped
+        st = st.revalued(true_sc);
+        best = best.revalued(true_sc);
     }
     if st.value.better_than(&best.value) || !best.value.better_than(&st.value) {
         if st.value.better_than(&best.value) {

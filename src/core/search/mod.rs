@@ -5,5 +5,6 @@ pub mod awesomenauts;
 pub mod baselines;
 pub mod construct;
 pub mod moves;
+pub mod shaping;
 pub mod state;
 pub mod threshold;
