@@ -190,6 +190,13 @@ struct Ctx {
     overdue: u32,
 }
 
+/// The divisor of a match score: the sum of the effective weights, or 1 when only
+/// inapplicable factors are weighted (every match is then equally good, score 0).
+fn weight_sum(weights: &[f64; 10]) -> f64 {
+    let sum: f64 = weights.iter().sum();
+    if sum == 0.0 { 1.0 } else { sum }
+}
+
 const MAXPAIRS: usize = MAXP * (MAXP - 1) / 2;
 
 /// Pools up to this size cache every pair's ping (4 bytes an ordered pair, filled
@@ -210,11 +217,7 @@ impl<'a> Scorer<'a> {
         if nroles == 0 {
             weights[ROLES] = 0.0;
         }
-        let mut wsum: f64 = weights.iter().sum();
-        if wsum == 0.0 {
-            // only inapplicable factors weighted: every match is equally good (score 0)
-            wsum = 1.0;
-        }
+        let wsum = weight_sum(&weights);
         let fast = model.teams == 2
             && nroles == 0
             && model.equal_teams.p.0 == 1.0
@@ -838,10 +841,7 @@ impl<'a> Scorer<'a> {
     pub fn with_hosts_weight_scaled(&self, factor: f64) -> Scorer<'a> {
         let mut s = self.shallow();
         s.weights[TWO_HOSTS] *= factor;
-        s.wsum = s.weights.iter().sum();
-        if s.wsum == 0.0 {
-            s.wsum = 1.0;
-        }
+        s.wsum = weight_sum(&s.weights);
         s.inv_wsum = 1.0 / s.wsum;
         s
     }
