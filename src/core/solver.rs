@@ -197,12 +197,17 @@ pub fn search(
         Budget::Time(_) if !small => u64::MAX,
         _ => fixed_length,
     });
-    // the default strategy settles which matches can have hosts first (`shaping`), on
-    // the pools where it also credits near-hosts
-    let shaping = if options.strategy == Strategy::Default && !small_pool(sc) {
+    // on the pools where it credits near-hosts, the default strategy settles which
+    // matches can have hosts first (`shaping`) and proposes premade repairs
+    let guided = options.strategy == Strategy::Default && !small_pool(sc);
+    let shaping = if guided {
         Shaping::hosts_first(sc)
     } else {
         Shaping::none()
+    };
+    let guide = anneal::Guidance {
+        shaping: &shaping,
+        premade_repair: guided,
     };
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
         // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
@@ -220,7 +225,7 @@ pub fn search(
             }
             _ => anneal::anneal(
                 sc,
-                &shaping,
+                &guide,
                 start,
                 &mut rng,
                 length,

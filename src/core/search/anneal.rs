@@ -14,7 +14,8 @@
 //! overdue players or matches. From 30% of the run on, three in four exchanges that
 //! change a match's party shape are dropped unscored (`SHAPE_CHANGE_SKIP_FROM`). The
 //! objective may differ in the run's first part (`shaping`); the returned state is
-//! valued by the true one.
+//! valued by the true one. On two-team queues one step in `repair::REPAIR_EVERY` is a
+//! premade repair instead of a random exchange.
 
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use crate::core::deadline::Deadline;
 use crate::core::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
+use super::repair::{self, premade_repair};
 use super::shaping::Shaping;
 use super::state::{Scratch, State, Verdict};
 use super::threshold::LnUniform;
@@ -68,11 +70,19 @@ pub fn assert_delta(sc: &Scorer, st: &State) {
     );
 }
 
+/// What the default strategy adds to plain annealing on large pools.
+pub struct Guidance<'s, 'a> {
+    /// The objective searched at each point of the run.
+    pub shaping: &'s Shaping<'a>,
+    /// Propose premade repairs (`repair`), where they apply.
+    pub premade_repair: bool,
+}
+
 /// Anneal from `st` (valued by `true_sc`) and return the best state found, valued by
-/// `true_sc`. `shaping` gives the objective searched at each point of the run.
+/// `true_sc`.
 pub fn anneal<'s, 'a>(
     true_sc: &'s Scorer<'a>,
-    shaping: &'s Shaping<'a>,
+    guide: &Guidance<'s, 'a>,
     mut st: State,
     rng: &mut Xoshiro256PlusPlus,
     length: u64,
@@ -85,6 +95,8 @@ pub fn anneal<'s, 'a>(
     let mut moves = 0u64;
     let mut bounded = 0u64;
     let ln_u = LnUniform::default();
+    let shaping = guide.shaping;
+    let repairs = guide.premade_repair && repair::applies(true_sc);
     let mut sc = shaping.at(0.0, true_sc);
     if !std::ptr::eq(sc, true_sc) {
         st = st.revalued(sc);
@@ -157,12 +169,20 @@ pub fn anneal<'s, 'a>(
             }
         }
         step += 1;
-        if !random_exchange(sc, &st, rng, &mut mv) {
+        let repair = repairs && step.is_multiple_of(repair::REPAIR_EVERY);
+        let drawn = if repair {
+            premade_repair(sc, &st, rng, &mut mv)
+        } else {
+            random_exchange(sc, &st, rng, &mut mv)
+        };
+        if !drawn {
             continue;
         }
         // Late in the run, exchanges that change a match's party shape (a party against
-        // solos) are almost never accepted yet rebuild both rows: drop 3 in 4 unscored.
-        if progress >= SHAPE_CHANGE_SKIP_FROM
+        // solos) are almost never accepted yet rebuild both rows: drop 3 in 4 unscored
+        // (but not the repairs, which are aimed).
+        if !repair
+            && progress >= SHAPE_CHANGE_SKIP_FROM
             && mv.a_out.len() != mv.b_out.len()
             && rng.next_u64() < 3 << 62
         {

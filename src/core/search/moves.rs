@@ -171,6 +171,6 @@ fn similar_swap(sc: &Scorer, st: &State, r: u64, mv: &mut Exchange) -> bool {
 /// A uniform draw in 0..n from the low 32 bits of `bits` (multiply-shift; the bias,
 /// below n / 2^32, is far below anything the search could notice).
 #[inline]
-fn below(bits: u64, n: usize) -> usize {
+pub(super) fn below(bits: u64, n: usize) -> usize {
     (((bits & 0xFFFF_FFFF) * n as u64) >> 32) as usize
 }
