@@ -26,6 +26,7 @@ use super::pool::Pool;
 use super::round::{MatchOutcome, RoundOutcome, SolveStats};
 use super::score::Scorer;
 use super::search::anneal::{self, Outcome};
+use super::search::neighbours::Neighbours;
 use super::search::shaping::Shaping;
 use super::search::state::State;
 use super::search::{awesomenauts, baselines, construct};
@@ -197,17 +198,28 @@ pub fn search(
         Budget::Time(_) if !small => u64::MAX,
         _ => fixed_length,
     });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("building the solver's thread pool");
     // on the pools where it credits near-hosts, the default strategy settles which
-    // matches can have hosts first (`shaping`) and proposes premade repairs
+    // matches can have hosts first (`shaping`), proposes premade repairs and, late in
+    // the run, exchanges between neighbours
     let guided = options.strategy == Strategy::Default && !small_pool(sc);
     let shaping = if guided {
         Shaping::hosts_first(sc)
     } else {
         Shaping::none()
     };
+    let neighbours = if guided {
+        pool.install(|| Neighbours::build(sc))
+    } else {
+        None
+    };
     let guide = anneal::Guidance {
         shaping: &shaping,
         premade_repair: guided,
+        neighbours: neighbours.as_ref(),
     };
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
         // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
@@ -237,10 +249,6 @@ pub fn search(
         construct::fill_from_bench(sc, &mut out.state);
         out
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("building the solver's thread pool");
     pool.install(|| {
         let mut stream = Xoshiro256PlusPlus::seed_from_u64(options.seed);
         let mut best: Option<Outcome> = None;

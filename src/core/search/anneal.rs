@@ -15,7 +15,8 @@
 //! change a match's party shape are dropped unscored (`SHAPE_CHANGE_SKIP_FROM`). The
 //! objective may differ in the run's first part (`shaping`); the returned state is
 //! valued by the true one. On two-team queues one step in `repair::REPAIR_EVERY` is a
-//! premade repair instead of a random exchange.
+//! premade repair instead of a random exchange. From `neighbours::FROM` of the run on,
+//! half of the other draws are neighbour exchanges (`neighbours`), where lists are given.
 
 use std::time::Duration;
 
@@ -26,6 +27,7 @@ use crate::core::deadline::Deadline;
 use crate::core::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
+use super::neighbours::{self, Neighbours, neighbour_exchange};
 use super::repair::{self, premade_repair};
 use super::shaping::Shaping;
 use super::state::{Scratch, State, Verdict};
@@ -76,6 +78,8 @@ pub struct Guidance<'s, 'a> {
     pub shaping: &'s Shaping<'a>,
     /// Propose premade repairs (`repair`), where they apply.
     pub premade_repair: bool,
+    /// Draw neighbour exchanges late in the run (`neighbours`).
+    pub neighbours: Option<&'s Neighbours>,
 }
 
 /// Anneal from `st` (valued by `true_sc`) and return the best state found, valued by
@@ -172,6 +176,11 @@ pub fn anneal<'s, 'a>(
         let repair = repairs && step.is_multiple_of(repair::REPAIR_EVERY);
         let drawn = if repair {
             premade_repair(sc, &st, rng, &mut mv)
+        } else if let Some(nb) = guide.neighbours
+            && progress >= neighbours::FROM
+            && rng.next_u64() & 15 < neighbours::SHARE_OF_16
+        {
+            neighbour_exchange(sc, &st, nb, rng, &mut mv)
         } else {
             random_exchange(sc, &st, rng, &mut mv)
         };

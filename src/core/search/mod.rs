@@ -5,6 +5,7 @@ pub mod awesomenauts;
 pub mod baselines;
 pub mod construct;
 pub mod moves;
+pub mod neighbours;
 pub mod repair;
 pub mod shaping;
 pub mod state;

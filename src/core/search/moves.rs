@@ -78,18 +78,30 @@ pub fn random_exchange(
         (i, j)
     };
     let src = st.container(a);
-    let dst = st.container(b);
     let u = src[below(r2 >> 32, src.len())];
-    let r3 = rng.next_u64();
-    let unit_size = |x: u32| sc.ix.unit_size[x as usize];
-    let size = unit_size(u);
     mv.a = a;
     mv.b = b;
     mv.a_out.push(u);
+    counterpart(sc, st.container(b), u, same_size, rng.next_u64(), mv)
+}
+
+/// Fill `mv.b_out` with units of the target container `dst` to exchange against unit
+/// `u`: with `same_size`, a random unit of u's size when there is one; otherwise a
+/// random set of units adding up to u's size. False if none fits. `r`: random bits.
+pub(super) fn counterpart(
+    sc: &Scorer,
+    dst: &[u32],
+    u: u32,
+    same_size: bool,
+    r: u64,
+    mv: &mut Exchange,
+) -> bool {
+    let unit_size = |x: u32| sc.ix.unit_size[x as usize];
+    let size = unit_size(u);
     if same_size {
         let same = dst.iter().filter(|&&x| unit_size(x) == size).count();
         if same > 0 {
-            let pick = below(r3, same);
+            let pick = below(r, same);
             let v = dst
                 .iter()
                 .copied()
@@ -103,7 +115,7 @@ pub fn random_exchange(
     // a random set of the target's units adding up to `size`: scan from a random
     // offset, taking units that still fit
     let len = dst.len();
-    let start = below(r3, len);
+    let start = below(r, len);
     let mut left = size;
     for k in 0..len.min(64) {
         let x = dst[(start + k) % len];
@@ -121,7 +133,7 @@ pub fn random_exchange(
 
 /// The lowest-scoring of `start` and `WORST_OF - 1` more random matches: aims the move
 /// where the round loses most.
-fn worst_of(st: &State, start: u32, rng: &mut Xoshiro256PlusPlus) -> u32 {
+pub(super) fn worst_of(st: &State, start: u32, rng: &mut Xoshiro256PlusPlus) -> u32 {
     let nm = st.matches.len();
     let (mut pick, mut worst) = (start, st.evals[start as usize].score);
     for _ in 1..WORST_OF {

@@ -149,10 +149,19 @@ mod tests {
         State::new(sc, matches, Vec::new())
     }
 
+    /// Run `f` on the default queue's scorer and consecutive-units state of `parties`.
+    fn with_round(parties: &[(&str, usize)], f: impl FnOnce(&Scorer, &State)) {
+        let pool = pool(parties);
+        let model = QueueModel::default();
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        f(&sc, &state(&sc));
+    }
+
     #[test]
     fn two_matches_of_three_against_two_and_one_are_both_made_symmetric() {
         // match 0: A (3) | B (2) + solo; match 1: C (3) | D (2) + solo; match 2: six solos
-        let pool = pool(&[
+        let parties = [
             ("A", 3),
             ("B", 2),
             ("", 1),
@@ -165,41 +174,39 @@ mod tests {
             ("", 1),
             ("", 1),
             ("", 1),
-        ]);
-        let model = QueueModel::default();
-        let ix = IndexedPool::build(&pool, &model).unwrap();
-        let sc = Scorer::new(&ix, &model);
-        let st = state(&sc);
-        assert_eq!(st.matches.len(), 3);
-        assert!(applies(&sc));
-        for seed in 0..20 {
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-            let mut mv = Exchange::default();
-            assert!(premade_repair(&sc, &st, &mut rng, &mut mv));
-            // between the two asymmetric matches, never the symmetric one
-            assert!(mv.a != 2 && mv.b != 2 && mv.a != mv.b);
-            let size = |us: &[u32]| {
-                us.iter()
-                    .map(|&u| ix.unit_size[u as usize] as u32)
-                    .sum::<u32>()
-            };
-            assert_eq!(size(&mv.a_out), size(&mv.b_out));
-            // applied, both matches become symmetric
-            for (c, out, inc) in [(mv.a, &mv.a_out, &mv.b_out), (mv.b, &mv.b_out, &mv.a_out)] {
-                let mut units: Vec<u32> = st.matches[c as usize]
-                    .iter()
-                    .copied()
-                    .filter(|u| !out.contains(u))
-                    .collect();
-                units.extend(inc.iter());
-                assert_eq!(size_parity(&sc, &units), 0, "match {c} after {mv:?}");
+        ];
+        with_round(&parties, |sc, st| {
+            assert_eq!(st.matches.len(), 3);
+            assert!(applies(sc));
+            for seed in 0..20 {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                let mut mv = Exchange::default();
+                assert!(premade_repair(sc, st, &mut rng, &mut mv));
+                // between the two asymmetric matches, never the symmetric one
+                assert!(mv.a != 2 && mv.b != 2 && mv.a != mv.b);
+                let size = |us: &[u32]| {
+                    us.iter()
+                        .map(|&u| sc.ix.unit_size[u as usize] as u32)
+                        .sum::<u32>()
+                };
+                assert_eq!(size(&mv.a_out), size(&mv.b_out));
+                // applied, both matches become symmetric
+                for (c, out, inc) in [(mv.a, &mv.a_out, &mv.b_out), (mv.b, &mv.b_out, &mv.a_out)] {
+                    let mut units: Vec<u32> = st.matches[c as usize]
+                        .iter()
+                        .copied()
+                        .filter(|u| !out.contains(u))
+                        .collect();
+                    units.extend(inc.iter());
+                    assert_eq!(size_parity(sc, &units), 0, "match {c} after {mv:?}");
+                }
             }
-        }
+        });
     }
 
     #[test]
     fn a_single_asymmetric_match_has_no_repair() {
-        let pool = pool(&[
+        let parties = [
             ("A", 3),
             ("B", 2),
             ("", 1),
@@ -209,18 +216,11 @@ mod tests {
             ("", 1),
             ("", 1),
             ("", 1),
-        ]);
-        let model = QueueModel::default();
-        let ix = IndexedPool::build(&pool, &model).unwrap();
-        let sc = Scorer::new(&ix, &model);
-        let st = state(&sc);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        assert!(!premade_repair(
-            &sc,
-            &st,
-            &mut rng,
-            &mut Exchange::default()
-        ));
+        ];
+        with_round(&parties, |sc, st| {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+            assert!(!premade_repair(sc, st, &mut rng, &mut Exchange::default()));
+        });
     }
 
     #[test]
