@@ -23,15 +23,21 @@ use rayon::prelude::*;
 
 use crate::core::score::Scorer;
 
+use super::construct;
 use super::moves::{Exchange, below, counterpart, worst_of};
 use super::state::{BENCH, State};
 
 /// Neighbours kept per unit (16 measured the same as 32; 64 slightly less).
 pub const NEIGHBOURS: usize = 32;
 
-/// Pools of more units than this get no neighbour lists: building them takes time
-/// quadratic in the units (10,000-player pools would spend seconds on it).
-pub const MAX_UNITS: usize = 2048;
+/// Up to this many units every unit is a candidate neighbour of every other (time
+/// quadratic in the units: about 40 ms on two threads for 2,400 players); above it the
+/// candidates are the `WINDOW` units either side of the unit in the skill order and in
+/// its home region's skill order (10,000-player pools would spend seconds on all pairs).
+pub const EXACT_UNITS: usize = 2048;
+
+/// Candidates either side of a unit in each order, on pools above `EXACT_UNITS`.
+const WINDOW: usize = 256;
 
 /// From this share of the run on, `SHARE_OF_16` draws in 16 are neighbour exchanges
 /// (from the start: the same gain; 12 in 16: less).
@@ -48,12 +54,17 @@ pub struct Neighbours {
 }
 
 impl Neighbours {
-    /// The lists of the scorer's pool; `None` when it has fewer than two units or more
-    /// than `MAX_UNITS`. Built on the current rayon pool, deterministic.
+    /// The lists of the scorer's pool; `None` when it has fewer than two units. Built
+    /// on the current rayon pool, deterministic.
     pub fn build(sc: &Scorer) -> Option<Neighbours> {
+        Self::build_from(sc, sc.ix.units.len() > EXACT_UNITS)
+    }
+
+    /// `build`, with candidates from the windows (`windowed`) or from every unit.
+    fn build_from(sc: &Scorer, windowed: bool) -> Option<Neighbours> {
         let ix = sc.ix;
         let nu = ix.units.len();
-        if !(2..=MAX_UNITS).contains(&nu) {
+        if nu < 2 {
             return None;
         }
         let k = NEIGHBOURS.min(nu - 1);
@@ -61,11 +72,39 @@ impl Neighbours {
         let skill_scale = (sc.model.equal_teams.curve.scale / 3.0).max(f64::MIN_POSITIVE);
         // a party's distances are its first member's pings and its mean skill
         let first: Vec<u32> = (0..nu as u32).map(|u| ix.members_of(u)[0]).collect();
+        // large pools: candidates from windows of the skill and the region-skill orders
+        let windows = windowed.then(|| {
+            let by_region = construct::region_order(sc);
+            let mut region_pos = vec![0usize; nu];
+            for (pos, &u) in by_region.iter().enumerate() {
+                region_pos[u as usize] = pos;
+            }
+            (by_region, region_pos)
+        });
+        let candidates = |u: usize| -> Vec<usize> {
+            let Some((by_region, region_pos)) = &windows else {
+                return (0..nu).filter(|&v| v != u).collect();
+            };
+            let around = |order: &[u32], pos: usize| {
+                let lo = pos.saturating_sub(WINDOW);
+                let hi = (pos + WINDOW + 1).min(order.len());
+                order[lo..hi]
+                    .iter()
+                    .map(|&v| v as usize)
+                    .collect::<Vec<_>>()
+            };
+            let mut c = around(&ix.by_skill, ix.skill_rank[u] as usize);
+            c.extend(around(by_region, region_pos[u]));
+            c.sort_unstable();
+            c.dedup();
+            c.retain(|&v| v != u);
+            c
+        };
         let list = (0..nu)
             .into_par_iter()
             .flat_map_iter(|u| {
-                let mut d: Vec<(f64, u32)> = (0..nu)
-                    .filter(|&v| v != u)
+                let mut d: Vec<(f64, u32)> = candidates(u)
+                    .into_iter()
                     .map(|v| {
                         let ms =
                             ix.ping_ms(first[u], first[v], ping.relay_overhead_ms, ping.unknown_ms);
@@ -79,6 +118,7 @@ impl Neighbours {
                     d.truncate(k);
                 }
                 d.sort_unstable_by(by);
+                debug_assert_eq!(d.len(), k);
                 d.into_iter().map(|(_, v)| v)
             })
             .collect();
@@ -209,6 +249,29 @@ mod tests {
             assert_eq!(st.loc[v as usize].0, mv.b);
         }
         assert!(drawn > 100, "only {drawn} of 200 draws found an exchange");
+    }
+
+    #[test]
+    fn large_pools_find_the_same_neighbours_in_windows() {
+        // 2,100 solos in two regions: every unit's nearest are in its own region and
+        // close in skill, well inside the windows
+        let players: Vec<(f64, &str)> = (0..2100)
+            .map(|k| {
+                (
+                    1000.0 + (k * 7919 % 2100) as f64 * 0.5,
+                    if k % 3 == 0 { "us" } else { "eu" },
+                )
+            })
+            .collect();
+        let pool = pool(&players);
+        let model = QueueModel::default();
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        assert!(ix.units.len() > EXACT_UNITS);
+        let windowed = Neighbours::build(&sc).unwrap();
+        let exact = Neighbours::build_from(&sc, false).unwrap();
+        assert_eq!(windowed.list.len(), 2100 * NEIGHBOURS);
+        assert_eq!(windowed.list, exact.list);
     }
 
     #[test]
