@@ -58,10 +58,7 @@ pub fn random_exchange(
     let use_bench = !st.bench.is_empty() && (nm == 1 || (r >> 1) & 7 == 0);
     let (flip, same_size) = ((r >> 4) & 1 == 1, (r >> 5) & 1 == 1);
     let r2 = rng.next_u64();
-    let mut i = below(r >> 32, nm) as u32;
-    if (r >> 6) & 7 == 0 {
-        i = worst_of(st, i, rng);
-    }
+    let i = source_match(st, r, rng);
     let j = if use_bench {
         BENCH
     } else {
@@ -131,9 +128,20 @@ pub(super) fn counterpart(
     false
 }
 
+/// The source match of an exchange from the draw `r`: a random match, in one draw in
+/// eight (bits 6-8 zero) the worst of `WORST_OF` random matches.
+pub(super) fn source_match(st: &State, r: u64, rng: &mut Xoshiro256PlusPlus) -> u32 {
+    let i = below(r >> 32, st.matches.len()) as u32;
+    if (r >> 6) & 7 == 0 {
+        worst_of(st, i, rng)
+    } else {
+        i
+    }
+}
+
 /// The lowest-scoring of `start` and `WORST_OF - 1` more random matches: aims the move
 /// where the round loses most.
-pub(super) fn worst_of(st: &State, start: u32, rng: &mut Xoshiro256PlusPlus) -> u32 {
+fn worst_of(st: &State, start: u32, rng: &mut Xoshiro256PlusPlus) -> u32 {
     let nm = st.matches.len();
     let (mut pick, mut worst) = (start, st.evals[start as usize].score);
     for _ in 1..WORST_OF {

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::core::score::Scorer;
 
 use super::construct;
-use super::moves::{Exchange, below, counterpart, worst_of};
+use super::moves::{Exchange, below, counterpart, source_match};
 use super::state::{BENCH, State};
 
 /// Neighbours kept per unit (16 measured the same as 32; 64 slightly less).
@@ -140,18 +140,14 @@ pub fn neighbour_exchange(
     rng: &mut Xoshiro256PlusPlus,
     mv: &mut Exchange,
 ) -> bool {
-    let nm = st.matches.len();
-    if nm == 0 {
+    if st.matches.is_empty() {
         return false;
     }
     mv.a_out.clear();
     mv.b_out.clear();
     let r = rng.next_u64();
     let same_size = (r >> 5) & 1 == 1;
-    let mut i = below(r >> 32, nm) as u32;
-    if (r >> 6) & 7 == 0 {
-        i = worst_of(st, i, rng);
-    }
+    let i = source_match(st, r, rng);
     let r2 = rng.next_u64();
     let src = st.container(i);
     let u = src[below(r2 >> 32, src.len())];
@@ -179,9 +175,9 @@ mod tests {
     use crate::core::pool::Pool;
     use rand::SeedableRng;
 
-    /// Solos with the given skills and home regions (latency 20 ms to their own
-    /// region, 150 ms to the other).
-    fn pool(players: &[(f64, &str)]) -> Pool {
+    /// Run `f` on the default queue's scorer of solos with the given skills and home
+    /// regions (latency 20 ms to their own region, 150 ms to the other).
+    fn with_scorer(players: &[(f64, &str)], f: impl FnOnce(&Scorer)) {
         let players: Vec<_> = players
             .iter()
             .enumerate()
@@ -191,28 +187,30 @@ mod tests {
                     "latencies": { region: 20, other: 150 } })
             })
             .collect();
-        serde_json::from_value(serde_json::json!({ "players": players })).unwrap()
+        let pool: Pool = serde_json::from_value(serde_json::json!({ "players": players })).unwrap();
+        let model = QueueModel::default();
+        let ix = IndexedPool::build(&pool, &model).unwrap();
+        f(&Scorer::new(&ix, &model));
     }
 
     #[test]
     fn neighbours_are_the_nearest_in_skill_and_ping_without_the_unit_itself() {
         // p0's nearest: p1 (same region, 50 points), then p2 (same region, 300 points:
         // 3 units of distance) before p3 (other region, 0 points: ~4.3 units)
-        let pool = pool(&[
+        let players = [
             (1500.0, "eu"),
             (1550.0, "eu"),
             (1800.0, "eu"),
             (1500.0, "us"),
-        ]);
-        let model = QueueModel::default();
-        let ix = IndexedPool::build(&pool, &model).unwrap();
-        let sc = Scorer::new(&ix, &model);
-        let nb = Neighbours::build(&sc).unwrap();
-        assert_eq!(nb.of(0), &[1, 2, 3]);
-        for u in 0..4 {
-            assert!(!nb.of(u).contains(&u));
-            assert_eq!(nb.of(u).len(), 3);
-        }
+        ];
+        with_scorer(&players, |sc| {
+            let nb = Neighbours::build(sc).unwrap();
+            assert_eq!(nb.of(0), &[1, 2, 3]);
+            for u in 0..4 {
+                assert!(!nb.of(u).contains(&u));
+                assert_eq!(nb.of(u).len(), 3);
+            }
+        });
     }
 
     #[test]
@@ -225,30 +223,28 @@ mod tests {
                 )
             })
             .collect();
-        let pool = pool(&players);
-        let model = QueueModel::default();
-        let ix = IndexedPool::build(&pool, &model).unwrap();
-        let sc = Scorer::new(&ix, &model);
-        let nb = Neighbours::build(&sc).unwrap();
-        let matches: Vec<Vec<u32>> = (0..4).map(|m| (6 * m..6 * m + 6).collect()).collect();
-        let st = State::new(&sc, matches, Vec::new());
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-        let mut mv = Exchange::default();
-        let mut drawn = 0;
-        for _ in 0..200 {
-            if !neighbour_exchange(&sc, &st, &nb, &mut rng, &mut mv) {
-                continue;
+        with_scorer(&players, |sc| {
+            let nb = Neighbours::build(sc).unwrap();
+            let matches: Vec<Vec<u32>> = (0..4).map(|m| (6 * m..6 * m + 6).collect()).collect();
+            let st = State::new(sc, matches, Vec::new());
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+            let mut mv = Exchange::default();
+            let mut drawn = 0;
+            for _ in 0..200 {
+                if !neighbour_exchange(sc, &st, &nb, &mut rng, &mut mv) {
+                    continue;
+                }
+                drawn += 1;
+                assert_ne!(mv.a, mv.b);
+                assert!(mv.a != BENCH && mv.b != BENCH);
+                assert_eq!(mv.a_out.len(), 1);
+                assert_eq!(mv.b_out.len(), 1);
+                let (u, v) = (mv.a_out[0], mv.b_out[0]);
+                assert_eq!(st.loc[u as usize].0, mv.a);
+                assert_eq!(st.loc[v as usize].0, mv.b);
             }
-            drawn += 1;
-            assert_ne!(mv.a, mv.b);
-            assert!(mv.a != BENCH && mv.b != BENCH);
-            assert_eq!(mv.a_out.len(), 1);
-            assert_eq!(mv.b_out.len(), 1);
-            let (u, v) = (mv.a_out[0], mv.b_out[0]);
-            assert_eq!(st.loc[u as usize].0, mv.a);
-            assert_eq!(st.loc[v as usize].0, mv.b);
-        }
-        assert!(drawn > 100, "only {drawn} of 200 draws found an exchange");
+            assert!(drawn > 100, "only {drawn} of 200 draws found an exchange");
+        });
     }
 
     #[test]
@@ -263,22 +259,19 @@ mod tests {
                 )
             })
             .collect();
-        let pool = pool(&players);
-        let model = QueueModel::default();
-        let ix = IndexedPool::build(&pool, &model).unwrap();
-        let sc = Scorer::new(&ix, &model);
-        assert!(ix.units.len() > EXACT_UNITS);
-        let windowed = Neighbours::build(&sc).unwrap();
-        let exact = Neighbours::build_from(&sc, false).unwrap();
-        assert_eq!(windowed.list.len(), 2100 * NEIGHBOURS);
-        assert_eq!(windowed.list, exact.list);
+        with_scorer(&players, |sc| {
+            assert!(sc.ix.units.len() > EXACT_UNITS);
+            let windowed = Neighbours::build(sc).unwrap();
+            let exact = Neighbours::build_from(sc, false).unwrap();
+            assert_eq!(windowed.list.len(), 2100 * NEIGHBOURS);
+            assert_eq!(windowed.list, exact.list);
+        });
     }
 
     #[test]
     fn no_lists_for_a_single_unit() {
-        let pool = pool(&[(1500.0, "eu")]);
-        let model = QueueModel::default();
-        let ix = IndexedPool::build(&pool, &model).unwrap();
-        assert!(Neighbours::build(&Scorer::new(&ix, &model)).is_none());
+        with_scorer(&[(1500.0, "eu")], |sc| {
+            assert!(Neighbours::build(sc).is_none())
+        });
     }
 }
