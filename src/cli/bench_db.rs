@@ -122,8 +122,8 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
 
 /// A lease for the bench queue (nobody else competes for it).
 async fn bench_lease(pool: &PgPool) -> anyhow::Result<db::Lease> {
-    let now = chrono::Utc::now();
-    if let Some(l) = db::acquire_lease(pool, QUEUE, "bench", Duration::from_secs(3600), now).await?
+    if let Some(l) =
+        db::acquire_lease(pool, QUEUE, "bench", Duration::from_secs(3600), None).await?
     {
         return Ok(l);
     }
@@ -183,6 +183,7 @@ async fn timed_round(
             snapshot: &snapshot,
             trigger: RoundTrigger::Manual,
             lease,
+            lease_now: None,
             started_at,
             snapshot_at: started_at,
             committed_at: now,

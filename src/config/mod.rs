@@ -5,6 +5,7 @@
 //! [daemon]               # poll interval, lease TTL / renewal
 //! [queues.ranked_3v3]    # the core's QueueModel: format, network, weights, factors
 //! [queues.ranked_3v3.round]  # this daemon's RoundConfig: schedule, sizes, budget, seed
+//! [queues.ranked_3v3.tickets]  # what clients may enqueue: ticket TTL, known regions
 //! ```
 //!
 //! [`Config::load`] / [`Config::from_toml_str`] refuse a bad file with a message naming
@@ -91,12 +92,36 @@ impl Default for DaemonConfig {
     }
 }
 
-/// One queue: the core's model (`[queues.NAME]`) and when / how its rounds run
-/// (`[queues.NAME.round]`).
+/// One queue: the core's model (`[queues.NAME]`), when / how its rounds run
+/// (`[queues.NAME.round]`) and what clients may enqueue (`[queues.NAME.tickets]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueConfig {
     pub model: QueueModel,
     pub round: RoundConfig,
+    pub tickets: TicketConfig,
+}
+
+/// `[queues.NAME.tickets]`: the entry rules the daemon publishes in the `queues` table,
+/// which the enqueue functions enforce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TicketConfig {
+    /// A queued entry that is not kept alive (`keep_alive()`) for this long expires and is
+    /// never matched; clients refresh every `ttl / 3`.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// The names a latency map may use (datacenter regions or relays). Empty: any name
+    /// (at most 32 per player either way).
+    pub regions: Vec<String>,
+}
+
+impl Default for TicketConfig {
+    fn default() -> Self {
+        TicketConfig {
+            ttl: Duration::from_secs(5 * 60),
+            regions: Vec::new(),
+        }
+    }
 }
 
 /// `[queues.NAME.round]`: the daemon's part of a queue.
@@ -191,8 +216,10 @@ impl QueueConfig {
     pub fn to_json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(&self.model).expect("queue model serializes");
         let round = serde_json::to_value(&self.round).expect("round config serializes");
+        let tickets = serde_json::to_value(&self.tickets).expect("ticket config serializes");
         if let serde_json::Value::Object(map) = &mut value {
             map.insert("round".into(), round);
+            map.insert("tickets".into(), tickets);
         }
         value
     }
@@ -272,10 +299,23 @@ impl Config {
                     .try_into()
                     .map_err(|e: toml::de::Error| invalid(format!("{key}.round"), e.message()))?,
             };
+            let tickets: TicketConfig = match queue_table.remove("tickets") {
+                None => TicketConfig::default(),
+                Some(v) => v
+                    .try_into()
+                    .map_err(|e: toml::de::Error| invalid(format!("{key}.tickets"), e.message()))?,
+            };
             let model: QueueModel = toml::Value::Table(queue_table)
                 .try_into()
                 .map_err(|e: toml::de::Error| invalid(key.clone(), e.message()))?;
-            queues.insert(name, QueueConfig { model, round });
+            queues.insert(
+                name,
+                QueueConfig {
+                    model,
+                    round,
+                    tickets,
+                },
+            );
         }
 
         let default_queue = match default_queue {
@@ -387,6 +427,34 @@ impl QueueConfig {
         }
         if r.threads == Some(0) {
             return Err(invalid(key("round.threads"), "must be at least 1"));
+        }
+        let t = &self.tickets;
+        if t.ttl < Duration::from_secs(3) {
+            return Err(invalid(key("tickets.ttl"), "must be at least 3s"));
+        }
+        if t.regions.len() > 256 {
+            return Err(invalid(key("tickets.regions"), "at most 256 regions"));
+        }
+        for region in &t.regions {
+            if region.is_empty()
+                || region.chars().count() > 64
+                || region.chars().any(char::is_control)
+            {
+                return Err(invalid(
+                    key("tickets.regions"),
+                    format!(
+                        "{region:?}: a region name has 1-64 characters, none a control character"
+                    ),
+                ));
+            }
+        }
+        for role in &self.model.roles {
+            if role.chars().count() > 64 {
+                return Err(invalid(
+                    key("roles"),
+                    format!("{role:?}: longer than 64 characters"),
+                ));
+            }
         }
         Ok(())
     }

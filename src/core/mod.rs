@@ -28,6 +28,6 @@ pub mod split;
 pub use deadline::{Budget, Deadline, StopReason};
 pub use error::PoolError;
 pub use model::{Network, QueueModel, RoleMode, Weights};
-pub use pool::{PastMatch, Player, Pool};
+pub use pool::{BrokenParty, PastMatch, Player, Pool, reject_parties};
 pub use round::{MatchOutcome, Rejection, RoundOutcome, SolveStats};
 pub use solver::{SolveOptions, Strategy, solve};

@@ -59,3 +59,38 @@ pub struct Pool {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<PastMatch>,
 }
+
+/// A party that cannot be placed: its id, the member at fault and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokenParty {
+    pub party: String,
+    pub member: String,
+    pub reason: String,
+}
+
+/// Take the members of broken parties out of `players` and return their rejections: a
+/// party is placed whole or not at all (seed 002: a party plays on one team together), so
+/// a member the round cannot use (a malformed row, a refused field) keeps it all out.
+pub fn reject_parties(
+    players: &mut Vec<Player>,
+    broken: &[BrokenParty],
+) -> Vec<crate::core::Rejection> {
+    let mut cause: std::collections::HashMap<&str, &BrokenParty> = std::collections::HashMap::new();
+    for b in broken {
+        cause.entry(b.party.as_str()).or_insert(b);
+    }
+    let mut mates = Vec::new();
+    players.retain(|p| {
+        let Some(b) = p.party.as_deref().and_then(|party| cause.get(party)) else {
+            return true;
+        };
+        if p.id != b.member {
+            mates.push(crate::core::Rejection {
+                id: p.id.clone(),
+                reason: format!("party member {} was rejected ({})", b.member, b.reason),
+            });
+        }
+        false
+    });
+    mates
+}

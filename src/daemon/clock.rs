@@ -8,6 +8,13 @@ use chrono::{DateTime, Utc};
 
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> DateTime<Utc>;
+
+    /// The time lease queries compare against. None: the database's own clock, so that
+    /// replicas whose clocks disagree still agree on who holds a lease and when it ends.
+    /// A manual clock returns its time, so tests drive lease expiry without sleeping.
+    fn lease_now(&self) -> Option<DateTime<Utc>> {
+        None
+    }
 }
 
 /// The wall clock.
@@ -42,5 +49,9 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().expect("clock lock")
+    }
+
+    fn lease_now(&self) -> Option<DateTime<Utc>> {
+        Some(self.now())
     }
 }

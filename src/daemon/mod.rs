@@ -111,6 +111,7 @@ pub async fn run(
     // removed queues' workers stop by themselves.
     let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut config_changes = config_rx.clone();
+    let mut retry_retire: Option<Duration>;
     tokio::pin!(shutdown);
     loop {
         workers.retain(|_, handle| !handle.is_finished());
@@ -120,6 +121,16 @@ pub async fn run(
             .keys()
             .cloned()
             .collect();
+        let (ttl, poll) = {
+            let c = config_changes.borrow();
+            (c.daemon.lease_ttl, c.daemon.poll_interval)
+        };
+        if let Err(e) = retire_unlisted(&db, &options.holder, &names, ttl).await {
+            tracing::warn!(error = %e, "could not retire queues removed from the config; retrying in {poll:?}");
+            retry_retire = Some(poll);
+        } else {
+            retry_retire = None;
+        }
         for name in names {
             if let std::collections::hash_map::Entry::Vacant(slot) = workers.entry(name.clone()) {
                 slot.insert(tokio::spawn(queue_task(
@@ -135,6 +146,7 @@ pub async fn run(
         tokio::select! {
             _ = &mut shutdown => break,
             _ = config_changes.changed() => {}
+            _ = tokio::time::sleep(retry_retire.unwrap_or(Duration::MAX)), if retry_retire.is_some() => {}
         }
     }
 
@@ -192,18 +204,22 @@ async fn queue_task(
                     _ = tokio::time::sleep(wait) => {}
                 }
                 wait = renew;
-                match worker::keep_lease(&db, &handle, &queue, &holder, ttl, clock.now()).await {
+                match worker::keep_lease(&db, &handle, &queue, &holder, ttl, clock.lease_now())
+                    .await
+                {
                     Ok(Some(_)) => {}
-                    // A standby tries again right when the holder's lease expires, so it
-                    // takes over within the TTL of the holder's last renewal.
-                    Ok(None) => match db::lease::lease_expiry(&db, &queue).await {
-                        Ok(Some(expires_at)) => {
-                            let until = (expires_at - clock.now()).to_std().unwrap_or_default();
-                            wait = wait.min(until.max(Duration::from_millis(100)));
+                    // A standby tries again right when the holder's lease expires (by the
+                    // database's clock), so it takes over within the TTL of the holder's
+                    // last renewal plus one renew interval at most.
+                    Ok(None) => {
+                        match db::lease::lease_remaining(&db, &queue, clock.lease_now()).await {
+                            Ok(Some(until)) => {
+                                wait = wait.min(until.max(Duration::from_millis(100)));
+                            }
+                            Ok(None) => {}
+                            Err(e) => tracing::warn!(queue, error = %e, "reading the lease failed"),
                         }
-                        Ok(None) => {}
-                        Err(e) => tracing::warn!(queue, error = %e, "reading the lease failed"),
-                    },
+                    }
                     Err(e) => tracing::warn!(queue, error = %e, "lease renewal failed"),
                 }
             }
@@ -211,6 +227,7 @@ async fn queue_task(
     };
 
     let mut config_rx = config.clone();
+    let mut removed = false;
     loop {
         if *stop.borrow() {
             break;
@@ -221,6 +238,7 @@ async fn queue_task(
                 Some(q) => (c.daemon.poll_interval, Arc::new(q.clone())),
                 None => {
                     tracing::info!(queue, "queue removed from the config; stopping its worker");
+                    removed = true;
                     break;
                 }
             }
@@ -251,9 +269,35 @@ async fn queue_task(
         }
     }
     keeper.abort();
+    if removed && let Err(e) = worker.retire().await {
+        tracing::warn!(queue, error = %e, "could not retire the removed queue; retried at the next reload or start");
+    }
     if let Err(e) = worker.release().await {
         tracing::warn!(queue, error = %e, "could not release the lease; it expires by itself");
     }
+}
+
+/// Retire the queues that no running config lists: published queues dropped from the
+/// config while no daemon ran, and queued entries of queues never served. Only a queue
+/// whose lease is free is touched (we take it for the moment): a replica that still runs
+/// the queue keeps its lease renewed, so its queue is left alone.
+async fn retire_unlisted(
+    db: &PgPool,
+    holder: &str,
+    configured: &[String],
+    ttl: Duration,
+) -> Result<(), db::DbError> {
+    for queue in db::queues::unlisted_queues(db, configured).await? {
+        let Some(lease) = db::acquire_lease(db, &queue, holder, ttl, None).await? else {
+            continue;
+        };
+        let reason = format!("queue {queue} is not served: no matchmaker config lists it");
+        let rejected = db::queues::retire_queue(db, &queue, &reason).await;
+        db::release_lease(db, &lease, None).await?;
+        let rejected = rejected?;
+        tracing::info!(queue, rejected, "queue retired: no config lists it");
+    }
+    Ok(())
 }
 
 async fn wait_for_wake(wake: &mut broadcast::Receiver<String>, queue: &str) {

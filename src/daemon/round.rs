@@ -79,6 +79,10 @@ pub struct RoundReport {
     pub left_over: usize,
     pub rejected: usize,
     pub dropped_by_cancel: usize,
+    /// The matched players' entries in other queues, withdrawn by the commit.
+    pub withdrawn: usize,
+    /// Players of incomplete parties, left queued for a later round.
+    pub sat_out: usize,
     pub score: Option<f64>,
     pub snapshot_ms: f64,
     pub solve_ms: f64,
@@ -210,6 +214,7 @@ impl RoundRunner {
                 snapshot: &p.snapshot,
                 trigger: p.trigger,
                 lease,
+                lease_now: self.clock.lease_now(),
                 started_at: p.started_at,
                 snapshot_at: p.snapshot_at,
                 committed_at,
@@ -234,6 +239,8 @@ impl RoundRunner {
             left_over: report.left_over,
             rejected: report.rejected,
             dropped_by_cancel: report.dropped_by_cancel,
+            withdrawn: report.withdrawn,
+            sat_out: p.snapshot.sat_out,
             score: report.score,
             snapshot_ms: p.snapshot_ms,
             solve_ms: solved.solve_ms,
@@ -251,6 +258,8 @@ impl RoundRunner {
             left_over = report.left_over,
             rejected = report.rejected,
             dropped_by_cancel = report.dropped_by_cancel,
+            withdrawn = report.withdrawn,
+            sat_out = report.sat_out,
             score = report.score.map(|s| (s * 10_000.0).round() / 10_000.0),
             snapshot_ms = report.snapshot_ms.round(),
             solve_ms = report.solve_ms.round(),
@@ -284,15 +293,28 @@ fn solve_rejecting_malformed(
             }
             Err(other) => return Err(other),
         };
-        let before = pool.players.len();
-        pool.players.retain(|p| p.id != id);
-        if pool.players.len() == before {
+        let Some(party) = pool
+            .players
+            .iter()
+            .find(|p| p.id == id)
+            .map(|p| p.party.clone())
+        else {
             // The core named a player we do not have: do not loop forever.
             return Err(PoolError::Player {
                 id,
                 field: "id",
                 problem: reason,
             });
+        };
+        pool.players.retain(|p| p.id != id);
+        if let Some(party) = party {
+            // Never the rest of a party without the member: it sits out with them.
+            let broken = [core::BrokenParty {
+                party,
+                member: id.clone(),
+                reason: reason.clone(),
+            }];
+            rejected.extend(core::reject_parties(&mut pool.players, &broken));
         }
         rejected.push(Rejection { id, reason });
     }

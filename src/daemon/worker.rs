@@ -33,7 +33,7 @@ pub async fn keep_lease(
     queue: &str,
     holder: &str,
     ttl: Duration,
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
 ) -> Result<Option<Lease>, DbError> {
     let mut current = handle.0.lock().await;
     if let Some(lease) = current.clone() {
@@ -85,6 +85,8 @@ pub struct QueueWorker {
     pool_after_last_round: Option<usize>,
     last_written: Option<QueueStateRow>,
     last_pool_size: Option<usize>,
+    /// The config hash we last published in `queues` under our current term.
+    published: Option<String>,
 }
 
 impl QueueWorker {
@@ -108,6 +110,7 @@ impl QueueWorker {
             pool_after_last_round: None,
             last_written: None,
             last_pool_size: None,
+            published: None,
         }
     }
 
@@ -121,7 +124,7 @@ impl QueueWorker {
 
     /// Renew or take the lease now (the daemon also does this on a timer).
     pub async fn keep_lease(&self) -> Result<Option<Lease>, DbError> {
-        let now = self.runner.clock.now();
+        let now = self.runner.clock.lease_now();
         keep_lease(
             &self.runner.db,
             &self.lease,
@@ -158,6 +161,24 @@ impl QueueWorker {
         };
         let db = &self.runner.db;
         let now = self.runner.clock.now();
+        if self.term != Some(lease.term) {
+            self.published = None;
+        }
+        // What clients may enqueue follows the config of the queue's leader.
+        let hash = self.config.hash();
+        if self.published.as_ref() != Some(&hash) {
+            db::queues::publish_queue(db, &self.queue, &self.config, &self.holder).await?;
+            self.published = Some(hash);
+        }
+        let tidied = db::tickets::tidy_queue(db, &self.queue).await?;
+        if tidied != db::tickets::Tidied::default() {
+            tracing::info!(
+                queue = %self.queue,
+                expired = tidied.expired,
+                party_closed = tidied.party_closed,
+                "tickets closed"
+            );
+        }
         if self.term != Some(lease.term) {
             // Newly leading: continue the countdown players already see.
             self.term = Some(lease.term);
@@ -239,10 +260,26 @@ impl QueueWorker {
         }
     }
 
+    /// The queue was removed from the config: if we lead it, retire it (enqueues refused,
+    /// queued entries rejected with the reason). A replica still running the queue holds
+    /// its lease, so it is never retired under a live leader.
+    pub async fn retire(&self) -> Result<Option<u64>, DbError> {
+        let Some(lease) = self.lease.current().await else {
+            return Ok(None);
+        };
+        let reason = format!(
+            "queue {} was removed from the matchmaker's config",
+            lease.queue
+        );
+        let rejected = db::queues::retire_queue(&self.runner.db, &self.queue, &reason).await?;
+        tracing::info!(queue = %self.queue, rejected, "queue retired: removed from the config");
+        Ok(Some(rejected))
+    }
+
     /// Give the lease up (shutdown).
     pub async fn release(&self) -> Result<(), DbError> {
         if let Some(lease) = self.lease.0.lock().await.take() {
-            db::release_lease(&self.runner.db, &lease, self.runner.clock.now()).await?;
+            db::release_lease(&self.runner.db, &lease, self.runner.clock.lease_now()).await?;
             tracing::info!(queue = %self.queue, term = lease.term, "lease released");
         }
         Ok(())

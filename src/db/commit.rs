@@ -1,10 +1,15 @@
 //! The commit of a round: one transaction, fenced by the lease term.
 //!
 //! Round row, matches, match players, queued -> matched for entries that are STILL queued,
-//! rejected rows, the queue state for the countdown, and (by trigger) the NOTIFY. A player
-//! who cancelled while the solver ran wins: the whole match is dropped and its other
-//! players stay queued, untouched, keeping their original `enqueued_at`. Left-over players
-//! are not written at all (they simply stay queued).
+//! the matched players' entries in other queues -> withdrawn, rejected rows, the queue
+//! state for the countdown, and (by trigger) the NOTIFY. A player who cancelled, expired,
+//! was matched in another queue or is locked by a client call while the solver ran wins:
+//! the whole match is dropped and its other players stay queued, untouched, keeping their
+//! original `enqueued_at`. Left-over players are not written at all (they stay queued).
+//!
+//! No statement waits for a row a client holds (SKIP LOCKED), and two queues' commits
+//! never both match one player: each locks every queued entry of the players it matches,
+//! in every queue, and drops a player whose entries it cannot all lock.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
@@ -53,6 +58,8 @@ pub struct RoundRecord<'a> {
     pub snapshot: &'a Snapshot,
     pub trigger: RoundTrigger,
     pub lease: &'a Lease,
+    /// The time the lease fence compares against; None: the database's clock.
+    pub lease_now: Option<DateTime<Utc>>,
     pub started_at: DateTime<Utc>,
     pub snapshot_at: DateTime<Utc>,
     /// The commit time (`now`): matched_at of the players.
@@ -77,8 +84,11 @@ pub struct CommitReport {
     pub matched: usize,
     pub left_over: usize,
     pub rejected: usize,
-    /// Players whose match was dropped because a match-mate cancelled during the solve.
+    /// Players whose match was dropped because a match-mate left during the solve
+    /// (cancelled, expired, matched in another queue, or locked by a client call).
     pub dropped_by_cancel: usize,
+    /// Entries of the matched players in other queues, withdrawn by this commit.
+    pub withdrawn: usize,
     pub score: Option<f64>,
     pub commit_ms: f64,
 }
@@ -92,15 +102,16 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
 
     // The fence. FOR UPDATE: a standby's takeover (which bumps the term) waits until this
     // transaction ends, so the lease cannot change hands between this check and COMMIT.
+    // The database's clock decides expiry (see `lease`).
     let held: Option<i64> = sqlx::query_scalar(
         "SELECT term FROM leases
-          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > $4
+          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > coalesce($4, now())
           FOR UPDATE",
     )
     .bind(queue)
     .bind(&r.lease.holder)
     .bind(r.lease.term)
-    .bind(r.committed_at)
+    .bind(r.lease_now)
     .fetch_optional(&mut *tx)
     .await?;
     if held.is_none() {
@@ -110,36 +121,99 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         });
     }
 
-    // Lock the pool's rows and see which are still queued. A client's cancel that is in
-    // flight finishes first (we wait for its row lock), so its cancel is seen here.
+    // Lock the pool's rows that are still queued and live. SKIP LOCKED: a row locked now
+    // is in a client's call (a cancel in flight) or in another queue's commit; it is not
+    // ours this round, and the commit never waits for a client.
     let entry_ids = r.snapshot.entry_ids();
     let all_ids: Vec<i64> = entry_ids.values().copied().collect();
-    let still_queued: HashSet<i64> = sqlx::query_scalar(
+    let mut available: HashSet<i64> = sqlx::query_scalar(
         "SELECT entry_id FROM queue_entries
-          WHERE entry_id = ANY($1) AND status = 'queued'
+          WHERE entry_id = ANY($1) AND status = 'queued' AND expires_at > now()
           ORDER BY entry_id
-          FOR UPDATE",
+          FOR UPDATE SKIP LOCKED",
     )
     .bind(&all_ids)
     .fetch_all(&mut *tx)
     .await?
     .into_iter()
     .collect();
+
+    // A queued row that already has a match cannot be matched again; a row in that state
+    // was written around the daemon. It is rejected with the reason, not retried forever.
+    let inconsistent: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT entry_id, match_id FROM match_players WHERE entry_id = ANY($1)")
+            .bind(available.iter().copied().collect::<Vec<i64>>())
+            .fetch_all(&mut *tx)
+            .await?;
+    let mut isolated: Vec<Rejection> = Vec::new();
+    for (entry, match_id) in &inconsistent {
+        available.remove(entry);
+        if let Some((player, _)) = entry_ids.iter().find(|(_, id)| *id == entry) {
+            isolated.push(Rejection {
+                id: player.to_string(),
+                reason: format!("entry {entry} is already in match {match_id}"),
+            });
+        }
+    }
+    // Those rows are ours to mark, so they count as available for the rejection below.
+    let isolated_ids: HashSet<i64> = inconsistent.iter().map(|(e, _)| *e).collect();
+
+    // One player, one match across queues: the players of the candidate matches and
+    // their queued entries in other queues. A player is ours only if we hold every one of
+    // those rows too; a row we cannot lock may be in another queue's commit right now.
+    let candidates: Vec<&str> = r
+        .outcome
+        .matches
+        .iter()
+        .flat_map(|m| m.teams.iter().flatten())
+        .map(String::as_str)
+        .filter(|p| entry_ids.get(p).is_some_and(|id| available.contains(id)))
+        .collect();
+    let locked_elsewhere: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT entry_id, player_id FROM queue_entries
+          WHERE player_id = ANY($1) AND queue <> $2 AND status = 'queued'
+          ORDER BY entry_id
+          FOR UPDATE SKIP LOCKED",
+    )
+    .bind(&candidates)
+    .bind(queue)
+    .fetch_all(&mut *tx)
+    .await?;
+    let held_elsewhere: HashSet<i64> = locked_elsewhere.iter().map(|(id, _)| *id).collect();
+    let busy: HashSet<String> = sqlx::query_as::<_, (i64, String)>(
+        "SELECT entry_id, player_id FROM queue_entries
+          WHERE player_id = ANY($1) AND queue <> $2 AND status = 'queued'",
+    )
+    .bind(&candidates)
+    .bind(queue)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .filter(|(id, _)| !held_elsewhere.contains(id))
+    .map(|(_, player)| player)
+    .collect();
+
+    let free = |player: &str| {
+        !busy.contains(player)
+            && entry_ids
+                .get(player)
+                .is_some_and(|id| available.contains(id))
+    };
     let queued = |player: &str| {
         entry_ids
             .get(player)
-            .is_some_and(|id| still_queued.contains(id))
+            .is_some_and(|id| available.contains(id) || isolated_ids.contains(id))
     };
 
-    // Keep a match only if every one of its players is still queued.
+    // Keep a match only if every one of its players is still ours.
     let mut kept = Vec::new();
     let mut dropped_by_cancel = 0;
     for m in &r.outcome.matches {
         let players = m.teams.iter().flatten();
-        if players.clone().all(|p| queued(p)) {
+        if players.clone().all(|p| free(p)) {
             kept.push(m);
         } else {
-            dropped_by_cancel += players.filter(|p| queued(p)).count();
+            dropped_by_cancel += players.filter(|p| free(p)).count();
         }
     }
 
@@ -152,7 +226,19 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .await?;
 
     let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
-    let rejected: Vec<&Rejection> = r.rejected.iter().filter(|x| queued(&x.id)).collect();
+    let rejected: Vec<&Rejection> = r
+        .rejected
+        .iter()
+        .chain(&isolated)
+        .filter(|x| queued(&x.id))
+        .collect();
+    let rejected: Vec<&Rejection> = {
+        let mut seen = HashSet::new();
+        rejected
+            .into_iter()
+            .filter(|x| seen.insert(x.id.as_str()))
+            .collect()
+    };
     let pool_size = r.snapshot.entries.len();
     let left_over = pool_size - matched - rejected.len();
     let (score, factor_averages) = summarize(r.outcome, &kept, dropped_by_cancel > 0);
@@ -266,6 +352,35 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         .await?;
     }
 
+    // The matched players' entries in other queues: withdrawn, naming the match that won.
+    let withdrawn = if kept.is_empty() {
+        0
+    } else {
+        let match_of: HashMap<&str, i64> = kept
+            .iter()
+            .zip(&match_ids)
+            .flat_map(|(m, id)| m.teams.iter().flatten().map(move |p| (p.as_str(), *id)))
+            .collect();
+        let (ids, matches): (Vec<i64>, Vec<i64>) = locked_elsewhere
+            .iter()
+            .filter_map(|(entry, player)| match_of.get(player.as_str()).map(|m| (*entry, *m)))
+            .unzip();
+        sqlx::query(
+            "UPDATE queue_entries e
+                SET status = 'withdrawn', match_id = u.match_id, updated_at = $4,
+                    reject_reason = format('matched in queue %s (match %s)', $3, u.match_id)
+               FROM unnest($1::bigint[], $2::bigint[]) AS u(entry_id, match_id)
+              WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+        )
+        .bind(&ids)
+        .bind(&matches)
+        .bind(queue)
+        .bind(r.committed_at)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected() as usize
+    };
+
     if !rejected.is_empty() {
         let ids: Vec<i64> = rejected.iter().map(|x| entry_ids[x.id.as_str()]).collect();
         let reasons: Vec<&str> = rejected.iter().map(|x| x.reason.as_str()).collect();
@@ -307,6 +422,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         left_over,
         rejected: rejected.len(),
         dropped_by_cancel,
+        withdrawn,
         score,
         commit_ms: started.elapsed().as_secs_f64() * 1000.0,
     })

@@ -1,66 +1,115 @@
-//! The client side of the enqueue contract, in Rust (tests, the simulator's load
-//! generator, `matchmaker bench-db`). Any client may do the same with plain SQL:
+//! The client side of the contract, in Rust (the simulator's load generator, tests,
+//! `matchmaker bench-db`): thin wrappers over the SQL functions of the front door
+//! (migration 0009), which any client calls the same way:
 //!
 //! ```sql
-//! INSERT INTO queue_entries (queue, player_id, party_id, skill, latencies)
-//! VALUES ('ranked_3v3', 'p1', NULL, 1500, '{"eu-west": 23}');
-//! UPDATE queue_entries SET status = 'cancelled'
-//!  WHERE queue = 'ranked_3v3' AND player_id = 'p1' AND status = 'queued';
+//! SELECT enqueue('ranked_3v3', 'p1', 1500, '{"eu-west": 23}');
+//! SELECT * FROM enqueue_party('ranked_3v3', 'crew', '[{"player_id": "a", "skill": 1400},
+//!                                                     {"player_id": "b", "skill": 1550}]');
+//! SELECT keep_alive('{p1,a}');
+//! SELECT cancel('p1');
 //! ```
+//!
+//! [`enqueue_many`] is the one exception: a bulk INSERT straight into the table for the
+//! daemon's own tools (tests, benchmarks) that need given enqueue times. It needs table
+//! privileges that the client role does not have.
 
 use chrono::{DateTime, Utc};
+use serde_json::json;
 use sqlx::PgExecutor;
 
 use super::DbError;
 use crate::core::Player;
 
-/// Enqueue one player (`enqueued_at`: the player's own, else the database's now()).
-/// Bad values are refused by the table's constraints with the rule's name.
+/// Enqueue one solo player through `enqueue()`; returns the entry id. A refusal comes back
+/// as the function's message (field, value, rule), SQLSTATE 22023.
 pub async fn enqueue<'e>(
     db: impl PgExecutor<'e>,
     queue: &str,
     player: &Player,
 ) -> Result<i64, DbError> {
     let id = sqlx::query_scalar(
-        "INSERT INTO queue_entries (queue, player_id, party_id, skill, skill_sigma, latencies,
-                                    peer_pings, roles, side, enqueued_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()))
-         RETURNING entry_id",
+        "SELECT enqueue(queue => $1, player_id => $2, skill => $3, latencies => $4,
+                        peer_pings => $5, roles => $6, side => $7, skill_sigma => $8)",
     )
     .bind(queue)
     .bind(&player.id)
-    .bind(&player.party)
     .bind(player.skill)
-    .bind(player.skill_sigma)
     .bind(sqlx::types::Json(&player.latencies))
     .bind(sqlx::types::Json(&player.peer_pings))
     .bind(&player.roles)
     .bind(player.side)
-    .bind(player.enqueued_at)
+    .bind(player.skill_sigma)
     .fetch_one(db)
     .await?;
     Ok(id)
 }
 
-/// Cancel a queued player. `false`: not queued (already matched, cancelled or rejected).
-pub async fn cancel<'e>(
-    db: impl PgExecutor<'e>,
-    queue: &str,
-    player_id: &str,
-) -> Result<bool, DbError> {
-    let n = sqlx::query(
-        "UPDATE queue_entries SET status = 'cancelled', updated_at = now()
-          WHERE queue = $1 AND player_id = $2 AND status = 'queued'",
-    )
-    .bind(queue)
-    .bind(player_id)
-    .execute(db)
-    .await?
-    .rows_affected();
-    Ok(n == 1)
+/// One party member as `enqueue_party()` takes it.
+pub fn member_json(p: &Player) -> serde_json::Value {
+    json!({
+        "player_id": p.id,
+        "skill": p.skill,
+        "skill_sigma": p.skill_sigma,
+        "latencies": p.latencies,
+        "peer_pings": p.peer_pings,
+        "roles": p.roles,
+        "side": p.side,
+    })
 }
 
-/// Enqueue many players in one statement (bulk loads for tests and benchmarks).
+/// Enqueue a whole party in one call; returns (player id, entry id) per member.
+pub async fn enqueue_party<'e>(
+    db: impl PgExecutor<'e>,
+    queue: &str,
+    party_id: &str,
+    members: &[Player],
+) -> Result<Vec<(String, i64)>, DbError> {
+    let members: Vec<serde_json::Value> = members.iter().map(member_json).collect();
+    Ok(
+        sqlx::query_as("SELECT player_id, entry_id FROM enqueue_party($1, $2, $3)")
+            .bind(queue)
+            .bind(party_id)
+            .bind(sqlx::types::Json(members))
+            .fetch_all(db)
+            .await?,
+    )
+}
+
+/// Cancel a player's queued entry in `queue` (every queue: None), with their party's.
+/// Returns the number of entries cancelled: 0 when nothing was queued (a round may have
+/// matched the player already).
+pub async fn cancel<'e>(
+    db: impl PgExecutor<'e>,
+    queue: Option<&str>,
+    player_id: &str,
+) -> Result<u64, DbError> {
+    let n: i32 = sqlx::query_scalar("SELECT cancel($1, $2)")
+        .bind(player_id)
+        .bind(queue)
+        .fetch_one(db)
+        .await?;
+    Ok(n as u64)
+}
+
+/// Refresh the tickets of these players (and their parties) in `queue` (every queue:
+/// None). Returns the number of entries refreshed.
+pub async fn keep_alive<'e>(
+    db: impl PgExecutor<'e>,
+    queue: Option<&str>,
+    player_ids: &[String],
+) -> Result<u64, DbError> {
+    let n: i32 = sqlx::query_scalar("SELECT keep_alive($1, $2)")
+        .bind(player_ids)
+        .bind(queue)
+        .fetch_one(db)
+        .await?;
+    Ok(n as u64)
+}
+
+/// Bulk INSERT straight into `queue_entries` (tests and benchmarks, as the daemon's or
+/// the database owner's role): rows with given enqueue times, parties by `party_id` only,
+/// tickets that expire 10 minutes after the insert (the column default).
 pub async fn enqueue_many<'e>(
     db: impl PgExecutor<'e>,
     queue: &str,

@@ -4,8 +4,9 @@
 //! term) is still current — see `commit::commit_round` — so a paused or partitioned old
 //! leader cannot write, even if it wakes up in the middle of a commit.
 //!
-//! Times come from the caller's clock (`now`), like every query of this module; replicas
-//! are assumed to have roughly synchronized clocks (well within the TTL).
+//! Times come from the database's clock (`now: None`): a replica whose clock runs ahead
+//! can neither take a live lease early nor set an expiry that delays a takeover. Tests
+//! pass a manual time instead (`Some`), which the queries use in place of `now()`.
 
 use std::time::Duration;
 
@@ -29,11 +30,12 @@ pub async fn acquire_lease(
     queue: &str,
     holder: &str,
     ttl: Duration,
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
 ) -> Result<Option<Lease>, DbError> {
     let term: Option<i64> = sqlx::query_scalar(
         "INSERT INTO leases (queue, holder, term, acquired_at, expires_at)
-         VALUES ($1, $2, 1, $3, $3 + make_interval(secs => $4))
+         SELECT $1, $2, 1, t.now, t.now + make_interval(secs => $4)
+           FROM (SELECT coalesce($3, now()) AS now) t
          ON CONFLICT (queue) DO UPDATE
             SET holder = EXCLUDED.holder,
                 -- A new term on every change of hands: the old holder's term is now stale,
@@ -64,13 +66,13 @@ pub async fn renew_lease(
     db: &PgPool,
     lease: &Lease,
     ttl: Duration,
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
 ) -> Result<bool, DbError> {
     let renewed = sqlx::query(
-        "UPDATE leases SET expires_at = $4 + make_interval(secs => $5)
+        "UPDATE leases SET expires_at = coalesce($4, now()) + make_interval(secs => $5)
           WHERE queue = $1 AND holder = $2 AND term = $3
             -- Not once expired: a standby may be taking it over right now.
-            AND expires_at > $4",
+            AND expires_at > coalesce($4, now())",
     )
     .bind(&lease.queue)
     .bind(&lease.holder)
@@ -85,10 +87,14 @@ pub async fn renew_lease(
 
 /// Give the lease up (shutdown): it expires now, so a standby takes over at its next look
 /// instead of waiting for the TTL.
-pub async fn release_lease(db: &PgPool, lease: &Lease, now: DateTime<Utc>) -> Result<(), DbError> {
+pub async fn release_lease(
+    db: &PgPool,
+    lease: &Lease,
+    now: Option<DateTime<Utc>>,
+) -> Result<(), DbError> {
     sqlx::query(
-        "UPDATE leases SET expires_at = $4
-          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > $4",
+        "UPDATE leases SET expires_at = coalesce($4, now())
+          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > coalesce($4, now())",
     )
     .bind(&lease.queue)
     .bind(&lease.holder)
@@ -99,12 +105,20 @@ pub async fn release_lease(db: &PgPool, lease: &Lease, now: DateTime<Utc>) -> Re
     Ok(())
 }
 
-/// When the current lease of `queue` expires (None: nobody ever held it).
-pub async fn lease_expiry(db: &PgPool, queue: &str) -> Result<Option<DateTime<Utc>>, DbError> {
-    Ok(
-        sqlx::query_scalar("SELECT expires_at FROM leases WHERE queue = $1")
-            .bind(queue)
-            .fetch_optional(db)
-            .await?,
+/// How long until the current lease of `queue` expires, by the database's clock (or
+/// `now`); zero once expired. None: nobody ever held it.
+pub async fn lease_remaining(
+    db: &PgPool,
+    queue: &str,
+    now: Option<DateTime<Utc>>,
+) -> Result<Option<Duration>, DbError> {
+    let secs: Option<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM expires_at - coalesce($2, now()))::float8
+           FROM leases WHERE queue = $1",
     )
+    .bind(queue)
+    .bind(now)
+    .fetch_optional(db)
+    .await?;
+    Ok(secs.map(|s| Duration::from_secs_f64(s.max(0.0))))
 }

@@ -9,7 +9,9 @@ pub mod enqueue;
 pub mod lease;
 pub mod local_pg;
 pub mod queue_state;
+pub mod queues;
 pub mod snapshot;
+pub mod tickets;
 
 pub use commit::{CommitReport, RoundRecord, RoundTrigger, commit_round};
 pub use lease::{Lease, acquire_lease, release_lease, renew_lease};

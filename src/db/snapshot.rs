@@ -1,7 +1,11 @@
 //! The snapshot of a round: one consistent read of a queue's queued entries (oldest first,
 //! up to the round's maximum size) and of their recent match history, turned into the
 //! core's `Pool`. Rows that cannot become a core `Player` are returned as rejections with a
-//! reason (the commit marks them rejected); none is dropped silently.
+//! reason (the commit marks them rejected), with their party; none is dropped silently.
+//!
+//! Only live tickets are read (`expires_at` not passed), and a party enqueued by
+//! `enqueue_party` is in the round only when all its members are: one member locked by a
+//! client call in flight, or gone, and the party sits this round out, never split.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,7 +13,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::DbError;
-use crate::core::{PastMatch, Player, Pool, Rejection};
+use crate::core::{BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties};
 
 /// One queued row as read by the snapshot.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -26,6 +30,10 @@ pub struct QueuedEntry {
     pub roles: Vec<String>,
     pub side: Option<f64>,
     pub enqueued_at: DateTime<Utc>,
+    /// One `enqueue_party` call and its member count (None: a solo player, or a row
+    /// written straight into the table by the daemon's own tools).
+    pub party_key: Option<i64>,
+    pub party_size: Option<i32>,
 }
 
 /// The rows of one round and their history, as read.
@@ -34,7 +42,16 @@ pub struct Snapshot {
     pub queue: String,
     pub entries: Vec<QueuedEntry>,
     pub history: Vec<PastMatch>,
+    /// Queued players left out of this round because their party was incomplete (a member
+    /// locked or gone); they stay queued.
+    pub sat_out: usize,
 }
+
+/// Most regions / peers a stored row may name before the round refuses it: the enqueue
+/// functions allow 32 and 100; rows written around them must not cost a round more.
+const MAX_LATENCIES: usize = 64;
+const MAX_PEER_PINGS: usize = 256;
+const MAX_ID_CHARS: usize = 64;
 
 /// Read the pool of `queue`: at most `max_players` queued entries, oldest first, and the
 /// last `history_matches` matches of each of them.
@@ -73,15 +90,15 @@ async fn try_snapshot(
              -- Oldest first: who waited longest gets into a capped round.
              SELECT entry_id, party_id
                FROM queue_entries
-              WHERE queue = $1 AND status = 'queued'
+              WHERE queue = $1 AND status = 'queued' AND expires_at > now()
               ORDER BY enqueued_at, entry_id
               LIMIT $2),
          pool AS (
              SELECT entry_id, player_id, party_id, skill, skill_sigma,
                     latencies::text AS latencies, peer_pings::text AS peer_pings,
-                    roles, side, enqueued_at
+                    roles, side, enqueued_at, party_key, party_size
                FROM queue_entries
-              WHERE queue = $1 AND status = 'queued'
+              WHERE queue = $1 AND status = 'queued' AND expires_at > now()
                 AND (entry_id IN (SELECT entry_id FROM oldest)
                      -- A party is never split across rounds by the size cap: its members
                      -- beyond the cap come along (the round may exceed the cap by them).
@@ -97,6 +114,7 @@ async fn try_snapshot(
     .bind(max_players as i64)
     .fetch_all(&mut *tx)
     .await?;
+    let (entries, sat_out) = whole_parties(entries);
 
     let history = if history_matches == 0 || entries.is_empty() {
         Vec::new()
@@ -129,7 +147,28 @@ async fn try_snapshot(
         queue: queue.to_string(),
         entries,
         history,
+        sat_out,
     })
+}
+
+/// Keep solos, and parties whose every member was read; returns the rest's count.
+fn whole_parties(entries: Vec<QueuedEntry>) -> (Vec<QueuedEntry>, usize) {
+    let mut read: HashMap<i64, i32> = HashMap::new();
+    for e in &entries {
+        if let Some(key) = e.party_key {
+            *read.entry(key).or_default() += 1;
+        }
+    }
+    let before = entries.len();
+    let kept: Vec<QueuedEntry> = entries
+        .into_iter()
+        .filter(|e| match (e.party_key, e.party_size) {
+            (Some(key), Some(size)) => read.get(&key) == Some(&size),
+            _ => true,
+        })
+        .collect();
+    let sat_out = before - kept.len();
+    (kept, sat_out)
 }
 
 fn group_history(rows: Vec<(i64, DateTime<Utc>, i32, String)>) -> Vec<PastMatch> {
@@ -159,15 +198,26 @@ impl Snapshot {
     pub fn to_pool(&self, now: DateTime<Utc>) -> (Pool, Vec<Rejection>) {
         let mut players = Vec::with_capacity(self.entries.len());
         let mut rejected = Vec::new();
+        let mut broken = Vec::new();
         for e in &self.entries {
             match entry_to_player(e) {
                 Ok(p) => players.push(p),
-                Err(reason) => rejected.push(Rejection {
-                    id: e.player_id.clone(),
-                    reason,
-                }),
+                Err(reason) => {
+                    if let Some(party) = &e.party_id {
+                        broken.push(BrokenParty {
+                            party: party.clone(),
+                            member: e.player_id.clone(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    rejected.push(Rejection {
+                        id: e.player_id.clone(),
+                        reason,
+                    });
+                }
             }
         }
+        rejected.extend(reject_parties(&mut players, &broken));
         // Party members enqueue in separate rows, often in separate transactions, so
         // their times differ a little; the core wants one time per party. The party has
         // waited since its first member joined.
@@ -208,18 +258,30 @@ impl Snapshot {
 }
 
 fn entry_to_player(e: &QueuedEntry) -> Result<Player, String> {
-    let ms_map = |field: &str, v: &str| {
-        serde_json::from_str::<BTreeMap<String, f64>>(v)
-            .map_err(|err| format!("{field}: not an object of names to milliseconds ({err})"))
+    let ms_map = |field: &str, v: &str, max: usize| {
+        let map = serde_json::from_str::<BTreeMap<String, f64>>(v)
+            .map_err(|err| format!("{field}: not an object of names to milliseconds ({err})"))?;
+        if map.len() > max {
+            return Err(format!("{field}: {} entries, more than {max}", map.len()));
+        }
+        Ok(map)
     };
+    for (field, id) in [
+        ("player_id", Some(&e.player_id)),
+        ("party_id", e.party_id.as_ref()),
+    ] {
+        if id.is_some_and(|id| id.chars().count() > MAX_ID_CHARS) {
+            return Err(format!("{field}: longer than {MAX_ID_CHARS} characters"));
+        }
+    }
     Ok(Player {
         id: e.player_id.clone(),
         party: e.party_id.clone(),
         skill: e.skill,
         skill_sigma: e.skill_sigma,
         enqueued_at: Some(e.enqueued_at),
-        latencies: ms_map("latencies", &e.latencies)?,
-        peer_pings: ms_map("peer_pings", &e.peer_pings)?,
+        latencies: ms_map("latencies", &e.latencies, MAX_LATENCIES)?,
+        peer_pings: ms_map("peer_pings", &e.peer_pings, MAX_PEER_PINGS)?,
         roles: e.roles.clone(),
         side: e.side,
     })

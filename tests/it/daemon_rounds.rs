@@ -16,7 +16,7 @@ async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
         "q",
         "test",
         secs(15),
-        matchmaker::daemon::clock::Clock::now(clock),
+        matchmaker::daemon::clock::Clock::lease_now(clock),
     )
     .await
     .unwrap()
@@ -122,7 +122,7 @@ async fn a_cancel_during_the_solve_wins_and_keeps_the_others_queued() {
         .find(|m| m.teams.iter().flatten().any(|p| p == "p0"))
         .unwrap()
         .clone();
-    assert!(db::enqueue::cancel(db, "q", "p0").await.unwrap());
+    assert_eq!(db::enqueue::cancel(db, Some("q"), "p0").await.unwrap(), 1);
     let report = runner.commit(solved, &lease).await.unwrap();
 
     assert_eq!((report.matches, report.matched), (1, 6));
@@ -344,12 +344,12 @@ async fn a_party_whose_members_enqueued_at_different_times_plays_together() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let clock = ManualClock::new(t0() + chrono::Duration::seconds(10));
-    // Two members of one party, enqueued three seconds apart in separate statements
-    // (as two game clients would), and four solos.
+    // Two members of one party, written three seconds apart in separate statements (as
+    // rows written straight into the table before enqueue_party existed), and four solos.
     for (i, at) in [(0, t0()), (1, t0() + chrono::Duration::seconds(3))] {
         let mut p = player(&format!("duo{i}"), 1500.0, at);
         p.party = Some("duo".into());
-        db::enqueue::enqueue(db, "q", &p).await.unwrap();
+        db::enqueue::enqueue_many(db, "q", &[p], at).await.unwrap();
     }
     enqueue_n(db, "q", "solo", 4, t0()).await;
     let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));

@@ -87,7 +87,7 @@ async fn every_ops_query_runs_and_answers() {
     let start = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
     let clock = ManualClock::new(start);
     let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
-    let lease = db::acquire_lease(db, "q", "ops", secs(3600), start)
+    let lease = db::acquire_lease(db, "q", "ops", secs(3600), Some(start))
         .await
         .unwrap()
         .unwrap();
@@ -139,6 +139,7 @@ async fn every_ops_query_runs_and_answers() {
             snapshot: &snapshot,
             trigger: RoundTrigger::Manual,
             lease: &lease,
+            lease_now: Some(now),
             started_at: now,
             snapshot_at: now,
             committed_at: now,

@@ -1,0 +1,124 @@
+//! The queues the database knows (`queues` table): what the enqueue functions accept.
+//!
+//! A queue's leader publishes it when it takes the lease and whenever its config changes;
+//! a queue no running config lists is retired by whichever replica can take its lease,
+//! and its queued entries are rejected with the reason (never left waiting in silence).
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use super::DbError;
+use crate::config::QueueConfig;
+use crate::core::Network;
+
+/// Insert or update the published row of `queue` (active again if it was retired).
+pub async fn publish_queue(
+    db: &PgPool,
+    queue: &str,
+    config: &QueueConfig,
+    holder: &str,
+) -> Result<(), DbError> {
+    let m = &config.model;
+    let network = match m.network {
+        Network::PeerToPeer => "peer_to_peer",
+        Network::Dedicated => "dedicated",
+    };
+    sqlx::query(
+        "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
+                             max_party_size, ticket_ttl, max_wait, config_hash, published_by,
+                             published_at)
+         VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
+                 make_interval(secs => $9), $10, $11, now())
+         ON CONFLICT (queue) DO UPDATE SET
+             active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
+             network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
+             max_party_size = EXCLUDED.max_party_size, ticket_ttl = EXCLUDED.ticket_ttl,
+             max_wait = EXCLUDED.max_wait, config_hash = EXCLUDED.config_hash,
+             published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
+             retired_at = NULL, retired_reason = NULL
+         -- Unchanged: no write, so a reader's FOR KEY SHARE never meets this update.
+         WHERE (queues.active, queues.config_hash) IS DISTINCT FROM (true, EXCLUDED.config_hash)",
+    )
+    .bind(queue)
+    .bind(m.teams as i32)
+    .bind(m.team_size as i32)
+    .bind(network)
+    .bind(&m.roles)
+    .bind(&config.tickets.regions)
+    // A party always plays on one team (seed 002).
+    .bind(m.team_size as i32)
+    .bind(config.tickets.ttl.as_secs_f64())
+    .bind(m.max_wait.as_secs_f64())
+    .bind(config.hash())
+    .bind(holder)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Retire `queue`: enqueues into it are refused from now on, and its queued entries are
+/// rejected with `reason`. The caller holds the queue's lease. Returns the entries
+/// rejected.
+pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64, DbError> {
+    let mut tx = db.begin().await?;
+    // FOR UPDATE waits for enqueues in flight (they hold FOR KEY SHARE on the row), so no
+    // entry slips in after the sweep below. The daemon's lock_timeout bounds the wait.
+    sqlx::query("SELECT 1 FROM queues WHERE queue = $1 FOR UPDATE")
+        .bind(queue)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "UPDATE queues SET active = false, retired_at = now(), retired_reason = $2
+          WHERE queue = $1 AND active",
+    )
+    .bind(queue)
+    .bind(reason)
+    .execute(&mut *tx)
+    .await?;
+    let rejected = sqlx::query(
+        "UPDATE queue_entries SET status = 'rejected', reject_reason = $2, updated_at = now()
+          WHERE queue = $1 AND status = 'queued'",
+    )
+    .bind(queue)
+    .bind(reason)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    Ok(rejected)
+}
+
+/// Queues with something to retire that `configured` does not list: active published
+/// queues, and queues that only queued entries name (rows written before queues were
+/// published).
+pub async fn unlisted_queues(db: &PgPool, configured: &[String]) -> Result<Vec<String>, DbError> {
+    Ok(sqlx::query_scalar(
+        "SELECT queue FROM queues WHERE active AND NOT queue = ANY ($1)
+         UNION
+         SELECT DISTINCT queue FROM queue_entries
+          WHERE status = 'queued' AND NOT queue = ANY ($1)
+         ORDER BY 1",
+    )
+    .bind(configured)
+    .fetch_all(db)
+    .await?)
+}
+
+/// One published queue, as clients see it in `queue_catalog`.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PublishedQueue {
+    pub queue: String,
+    pub active: bool,
+    pub config_hash: String,
+    pub published_at: DateTime<Utc>,
+    pub retired_reason: Option<String>,
+}
+
+pub async fn published_queues(db: &PgPool) -> Result<Vec<PublishedQueue>, DbError> {
+    Ok(sqlx::query_as(
+        "SELECT queue, active, config_hash, published_at, retired_reason FROM queues
+          ORDER BY queue",
+    )
+    .fetch_all(db)
+    .await?)
+}
