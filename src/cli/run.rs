@@ -25,7 +25,8 @@ pub enum LogFormat {
 pub struct DatabaseArgs {
     /// PostgreSQL URL. Without it, a private PostgreSQL is started from the local binaries
     /// with its data in --local-pg-dir (kept across runs; for a local trial).
-    #[arg(long, env = "DATABASE_URL")]
+    // hide_env_values: `--help` would print the URL, password included.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Data directory of the private PostgreSQL used when no URL is given.
     #[arg(long, default_value = ".local-pg")]
@@ -72,7 +73,7 @@ pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Optio
             let server = LocalPostgres::start_persistent(&args.local_pg_dir)
                 .await
                 .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
-            tracing::info!(url = %server.url(), dir = %args.local_pg_dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
+            tracing::info!(url = %db::redact(&server.url()), dir = %args.local_pg_dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
             let pool = db::connect(&server.url()).await?;
             Ok((pool, Some(server)))
         }

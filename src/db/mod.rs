@@ -68,9 +68,11 @@ pub async fn migrate(db: &PgPool) -> Result<(), DbError> {
     Ok(())
 }
 
-/// The URL without its password, for error messages and logs.
+/// The URL without its password (in the user info or a `password=` parameter), for
+/// error messages and logs.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    // The last `@` ends the user info: an unencoded password may hold `@`, `?` or `/`.
+    let mut out = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             match userinfo.split_once(':') {
@@ -79,5 +81,36 @@ pub fn redact(url: &str) -> String {
             }
         }
         _ => url.to_string(),
+    };
+    let host_start = out.rfind('@').or_else(|| out.find("://")).unwrap_or(0);
+    if let Some(q) = out[host_start..].find('?').map(|q| host_start + q) {
+        let params: Vec<String> = out[q + 1..]
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => param.to_string(),
+            })
+            .collect();
+        out = format!("{}?{}", &out[..q], params.join("&"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_passwords_in_user_info_and_parameters() {
+        assert_eq!(
+            redact("postgres://u:pw@h:5432/db?sslmode=require"),
+            "postgres://u:***@h:5432/db?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?password=pw&application_name=x"),
+            "postgres://u@h/db?password=***&application_name=x"
+        );
+        assert_eq!(redact("postgres://u:p?w@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
     }
 }
