@@ -23,21 +23,91 @@ use sqlx::postgres::PgPoolOptions;
 use thiserror::Error;
 
 /// Errors at the database boundary.
+///
+/// No variant exposes its sqlx error as `source()`: the message already renders it (as
+/// [`describe_sql_error`] does), so printing the cause chain would repeat it.
 #[derive(Debug, Error)]
 pub enum DbError {
-    #[error("cannot connect to PostgreSQL at {url}: {source}")]
-    Connect {
-        url: String,
-        #[source]
-        source: sqlx::Error,
-    },
-    #[error("database migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("cannot connect to PostgreSQL at {url}: {}", describe_sql_error(.error))]
+    Connect { url: String, error: sqlx::Error },
+    #[error("database migration failed: {}", describe_migrate_error(.0))]
+    Migrate(sqlx::migrate::MigrateError),
     /// The round's lease expired or changed hands: the round was not committed.
     #[error("lease of queue {queue} (term {term}) is no longer held: round not committed")]
     LeaseLost { queue: String, term: i64 },
-    #[error(transparent)]
-    Sql(#[from] sqlx::Error),
+    #[error("{}", describe_sql_error(.0))]
+    Sql(sqlx::Error),
+}
+
+// By hand rather than `#[from]`, which would also make the error the `source()`.
+impl From<sqlx::Error> for DbError {
+    fn from(e: sqlx::Error) -> Self {
+        DbError::Sql(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for DbError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        DbError::Migrate(e)
+    }
+}
+
+/// One line for a sqlx error. A server error gives its message and SQLSTATE (and detail
+/// and hint when the server sent them), without sqlx's `at line N`: that is the line in
+/// the server's C source that raised it, noise to an operator. Other errors give their
+/// message and each cause not already part of it.
+pub fn describe_sql_error(err: &sqlx::Error) -> String {
+    let sqlx::Error::Database(e) = err else {
+        return chain_text(err);
+    };
+    let mut text = e.message().to_string();
+    if let Some(code) = e.code() {
+        text.push_str(&format!(" (SQLSTATE {code})"));
+    }
+    if let Some(pg) = e.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        for (label, value) in [("detail", pg.detail()), ("hint", pg.hint())] {
+            if let Some(value) = value {
+                // Detail and hint may span lines; a log line stays one line.
+                let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+                text.push_str(&format!("; {label}: {value}"));
+            }
+        }
+    }
+    text
+}
+
+/// [`describe_sql_error`] for the sqlx errors a migration wraps.
+pub fn describe_migrate_error(err: &sqlx::migrate::MigrateError) -> String {
+    use sqlx::migrate::MigrateError;
+    match err {
+        MigrateError::Execute(e) => {
+            format!("while executing migrations: {}", describe_sql_error(e))
+        }
+        MigrateError::ExecuteMigration(e, version) => {
+            format!(
+                "while executing migration {version}: {}",
+                describe_sql_error(e)
+            )
+        }
+        other => chain_text(other),
+    }
+}
+
+/// The error and its causes, `: `-separated, leaving out a cause whose text is already
+/// in the line (sqlx's errors, like many, print their cause and also return it as
+/// `source()`).
+pub fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(e) = cause {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = e.source();
+    }
+    text
 }
 
 /// The migrations in `migrations/`, embedded in the binary.
@@ -55,9 +125,9 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbE
         .acquire_timeout(Duration::from_secs(30))
         .connect(url)
         .await
-        .map_err(|source| DbError::Connect {
+        .map_err(|error| DbError::Connect {
             url: redact(url),
-            source,
+            error,
         })
 }
 
