@@ -80,6 +80,20 @@ pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Optio
     }
 }
 
+/// Refuse a database that lacks this binary's migrations (one line naming the fix, rather
+/// than a query failing on a missing table every poll); a newer schema is fine.
+pub async fn require_schema(pool: &PgPool) -> Result<(), db::DbError> {
+    let check = db::check_schema(pool).await?;
+    if !check.newer.is_empty() {
+        tracing::info!(
+            newer = ?check.newer,
+            latest_known = check.latest,
+            "database schema is newer than this binary (migrations only add: fine)"
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
     let runtime = tokio::runtime::Runtime::new()?;
@@ -94,15 +108,20 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
     let (pool, server) = open_database(&args.database).await?;
-    if !args.no_migrate {
-        db::migrate(&pool).await?;
+    let result = async {
+        if args.no_migrate {
+            require_schema(&pool).await?;
+        } else {
+            db::migrate(&pool).await?;
+        }
+        let options = DaemonOptions {
+            holder: args.holder.unwrap_or_else(daemon::default_holder),
+            config_path,
+            ..DaemonOptions::default()
+        };
+        daemon::run(pool.clone(), config, options, shutdown_signal()).await
     }
-    let options = DaemonOptions {
-        holder: args.holder.unwrap_or_else(daemon::default_holder),
-        config_path,
-        ..DaemonOptions::default()
-    };
-    let result = daemon::run(pool.clone(), config, options, shutdown_signal()).await;
+    .await;
     pool.close().await;
     if let Some(server) = server {
         // Left running if another `matchmaker run` shares it.

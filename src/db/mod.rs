@@ -35,6 +35,16 @@ pub enum DbError {
     /// The round's lease expired or changed hands: the round was not committed.
     #[error("lease of queue {queue} (term {term}) is no longer held: round not committed")]
     LeaseLost { queue: String, term: i64 },
+    /// The database lacks migrations this binary needs (see [`check_schema`]).
+    #[error("{}", schema_behind_text(*.latest_applied, *.latest, .missing))]
+    SchemaBehind {
+        /// The highest of this binary's migrations that is applied; `None`: none is.
+        latest_applied: Option<i64>,
+        /// The highest migration embedded in this binary.
+        latest: i64,
+        /// This binary's migrations the database lacks, ascending.
+        missing: Vec<i64>,
+    },
     #[error("{}", describe_sql_error(.0))]
     Sql(sqlx::Error),
 }
@@ -49,6 +59,22 @@ impl From<sqlx::Error> for DbError {
 impl From<sqlx::migrate::MigrateError> for DbError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         DbError::Migrate(e)
+    }
+}
+
+const SCHEMA_FIX: &str = "run `matchmaker migrate` (or `matchmaker run` without --no-migrate)";
+
+fn schema_behind_text(latest_applied: Option<i64>, latest: i64, missing: &[i64]) -> String {
+    match latest_applied {
+        None => format!("database schema is not migrated: {SCHEMA_FIX}"),
+        Some(applied) => {
+            let missing: Vec<String> = missing.iter().map(i64::to_string).collect();
+            format!(
+                "database schema is behind this binary: at migration {applied} of {latest} \
+                 (not applied: {}): {SCHEMA_FIX}",
+                missing.join(", ")
+            )
+        }
     }
 }
 
@@ -138,6 +164,63 @@ pub async fn migrate(db: &PgPool) -> Result<(), DbError> {
     Ok(())
 }
 
+/// What [`check_schema`] found in a database whose schema this binary can use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaCheck {
+    /// The highest migration embedded in this binary (applied).
+    pub latest: i64,
+    /// Applied migrations this binary does not know: a newer binary migrated the
+    /// database. Fine during a rolling upgrade (migrations only add), worth a log line.
+    pub newer: Vec<i64>,
+}
+
+/// Checks that every migration embedded in this binary is applied, without changing
+/// anything (for `run --no-migrate` and the read-only commands). A missing or older
+/// schema is [`DbError::SchemaBehind`], one line that names the fix, instead of a
+/// `relation ... does not exist` from whichever query happens to run first.
+pub async fn check_schema(db: &PgPool) -> Result<SchemaCheck, DbError> {
+    let embedded: Vec<i64> = MIGRATOR
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .map(|m| m.version)
+        .collect();
+    let latest = embedded.iter().copied().max().unwrap_or(0);
+    // sqlx's own table, looked up on the search_path as sqlx does.
+    let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(db)
+        .await?;
+    let applied: Vec<i64> = if has_table {
+        // A failed (dirty) migration counts as not applied; `migrate` reports it.
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(db)
+            .await?
+    } else {
+        Vec::new()
+    };
+    let mut missing: Vec<i64> = embedded
+        .iter()
+        .copied()
+        .filter(|v| !applied.contains(v))
+        .collect();
+    missing.sort_unstable();
+    if !missing.is_empty() {
+        return Err(DbError::SchemaBehind {
+            latest_applied: embedded
+                .iter()
+                .copied()
+                .filter(|v| applied.contains(v))
+                .max(),
+            latest,
+            missing,
+        });
+    }
+    let newer = applied
+        .into_iter()
+        .filter(|v| !embedded.contains(v))
+        .collect();
+    Ok(SchemaCheck { latest, newer })
+}
+
 /// The URL without its password (in the user info or a `password=` parameter), for
 /// error messages and logs.
 pub fn redact(url: &str) -> String {
@@ -182,5 +265,16 @@ mod tests {
         );
         assert_eq!(redact("postgres://u:p?w@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn schema_behind_names_the_state_and_the_fix() {
+        let text = schema_behind_text(Some(5), 7, &[6, 7]);
+        assert!(
+            text.contains("at migration 5 of 7 (not applied: 6, 7)"),
+            "{text}"
+        );
+        assert!(text.contains("matchmaker migrate"), "{text}");
+        assert!(schema_behind_text(None, 7, &[1]).contains("not migrated"));
     }
 }
