@@ -51,7 +51,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", cli::error_report(&err));
             std::process::ExitCode::FAILURE
         }
     }

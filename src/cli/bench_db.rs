@@ -31,7 +31,7 @@ use crate::sim::population::{Population, PopulationSpec};
 pub struct BenchDbArgs {
     /// PostgreSQL server; a scratch database is created on it and dropped afterwards.
     /// Without it, a temporary private PostgreSQL is started.
-    #[arg(long, env = "DATABASE_URL")]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Pool sizes of the round measurement.
     #[arg(long, value_delimiter = ',', default_value = "300,10000")]

@@ -27,7 +27,7 @@ use crate::sim::simulator::{SimProgress, run_simulator};
 pub struct DemoArgs {
     /// Use this PostgreSQL instead of starting a private one (the demo's rounds stay
     /// there for inspection).
-    #[arg(long, env = "DATABASE_URL")]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Stop after this long (wall clock), e.g. `2m`, `90s`.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]

@@ -25,7 +25,8 @@ pub enum LogFormat {
 pub struct DatabaseArgs {
     /// PostgreSQL URL. Without it, a private PostgreSQL is started from the local binaries
     /// with its data in --local-pg-dir (kept across runs; for a local trial).
-    #[arg(long, env = "DATABASE_URL")]
+    // hide_env_values: `--help` would print the URL, password included.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Data directory of the private PostgreSQL used when no URL is given.
     #[arg(long, default_value = ".local-pg")]
@@ -72,11 +73,25 @@ pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Optio
             let server = LocalPostgres::start_persistent(&args.local_pg_dir)
                 .await
                 .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
-            tracing::info!(url = %server.url(), dir = %args.local_pg_dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
+            tracing::info!(url = %db::redact(&server.url()), dir = %args.local_pg_dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
             let pool = db::connect(&server.url()).await?;
             Ok((pool, Some(server)))
         }
     }
+}
+
+/// Refuse a database that lacks this binary's migrations (one line naming the fix, rather
+/// than a query failing on a missing table every poll); a newer schema is fine.
+pub async fn require_schema(pool: &PgPool) -> Result<(), db::DbError> {
+    let check = db::check_schema(pool).await?;
+    if !check.newer.is_empty() {
+        tracing::info!(
+            newer = ?check.newer,
+            latest_known = check.latest,
+            "database schema is newer than this binary (migrations only add: fine)"
+        );
+    }
+    Ok(())
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -93,15 +108,20 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
     let (pool, server) = open_database(&args.database).await?;
-    if !args.no_migrate {
-        db::migrate(&pool).await?;
+    let result = async {
+        if args.no_migrate {
+            require_schema(&pool).await?;
+        } else {
+            db::migrate(&pool).await?;
+        }
+        let options = DaemonOptions {
+            holder: args.holder.unwrap_or_else(daemon::default_holder),
+            config_path,
+            ..DaemonOptions::default()
+        };
+        daemon::run(pool.clone(), config, options, shutdown_signal()).await
     }
-    let options = DaemonOptions {
-        holder: args.holder.unwrap_or_else(daemon::default_holder),
-        config_path,
-        ..DaemonOptions::default()
-    };
-    let result = daemon::run(pool.clone(), config, options, shutdown_signal()).await;
+    .await;
     pool.close().await;
     if let Some(server) = server {
         // Left running if another `matchmaker run` shares it.

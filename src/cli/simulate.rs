@@ -8,7 +8,7 @@ use anyhow::Context;
 use chrono::{TimeZone, Utc};
 use tokio::sync::watch;
 
-use crate::cli::run::{DatabaseArgs, open_database};
+use crate::cli::run::{DatabaseArgs, open_database, require_schema};
 use crate::sim::population::{Population, PopulationSpec};
 use crate::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
 
@@ -176,6 +176,8 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
 }
 
 async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateArgs) -> anyhow::Result<()> {
+    // The players enqueue through the schema's functions.
+    require_schema(pool).await?;
     let population = Population::realistic();
     let mut options = args.load.options(args.duration, LoadDefaults::SIMULATE);
     let config = match crate::config::resolve_path(args.config.clone()) {

@@ -15,7 +15,7 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Row};
 
-use crate::cli::run::{DatabaseArgs, open_database};
+use crate::cli::run::{DatabaseArgs, open_database, require_schema};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
@@ -94,6 +94,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
 }
 
 async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
+    require_schema(db).await?;
     loop {
         let view = read_status(db, args.queue.as_deref(), args.rounds).await?;
         if args.once {

@@ -25,21 +25,117 @@ use sqlx::postgres::PgPoolOptions;
 use thiserror::Error;
 
 /// Errors at the database boundary.
+///
+/// No variant exposes its sqlx error as `source()`: the message already renders it (as
+/// [`describe_sql_error`] does), so printing the cause chain would repeat it.
 #[derive(Debug, Error)]
 pub enum DbError {
-    #[error("cannot connect to PostgreSQL at {url}: {source}")]
-    Connect {
-        url: String,
-        #[source]
-        source: sqlx::Error,
-    },
-    #[error("database migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("cannot connect to PostgreSQL at {url}: {}", describe_sql_error(.error))]
+    Connect { url: String, error: sqlx::Error },
+    #[error("database migration failed: {}", describe_migrate_error(.0))]
+    Migrate(sqlx::migrate::MigrateError),
     /// The round's lease expired or changed hands: the round was not committed.
     #[error("lease of queue {queue} (term {term}) is no longer held: round not committed")]
     LeaseLost { queue: String, term: i64 },
-    #[error(transparent)]
-    Sql(#[from] sqlx::Error),
+    /// The database lacks migrations this binary needs (see [`check_schema`]).
+    #[error("{}", schema_behind_text(*.latest_applied, *.latest, .missing))]
+    SchemaBehind {
+        /// The highest of this binary's migrations that is applied; `None`: none is.
+        latest_applied: Option<i64>,
+        /// The highest migration embedded in this binary.
+        latest: i64,
+        /// This binary's migrations the database lacks, ascending.
+        missing: Vec<i64>,
+    },
+    #[error("{}", describe_sql_error(.0))]
+    Sql(sqlx::Error),
+}
+
+// By hand rather than `#[from]`, which would also make the error the `source()`.
+impl From<sqlx::Error> for DbError {
+    fn from(e: sqlx::Error) -> Self {
+        DbError::Sql(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for DbError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        DbError::Migrate(e)
+    }
+}
+
+const SCHEMA_FIX: &str = "run `matchmaker migrate` (or `matchmaker run` without --no-migrate)";
+
+fn schema_behind_text(latest_applied: Option<i64>, latest: i64, missing: &[i64]) -> String {
+    match latest_applied {
+        None => format!("database schema is not migrated: {SCHEMA_FIX}"),
+        Some(applied) => {
+            let missing: Vec<String> = missing.iter().map(i64::to_string).collect();
+            format!(
+                "database schema is behind this binary: at migration {applied} of {latest} \
+                 (not applied: {}): {SCHEMA_FIX}",
+                missing.join(", ")
+            )
+        }
+    }
+}
+
+/// One line for a sqlx error. A server error gives its message and SQLSTATE (and detail
+/// and hint when the server sent them), without sqlx's `at line N`: that is the line in
+/// the server's C source that raised it, noise to an operator. Other errors give their
+/// message and each cause not already part of it.
+pub fn describe_sql_error(err: &sqlx::Error) -> String {
+    let sqlx::Error::Database(e) = err else {
+        return chain_text(err);
+    };
+    let mut text = e.message().to_string();
+    if let Some(code) = e.code() {
+        text.push_str(&format!(" (SQLSTATE {code})"));
+    }
+    if let Some(pg) = e.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        for (label, value) in [("detail", pg.detail()), ("hint", pg.hint())] {
+            if let Some(value) = value {
+                // Detail and hint may span lines; a log line stays one line.
+                let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+                text.push_str(&format!("; {label}: {value}"));
+            }
+        }
+    }
+    text
+}
+
+/// [`describe_sql_error`] for the sqlx errors a migration wraps.
+pub fn describe_migrate_error(err: &sqlx::migrate::MigrateError) -> String {
+    use sqlx::migrate::MigrateError;
+    match err {
+        MigrateError::Execute(e) => {
+            format!("while executing migrations: {}", describe_sql_error(e))
+        }
+        MigrateError::ExecuteMigration(e, version) => {
+            format!(
+                "while executing migration {version}: {}",
+                describe_sql_error(e)
+            )
+        }
+        other => chain_text(other),
+    }
+}
+
+/// The error and its causes, `: `-separated, leaving out a cause whose text is already
+/// in the line (sqlx's errors, like many, print their cause and also return it as
+/// `source()`).
+pub fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(e) = cause {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = e.source();
+    }
+    text
 }
 
 /// The migrations in `migrations/`, embedded in the binary.
@@ -57,9 +153,9 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbE
         .acquire_timeout(Duration::from_secs(30))
         .connect(url)
         .await
-        .map_err(|source| DbError::Connect {
+        .map_err(|error| DbError::Connect {
             url: redact(url),
-            source,
+            error,
         })
 }
 
@@ -70,9 +166,68 @@ pub async fn migrate(db: &PgPool) -> Result<(), DbError> {
     Ok(())
 }
 
-/// The URL without its password, for error messages and logs.
+/// What [`check_schema`] found in a database whose schema this binary can use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaCheck {
+    /// The highest migration embedded in this binary (applied).
+    pub latest: i64,
+    /// Applied migrations this binary does not know: a newer binary migrated the
+    /// database. Fine during a rolling upgrade (migrations only add), worth a log line.
+    pub newer: Vec<i64>,
+}
+
+/// Checks that every migration embedded in this binary is applied, without changing
+/// anything (for `run --no-migrate` and the read-only commands). A missing or older
+/// schema is [`DbError::SchemaBehind`], one line that names the fix, instead of a
+/// `relation ... does not exist` from whichever query happens to run first.
+pub async fn check_schema(db: &PgPool) -> Result<SchemaCheck, DbError> {
+    let embedded: Vec<i64> = MIGRATOR
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .map(|m| m.version)
+        .collect();
+    let latest = embedded.iter().copied().max().unwrap_or(0);
+    // sqlx's own table, looked up on the search_path as sqlx does.
+    let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(db)
+        .await?;
+    let applied: Vec<i64> = if has_table {
+        // A failed (dirty) migration counts as not applied; `migrate` reports it.
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(db)
+            .await?
+    } else {
+        Vec::new()
+    };
+    let mut missing: Vec<i64> = embedded
+        .iter()
+        .copied()
+        .filter(|v| !applied.contains(v))
+        .collect();
+    missing.sort_unstable();
+    if !missing.is_empty() {
+        return Err(DbError::SchemaBehind {
+            latest_applied: embedded
+                .iter()
+                .copied()
+                .filter(|v| applied.contains(v))
+                .max(),
+            latest,
+            missing,
+        });
+    }
+    let newer = applied
+        .into_iter()
+        .filter(|v| !embedded.contains(v))
+        .collect();
+    Ok(SchemaCheck { latest, newer })
+}
+
+/// The URL without its password (in the user info or a `password=` parameter), for
+/// error messages and logs.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    // The last `@` ends the user info: an unencoded password may hold `@`, `?` or `/`.
+    let mut out = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             match userinfo.split_once(':') {
@@ -81,5 +236,47 @@ pub fn redact(url: &str) -> String {
             }
         }
         _ => url.to_string(),
+    };
+    let host_start = out.rfind('@').or_else(|| out.find("://")).unwrap_or(0);
+    if let Some(q) = out[host_start..].find('?').map(|q| host_start + q) {
+        let params: Vec<String> = out[q + 1..]
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => param.to_string(),
+            })
+            .collect();
+        out = format!("{}?{}", &out[..q], params.join("&"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_passwords_in_user_info_and_parameters() {
+        assert_eq!(
+            redact("postgres://u:pw@h:5432/db?sslmode=require"),
+            "postgres://u:***@h:5432/db?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?password=pw&application_name=x"),
+            "postgres://u@h/db?password=***&application_name=x"
+        );
+        assert_eq!(redact("postgres://u:p?w@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn schema_behind_names_the_state_and_the_fix() {
+        let text = schema_behind_text(Some(5), 7, &[6, 7]);
+        assert!(
+            text.contains("at migration 5 of 7 (not applied: 6, 7)"),
+            "{text}"
+        );
+        assert!(text.contains("matchmaker migrate"), "{text}");
+        assert!(schema_behind_text(None, 7, &[1]).contains("not migrated"));
     }
 }

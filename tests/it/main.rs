@@ -1,6 +1,7 @@
 //! All integration tests build into this one test binary (faster to link, one private
 //! PostgreSQL shared by the database tests).
 
+mod cli_hygiene;
 mod config;
 mod daemon_lease;
 mod daemon_rounds;

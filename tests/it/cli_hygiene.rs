@@ -1,0 +1,256 @@
+//! Start-up and CLI hygiene: a missing or older schema is refused with one line naming
+//! the fix, database errors print once and without the server's `at line N`, and no
+//! password shows in `--help`.
+
+use std::process::{Command, Output, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use matchmaker::cli::error_report;
+use matchmaker::db::{self, DbError};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection};
+
+use crate::support::{fresh_db, server_url};
+
+fn cli() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_matchmaker"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs the command to its end, killing it (and failing the test) after `limit`.
+fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start matchmaker");
+    let started = Instant::now();
+    while child.try_wait().expect("poll matchmaker").is_none() {
+        if started.elapsed() > limit {
+            child.kill().ok();
+            let out = child.wait_with_output().expect("collect output");
+            panic!(
+                "still running after {limit:?}; stderr:\n{}",
+                text(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("collect output")
+}
+
+/// A new database on the test server without any migration, and its URL. The caller
+/// drops it with [`drop_db`].
+async fn unmigrated_db() -> (String, String) {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = format!(
+        "mm_t_bare_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut admin = PgConnectOptions::from_str(server_url())
+        .expect("valid server URL")
+        .connect()
+        .await
+        .expect("connect to the test server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create an unmigrated database");
+    admin.close().await.ok();
+    let (base, _) = server_url()
+        .rsplit_once('/')
+        .expect("URL has a database path");
+    (format!("{base}/{name}"), name)
+}
+
+async fn drop_db(name: &str) {
+    let mut admin = PgConnectOptions::from_str(server_url())
+        .expect("valid server URL")
+        .connect()
+        .await
+        .expect("connect to the test server");
+    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&mut admin)
+        .await;
+    admin.close().await.ok();
+}
+
+/// The subcommands `matchmaker --help` lists (so a new one is covered too).
+fn subcommands() -> Vec<String> {
+    let out = cli().arg("--help").output().expect("run matchmaker --help");
+    let help = text(&out.stdout);
+    let names: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|name| name != "help")
+        .collect();
+    assert!(names.len() >= 8, "commands parsed from:\n{help}");
+    names
+}
+
+#[test]
+fn cli_help_never_shows_the_database_password() {
+    let url = "postgres://u:SECRETPW@127.0.0.1:1/x";
+    let mut runs = vec![vec!["--help".to_string()]];
+    for name in subcommands() {
+        runs.push(vec![name, "--help".into()]);
+    }
+    for args in runs {
+        let out = cli()
+            .args(&args)
+            .env("DATABASE_URL", url)
+            .output()
+            .expect("run --help");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let all = text(&out.stdout) + &text(&out.stderr);
+        assert!(
+            !all.contains("SECRETPW"),
+            "{args:?} shows the password:\n{all}"
+        );
+    }
+    // The env var is still named, only its value is hidden.
+    let out = cli()
+        .args(["run", "--help"])
+        .env("DATABASE_URL", url)
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).contains("[env: DATABASE_URL]"));
+}
+
+#[tokio::test]
+async fn cli_run_no_migrate_refuses_an_unmigrated_database_with_one_line() {
+    let (url, name) = unmigrated_db().await;
+    let out = output_within(
+        cli().args(["run", "--no-migrate", "--database-url", &url]),
+        Duration::from_secs(15),
+    );
+    drop_db(&name).await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "must exit non-zero:\n{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line:\n{stderr}");
+    assert!(errors[0].contains("not migrated"), "{stderr}");
+    assert!(
+        errors[0].contains("matchmaker migrate"),
+        "names the fix:\n{stderr}"
+    );
+    assert!(!stderr.contains("at line"), "{stderr}");
+}
+
+#[tokio::test]
+async fn cli_status_prints_the_schema_error_once() {
+    let (url, name) = unmigrated_db().await;
+    let out = output_within(
+        cli().args(["status", "--once", "--database-url", &url]),
+        Duration::from_secs(15),
+    );
+    drop_db(&name).await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "must exit non-zero:\n{stderr}");
+    assert_eq!(stderr.matches("not migrated").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("matchmaker migrate").count(), 1, "{stderr}");
+    assert!(!stderr.contains("at line"), "{stderr}");
+    assert!(text(&out.stdout).is_empty(), "no view is printed");
+}
+
+#[tokio::test]
+async fn cli_refuses_a_schema_older_than_the_binary() {
+    let db = fresh_db().await;
+    let latest = db::MIGRATOR
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .expect("migrations are embedded");
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = $1")
+        .bind(latest)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    match db::check_schema(&db.pool).await {
+        Err(DbError::SchemaBehind { missing, .. }) => assert_eq!(missing, vec![latest]),
+        other => panic!("expected SchemaBehind, got {other:?}"),
+    }
+    let url = db.url();
+    for args in [
+        vec!["status", "--once", "--database-url", &url],
+        vec!["run", "--no-migrate", "--database-url", &url],
+    ] {
+        let out = output_within(cli().args(&args), Duration::from_secs(15));
+        let stderr = text(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{args:?} must exit non-zero:\n{stderr}"
+        );
+        assert_eq!(stderr.matches("behind this binary").count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("not applied: {latest})")),
+            "names the missing migration:\n{stderr}"
+        );
+        assert!(stderr.contains("matchmaker migrate"), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn cli_newer_schema_is_accepted() {
+    let db = fresh_db().await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES (999999, 'from a newer binary', true, '\\x00', 0)",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let check = db::check_schema(&db.pool)
+        .await
+        .expect("a newer schema is usable");
+    assert_eq!(check.newer, vec![999999]);
+    let out = output_within(
+        cli().args(["status", "--once", "--database-url", &db.url()]),
+        Duration::from_secs(15),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[tokio::test]
+async fn cli_database_errors_print_once_without_server_source_lines() {
+    let db = fresh_db().await;
+    let err = sqlx::query("SELECT * FROM no_such_table")
+        .execute(&db.pool)
+        .await
+        .expect_err("the table does not exist");
+    // sqlx's own rendering carries the server's C source line.
+    assert!(err.to_string().contains("at line"), "{err}");
+
+    let line = DbError::from(err).to_string();
+    assert_eq!(
+        line,
+        "relation \"no_such_table\" does not exist (SQLSTATE 42P01)"
+    );
+
+    let err = sqlx::query("SELECT * FROM no_such_table")
+        .execute(&db.pool)
+        .await
+        .expect_err("the table does not exist");
+    let report = error_report(&anyhow::Error::from(err).context("reading the status"));
+    assert_eq!(
+        report,
+        "reading the status: relation \"no_such_table\" does not exist (SQLSTATE 42P01)"
+    );
+
+    // Wrapped in DbError and then in anyhow, still once.
+    let err = sqlx::query("SELECT * FROM no_such_table")
+        .execute(&db.pool)
+        .await
+        .expect_err("the table does not exist");
+    let report = error_report(&anyhow::Error::from(DbError::from(err)));
+    assert_eq!(report.matches("does not exist").count(), 1, "{report}");
+}
