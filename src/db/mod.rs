@@ -160,9 +160,12 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbE
 }
 
 /// Apply pending migrations (idempotent; concurrent callers are serialized by sqlx's
-/// advisory lock).
+/// advisory lock). Migrations newer than this binary are left alone: during a rolling
+/// upgrade an older replica starts against the newer, additive schema.
 pub async fn migrate(db: &PgPool) -> Result<(), DbError> {
-    MIGRATOR.run(db).await?;
+    let mut migrator = sqlx::migrate::Migrator::with_migrations(MIGRATOR.iter().cloned().collect());
+    migrator.set_ignore_missing(true);
+    migrator.run(db).await?;
     Ok(())
 }
 
