@@ -119,7 +119,13 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             config_path,
             ..DaemonOptions::default()
         };
-        daemon::run(pool.clone(), config, options, shutdown_signal()).await
+        // The daemon's own pool: every statement and lock wait bounded, so no client
+        // call and no stuck statement holds a round, a lease renewal or a takeover.
+        let limits = config.daemon.session_limits();
+        let daemon_pool = db::connect_limited(&pool, &limits).await?;
+        let result = daemon::run(daemon_pool.clone(), config, options, shutdown_signal()).await;
+        daemon_pool.close().await;
+        result
     }
     .await;
     pool.close().await;

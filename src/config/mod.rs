@@ -80,6 +80,13 @@ pub struct DaemonConfig {
     /// How often the leader renews its leases (well below `lease_ttl`).
     #[serde(with = "humantime_serde")]
     pub lease_renew: Duration,
+    /// The longest the daemon waits for a lock; a statement that would wait longer fails
+    /// and is retried at the next look (read at start).
+    #[serde(with = "humantime_serde")]
+    pub lock_timeout: Duration,
+    /// The longest any one statement of the daemon may run (read at start).
+    #[serde(with = "humantime_serde")]
+    pub statement_timeout: Duration,
 }
 
 impl Default for DaemonConfig {
@@ -88,6 +95,19 @@ impl Default for DaemonConfig {
             poll_interval: Duration::from_secs(5),
             lease_ttl: Duration::from_secs(15),
             lease_renew: Duration::from_secs(5),
+            lock_timeout: Duration::from_secs(2),
+            statement_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl DaemonConfig {
+    /// The session settings of the daemon's connections.
+    pub fn session_limits(&self) -> crate::db::SessionLimits {
+        crate::db::SessionLimits {
+            lock_timeout: self.lock_timeout,
+            statement_timeout: self.statement_timeout,
+            idle_in_transaction_timeout: self.statement_timeout,
         }
     }
 }
@@ -357,6 +377,15 @@ impl Config {
                 "daemon.lease_renew",
                 "must be greater than 0 and less than daemon.lease_ttl",
             ));
+        }
+        if d.lock_timeout < Duration::from_millis(10) || d.lock_timeout >= d.lease_ttl {
+            return Err(invalid(
+                "daemon.lock_timeout",
+                "must be at least 10ms and less than daemon.lease_ttl",
+            ));
+        }
+        if d.statement_timeout < Duration::from_secs(1) {
+            return Err(invalid("daemon.statement_timeout", "must be at least 1s"));
         }
         for (name, queue) in &self.queues {
             queue.validate(name)?;

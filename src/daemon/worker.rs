@@ -87,7 +87,11 @@ pub struct QueueWorker {
     last_pool_size: Option<usize>,
     /// The config hash we last published in `queues` under our current term.
     published: Option<String>,
+    last_tidy: Option<std::time::Instant>,
 }
+
+/// How often a leader expires tickets and closes broken parties between rounds.
+const TIDY_EVERY: Duration = Duration::from_secs(1);
 
 impl QueueWorker {
     pub fn new(
@@ -111,7 +115,23 @@ impl QueueWorker {
             last_written: None,
             last_pool_size: None,
             published: None,
+            last_tidy: None,
         }
+    }
+
+    /// Expire tickets and close broken parties of this queue (see `db::tickets`).
+    async fn tidy(&mut self) -> Result<(), DbError> {
+        let tidied = db::tickets::tidy_queue(&self.runner.db, &self.queue).await?;
+        self.last_tidy = Some(std::time::Instant::now());
+        if tidied != db::tickets::Tidied::default() {
+            tracing::info!(
+                queue = %self.queue,
+                expired = tidied.expired,
+                party_closed = tidied.party_closed,
+                "tickets closed"
+            );
+        }
+        Ok(())
     }
 
     pub fn lease_handle(&self) -> LeaseHandle {
@@ -159,7 +179,8 @@ impl QueueWorker {
             self.term = None;
             return Ok(StepOutcome::Standby);
         };
-        let db = &self.runner.db;
+        let db = self.runner.db.clone();
+        let db = &db;
         let now = self.runner.clock.now();
         if self.term != Some(lease.term) {
             self.published = None;
@@ -170,14 +191,10 @@ impl QueueWorker {
             db::queues::publish_queue(db, &self.queue, &self.config, &self.holder).await?;
             self.published = Some(hash);
         }
-        let tidied = db::tickets::tidy_queue(db, &self.queue).await?;
-        if tidied != db::tickets::Tidied::default() {
-            tracing::info!(
-                queue = %self.queue,
-                expired = tidied.expired,
-                party_closed = tidied.party_closed,
-                "tickets closed"
-            );
+        // Expiry and broken parties: at most once a second (a burst of enqueue NOTIFYs
+        // wakes the worker every 250 ms), and always right before a round (below).
+        if self.last_tidy.is_none_or(|at| at.elapsed() >= TIDY_EVERY) {
+            self.tidy().await?;
         }
         if self.term != Some(lease.term) {
             // Newly leading: continue the countdown players already see.
@@ -216,6 +233,9 @@ impl QueueWorker {
         };
         match decide(&self.config, &view) {
             Decision::Run(trigger) => {
+                if self.last_tidy.is_none_or(|at| at.elapsed() >= Duration::from_millis(100)) {
+                    self.tidy().await?;
+                }
                 let result = self
                     .runner
                     .run(&self.queue, self.config.clone(), trigger, &lease)

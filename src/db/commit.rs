@@ -21,7 +21,7 @@ use super::DbError;
 use super::lease::Lease;
 use super::queue_state::{QueueStateRow, write_queue_state};
 use super::snapshot::Snapshot;
-use crate::core::{Rejection, RoundOutcome};
+use crate::core::{MatchOutcome, Rejection, RoundOutcome};
 
 /// Why a round ran; `rounds.trigger`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +225,6 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .fetch_all(&mut *tx)
     .await?;
 
-    let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
     let rejected: Vec<&Rejection> = r
         .rejected
         .iter()
@@ -240,9 +239,8 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             .collect()
     };
     let pool_size = r.snapshot.entries.len();
-    let left_over = pool_size - matched - rejected.len();
-    let (score, factor_averages) = summarize(r.outcome, &kept, dropped_by_cancel > 0);
 
+    // The counts and the score are known once the matches are written; set below.
     let round_id: i64 = sqlx::query_scalar(
         "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
                              committed_at, pool_size, match_count, matched, left_over,
@@ -261,13 +259,13 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .bind(r.snapshot_at)
     .bind(r.committed_at)
     .bind(pool_size as i32)
-    .bind(kept.len() as i32)
-    .bind(matched as i32)
-    .bind(left_over as i32)
-    .bind(rejected.len() as i32)
-    .bind(dropped_by_cancel as i32)
-    .bind(score)
-    .bind(sqlx::types::Json(&factor_averages))
+    .bind(0)
+    .bind(0)
+    .bind(0)
+    .bind(0)
+    .bind(0)
+    .bind(None::<f64>)
+    .bind(sqlx::types::Json(serde_json::json!({})))
     .bind(sqlx::types::Json(&r.outcome.stats))
     .bind(r.snapshot_ms)
     .bind(r.solve_ms)
@@ -279,78 +277,69 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .fetch_one(&mut *tx)
     .await?;
 
-    if !kept.is_empty() {
-        let scores: Vec<f64> = kept.iter().map(|m| m.score).collect();
-        let factors: Vec<serde_json::Value> = kept
-            .iter()
-            .map(|m| serde_json::to_value(&m.factors).expect("factors serialize"))
-            .collect();
-        let regions: Vec<Option<&str>> = kept.iter().map(|m| m.region.as_deref()).collect();
-        let hosts: Vec<serde_json::Value> = kept
-            .iter()
-            .map(|m| serde_json::to_value(m.hosts.clone().unwrap_or_default()).expect("hosts"))
-            .collect();
-        sqlx::query(
-            "INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
-                                  region, hosts)
-             OVERRIDING SYSTEM VALUE
-             SELECT u.id, $2, $3, $4, u.score, u.factors, u.region,
-                    ARRAY(SELECT jsonb_array_elements_text(u.hosts))
-               FROM unnest($1::bigint[], $5::float8[], $6::jsonb[], $7::text[], $8::jsonb[])
-                    AS u(id, score, factors, region, hosts)",
-        )
-        .bind(&match_ids)
-        .bind(round_id)
-        .bind(queue)
-        .bind(r.committed_at)
-        .bind(&scores)
-        .bind(&factors)
-        .bind(&regions)
-        .bind(&hosts)
-        .execute(&mut *tx)
-        .await?;
-
-        let mut p_match = Vec::with_capacity(matched);
-        let mut p_entry = Vec::with_capacity(matched);
-        let mut p_team = Vec::with_capacity(matched);
-        let mut p_role: Vec<Option<String>> = Vec::with_capacity(matched);
-        for (m, match_id) in kept.iter().zip(&match_ids) {
-            for (team, players) in m.teams.iter().enumerate() {
-                for p in players {
-                    p_match.push(*match_id);
-                    p_entry.push(entry_ids[p.as_str()]);
-                    p_team.push(team as i32);
-                    p_role.push(m.roles.as_ref().and_then(|roles| roles.get(p).cloned()));
+    // All matches in one go; if a row makes that fail, match by match, and in a failing
+    // match, player by player, so the row at fault is rejected with the database's reason
+    // and the rest of the round commits without it.
+    let mut rejected: Vec<Rejection> = rejected.into_iter().cloned().collect();
+    let mut written: Vec<(&MatchOutcome, i64)> = kept.iter().copied().zip(match_ids).collect();
+    let all_at_once = {
+        let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+        match write_matches(&mut sp, round_id, r, &written, &entry_ids).await {
+            Ok(()) => sp.commit().await.map(|_| None)?,
+            Err(e) if is_row_error(&e) => {
+                sp.rollback().await?;
+                Some(e)
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if let Some(error) = all_at_once {
+        tracing::warn!(queue, error = %crate::db::describe_sql_error(&error), "a row failed the round's commit; isolating it");
+        let mut ok = Vec::new();
+        for (m, id) in written {
+            let one = [(m, id)];
+            let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+            match write_matches(&mut sp, round_id, r, &one, &entry_ids).await {
+                Ok(()) => {
+                    sp.commit().await?;
+                    ok.push((m, id));
+                    continue;
+                }
+                Err(e) if is_row_error(&e) => sp.rollback().await?,
+                Err(e) => return Err(e.into()),
+            }
+            // Each player alone in this match: whose own row fails? The others stay
+            // queued for the next round, like players of a match dropped by a cancel.
+            let before = rejected.len();
+            for p in m.teams.iter().flatten() {
+                let alone = MatchOutcome {
+                    teams: vec![vec![p.clone()]],
+                    ..m.clone()
+                };
+                let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+                let probe = write_matches(&mut sp, round_id, r, &[(&alone, id)], &entry_ids).await;
+                sp.rollback().await?;
+                match probe {
+                    Ok(()) => {}
+                    Err(e) if is_row_error(&e) => rejected.push(Rejection {
+                        id: p.clone(),
+                        reason: format!(
+                            "the round could not record this entry: {}",
+                            crate::db::describe_sql_error(&e)
+                        ),
+                    }),
+                    Err(e) => return Err(e.into()),
                 }
             }
+            dropped_by_cancel += m.teams.iter().flatten().count() - (rejected.len() - before);
         }
-        // The players' own values come from their rows (skill, party, enqueue time).
-        sqlx::query(
-            "WITH placed AS (
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
-                          AS u(match_id, entry_id, team, role)),
-             matched AS (
-                 UPDATE queue_entries e
-                    SET status = 'matched', round_id = $5, match_id = placed.match_id,
-                        team = placed.team, role = placed.role, updated_at = $6
-                   FROM placed
-                  WHERE e.entry_id = placed.entry_id AND e.status = 'queued'
-              RETURNING e.*)
-             INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id, team,
-                                        role, skill, enqueued_at, matched_at)
-             SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team, m.role,
-                    m.skill, m.enqueued_at, $6
-               FROM matched m",
-        )
-        .bind(&p_match)
-        .bind(&p_entry)
-        .bind(&p_team)
-        .bind(&p_role)
-        .bind(round_id)
-        .bind(r.committed_at)
-        .execute(&mut *tx)
-        .await?;
+        written = ok;
     }
+    let kept: Vec<&MatchOutcome> = written.iter().map(|(m, _)| *m).collect();
+    let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
+    let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
+    let left_over = pool_size - matched - rejected.len();
+    let (score, factor_averages) = summarize(r.outcome, &kept, dropped_by_cancel > 0);
 
     // The matched players' entries in other queues: withdrawn, naming the match that won.
     let withdrawn = if kept.is_empty() {
@@ -408,11 +397,23 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .await?;
 
     let commit_ms = started.elapsed().as_secs_f64() * 1000.0;
-    sqlx::query("UPDATE rounds SET commit_ms = $2 WHERE round_id = $1")
-        .bind(round_id)
-        .bind(commit_ms)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE rounds
+            SET commit_ms = $2, match_count = $3, matched = $4, left_over = $5, rejected = $6,
+                dropped_by_cancel = $7, score = $8, factor_averages = $9
+          WHERE round_id = $1",
+    )
+    .bind(round_id)
+    .bind(commit_ms)
+    .bind(kept.len() as i32)
+    .bind(matched as i32)
+    .bind(left_over as i32)
+    .bind(rejected.len() as i32)
+    .bind(dropped_by_cancel as i32)
+    .bind(score)
+    .bind(sqlx::types::Json(&factor_averages))
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
 
     Ok(CommitReport {
@@ -455,4 +456,102 @@ fn summarize(
         Some(outcome.score)
     };
     (score, averages)
+}
+
+/// A failure caused by the data of a row (a constraint, a value, a trigger's refusal), as
+/// opposed to the connection, a timeout or a conflict, which fail the round to be retried.
+fn is_row_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("22") || code.starts_with("23") || code.starts_with("P0")
+        }),
+        _ => false,
+    }
+}
+
+/// Insert `matches` (with their ids), their players, and move the players' entries to
+/// matched (only rows still queued).
+async fn write_matches(
+    conn: &mut sqlx::PgConnection,
+    round_id: i64,
+    r: &RoundRecord<'_>,
+    matches: &[(&MatchOutcome, i64)],
+    entry_ids: &HashMap<&str, i64>,
+) -> Result<(), sqlx::Error> {
+    if matches.is_empty() {
+        return Ok(());
+    }
+    let queue = r.snapshot.queue.as_str();
+    let match_ids: Vec<i64> = matches.iter().map(|(_, id)| *id).collect();
+    let scores: Vec<f64> = matches.iter().map(|(m, _)| m.score).collect();
+    let factors: Vec<serde_json::Value> = matches
+        .iter()
+        .map(|(m, _)| serde_json::to_value(&m.factors).expect("factors serialize"))
+        .collect();
+    let regions: Vec<Option<&str>> = matches.iter().map(|(m, _)| m.region.as_deref()).collect();
+    let hosts: Vec<serde_json::Value> = matches
+        .iter()
+        .map(|(m, _)| serde_json::to_value(m.hosts.clone().unwrap_or_default()).expect("hosts"))
+        .collect();
+    sqlx::query(
+        "INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
+                              region, hosts)
+         OVERRIDING SYSTEM VALUE
+         SELECT u.id, $2, $3, $4, u.score, u.factors, u.region,
+                ARRAY(SELECT jsonb_array_elements_text(u.hosts))
+           FROM unnest($1::bigint[], $5::float8[], $6::jsonb[], $7::text[], $8::jsonb[])
+                AS u(id, score, factors, region, hosts)",
+    )
+    .bind(&match_ids)
+    .bind(round_id)
+    .bind(queue)
+    .bind(r.committed_at)
+    .bind(&scores)
+    .bind(&factors)
+    .bind(&regions)
+    .bind(&hosts)
+    .execute(&mut *conn)
+    .await?;
+
+    let mut p_match = Vec::new();
+    let mut p_entry = Vec::new();
+    let mut p_team = Vec::new();
+    let mut p_role: Vec<Option<String>> = Vec::new();
+    for (m, match_id) in matches {
+        for (team, players) in m.teams.iter().enumerate() {
+            for p in players {
+                p_match.push(*match_id);
+                p_entry.push(entry_ids[p.as_str()]);
+                p_team.push(team as i32);
+                p_role.push(m.roles.as_ref().and_then(|roles| roles.get(p).cloned()));
+            }
+        }
+    }
+    // The players' own values come from their rows (skill, party, enqueue time).
+    sqlx::query(
+        "WITH placed AS (
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
+                      AS u(match_id, entry_id, team, role)),
+         matched AS (
+             UPDATE queue_entries e
+                SET status = 'matched', round_id = $5, match_id = placed.match_id,
+                    team = placed.team, role = placed.role, updated_at = $6
+               FROM placed
+              WHERE e.entry_id = placed.entry_id AND e.status = 'queued'
+          RETURNING e.*)
+         INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id, team,
+                                    role, skill, enqueued_at, matched_at)
+         SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team, m.role,
+                m.skill, m.enqueued_at, $6
+           FROM matched m",
+    )
+    .bind(&p_match)
+    .bind(&p_entry)
+    .bind(&p_team)
+    .bind(&p_role)
+    .bind(round_id)
+    .bind(r.committed_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

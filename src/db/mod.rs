@@ -159,6 +159,40 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbE
         })
 }
 
+/// Bounds on every statement of a daemon connection (PostgreSQL session settings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// `lock_timeout`: the longest wait for a row or table lock.
+    pub lock_timeout: Duration,
+    /// `statement_timeout`: the longest any one statement may run.
+    pub statement_timeout: Duration,
+    /// `idle_in_transaction_session_timeout`: a transaction left open (a stalled task)
+    /// gives its locks back after this.
+    pub idle_in_transaction_timeout: Duration,
+}
+
+/// A second pool on the same database as `base`, with `limits` set on every connection.
+pub async fn connect_limited(base: &PgPool, limits: &SessionLimits) -> Result<PgPool, DbError> {
+    let ms = |d: Duration| d.as_millis().max(1).to_string();
+    let options = (*base.connect_options()).clone().options([
+        ("lock_timeout", ms(limits.lock_timeout)),
+        ("statement_timeout", ms(limits.statement_timeout)),
+        (
+            "idle_in_transaction_session_timeout",
+            ms(limits.idle_in_transaction_timeout),
+        ),
+    ]);
+    PgPoolOptions::new()
+        .max_connections(10)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(options)
+        .await
+        .map_err(|error| DbError::Connect {
+            url: "(the daemon's pool)".into(),
+            error,
+        })
+}
+
 /// Apply pending migrations (idempotent; concurrent callers are serialized by sqlx's
 /// advisory lock). Migrations newer than this binary are left alone: during a rolling
 /// upgrade an older replica starts against the newer, additive schema.

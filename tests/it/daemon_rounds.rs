@@ -368,3 +368,58 @@ async fn a_party_whose_members_enqueued_at_different_times_plays_together() {
     assert_eq!(teams.len(), 2);
     assert!(teams[0].is_some() && teams[0] == teams[1], "{teams:?}");
 }
+
+#[tokio::test]
+async fn a_row_that_fails_the_commit_is_rejected_and_the_round_commits_without_it() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    enqueue_n(db, "q", "p", 12, t0()).await;
+    // A row the database refuses at commit time, whatever the reason: here a trigger
+    // standing in for any constraint of match_players that one row breaks.
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_p3() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF NEW.player_id = 'p3' THEN
+                 RAISE EXCEPTION 'p3 may not play' USING ERRCODE = 'check_violation';
+             END IF;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER refuse_p3 BEFORE INSERT ON match_players
+             FOR EACH ROW EXECUTE FUNCTION refuse_p3();",
+    )
+    .execute(db)
+    .await
+    .unwrap();
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let lease = lead(db, &clock).await;
+    clock.advance(secs(1));
+    let report = runner
+        .run("q", queue_config("seed = 3"), RoundTrigger::Manual, &lease)
+        .await
+        .expect("the round commits without the bad row");
+    assert_eq!((report.matches, report.matched, report.rejected), (1, 6, 1));
+    assert_eq!(report.dropped_by_cancel, 5, "p3's match-mates stay queued");
+    let status = statuses(db, "q").await;
+    assert_eq!(status["p3"], "rejected");
+    assert_eq!(status.values().filter(|s| *s == "queued").count(), 5);
+    let reason: String =
+        sqlx::query_scalar("SELECT reject_reason FROM queue_entries WHERE player_id = 'p3'")
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert!(reason.contains("p3 may not play"), "{reason}");
+    let (matched, rejected, dropped): (i32, i32, i32) = sqlx::query_as(
+        "SELECT matched, rejected, dropped_by_cancel FROM rounds WHERE round_id = $1",
+    )
+    .bind(report.round_id)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (matched, rejected, dropped),
+        (6, 1, 5),
+        "the round row counts what was written"
+    );
+    assert_nobody_matched_twice(db).await;
+}
