@@ -100,6 +100,9 @@ COMMENT ON COLUMN queue_entries.reject_reason IS
 -- The daemon's expiry sweep.
 CREATE INDEX queue_entries_queued_expiry ON queue_entries (queue, expires_at)
     WHERE status = 'queued';
+-- One player in several queues: the commit that matches a player finds and withdraws
+-- their queued entries elsewhere (the player index above also holds every past entry).
+CREATE INDEX queue_entries_queued_player ON queue_entries (player_id) WHERE status = 'queued';
 -- Party look-ups: enqueue_party's "already queued" check, cancel's party, the sweep.
 CREATE INDEX queue_entries_party ON queue_entries (party_key) WHERE party_key IS NOT NULL;
 CREATE INDEX queue_entries_queued_party_id ON queue_entries (queue, party_id)
