@@ -289,6 +289,8 @@ fn fast_split_path_equals_the_general_path() {
     }
 }
 
+/// `check_delta` re-scores the round from scratch after every applied move of both
+/// restart strategies (a drift panics); the count in the stats shows the check ran.
 #[test]
 fn check_delta_mode_runs_every_restart_strategy() {
     let pool = with_history(generate(
@@ -299,16 +301,24 @@ fn check_delta_mode_runs_every_restart_strategy() {
         3,
     ));
     for strategy in [Strategy::Default, Strategy::Awesomenauts] {
-        let options = SolveOptions {
-            strategy,
-            budget: Budget::Restarts(2),
-            moves_per_restart: Some(2_000),
-            check_delta: true,
-            threads: Some(2),
-            ..SolveOptions::default()
-        };
-        let out = solve(&pool, &QueueModel::default(), &options).unwrap();
-        assert_eq!(out.matches.len(), 10);
+        for check_delta in [true, false] {
+            let options = SolveOptions {
+                strategy,
+                budget: Budget::Restarts(2),
+                moves_per_restart: Some(2_000),
+                check_delta,
+                threads: Some(2),
+                ..SolveOptions::default()
+            };
+            let out = solve(&pool, &QueueModel::default(), &options).unwrap();
+            assert_eq!(out.matches.len(), 10);
+            let checks = out.stats.delta_checks;
+            if check_delta {
+                assert!(checks > 0, "{strategy:?}: no applied move was checked");
+            } else {
+                assert_eq!(checks, 0, "{strategy:?}: checked with the mode off");
+            }
+        }
     }
 }
 
