@@ -65,4 +65,12 @@ pub struct SolveStats {
     pub stop_reason: StopReason,
     pub threads: usize,
     pub seed: u64,
+    /// Applied moves checked against a full re-score (`SolveOptions::check_delta`);
+    /// left out of the JSON when the check is off.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub delta_checks: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -158,6 +158,7 @@ pub struct SearchRun {
     pub bounded: u64,
     pub found_at: Duration,
     pub stop: StopReason,
+    pub delta_checks: u64,
 }
 
 /// Run the strategy on a prepared scorer (also used by benchmarks and tests).
@@ -174,6 +175,7 @@ pub fn search(
         bounded: 0,
         found_at: deadline.elapsed(),
         stop: StopReason::Exhausted,
+        delta_checks: 0,
     };
     if sc.ix.len() < sc.players_per_match() {
         return single(State::new(
@@ -255,6 +257,7 @@ pub fn search(
         let mut next = 0u64;
         let mut moves = 0u64;
         let mut bounded = 0u64;
+        let mut delta_checks = 0u64;
         let stop = loop {
             let batch = match options.budget {
                 Budget::Restarts(n) => (threads as u64).min(n.max(1).saturating_sub(next)),
@@ -280,6 +283,7 @@ pub fn search(
             for o in outs {
                 moves += o.moves;
                 bounded += o.bounded;
+                delta_checks += o.delta_checks;
                 if best
                     .as_ref()
                     .is_none_or(|b| o.state.value.better_than(&b.state.value))
@@ -304,6 +308,7 @@ pub fn search(
             bounded,
             found_at: best.found_at,
             stop,
+            delta_checks,
         }
     })
 }
@@ -393,6 +398,7 @@ fn outcome(
             stop_reason: run.stop,
             threads,
             seed: options.seed,
+            delta_checks: run.delta_checks,
         },
     }
 }

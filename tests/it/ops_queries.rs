@@ -64,6 +64,7 @@ fn stats() -> SolveStats {
         stop_reason: StopReason::Exhausted,
         threads: 1,
         seed: 0,
+        delta_checks: 0,
     }
 }
 

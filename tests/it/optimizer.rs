@@ -216,7 +216,39 @@ fn optimize_prints_the_contract_json() {
     ]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let m = &v["matches"][0];
-    assert_eq!(m["teams"].as_array().unwrap().len(), 2);
+    let teams: Vec<Vec<String>> = serde_json::from_value(m["teams"].clone()).unwrap();
+    assert_eq!(teams.len(), 2);
+    let team_of = |teams: &[Vec<String>], id: &str| {
+        teams
+            .iter()
+            .position(|t| t.iter().any(|x| x == id))
+            .unwrap_or_else(|| panic!("{id} not in {teams:?}"))
+    };
+    assert_eq!(
+        team_of(&teams, "p1"),
+        team_of(&teams, "p2"),
+        "party g1 split"
+    );
+    // the only side preference (p1's 0.8) is met: p1's team plays on side 1
+    assert_eq!(team_of(&teams, "p1"), 1, "{teams:?}");
+    // All six met in the previous match: a pair costs 1 in the same relation again,
+    // 0.7 in the swapped one; the factor is 1 - the mean cost of the 15 pairs (1 with
+    // the history ignored).
+    let before = [["p1", "p2", "p3"], ["p4", "p5", "p6"]].map(|t| t.map(String::from).to_vec());
+    let ids = ["p1", "p2", "p3", "p4", "p5", "p6"];
+    let mut cost = 0.0;
+    for (i, a) in ids.iter().enumerate() {
+        for b in &ids[i + 1..] {
+            let was = team_of(&before, a) == team_of(&before, b);
+            let is = team_of(&teams, a) == team_of(&teams, b);
+            cost += if was == is { 1.0 } else { 0.7 };
+        }
+    }
+    let variation = m["factors"]["opponent_variation"].as_f64().unwrap();
+    assert!(
+        (variation - (1.0 - cost / 15.0)).abs() < 1e-6,
+        "opponent_variation {variation} for {teams:?} after {before:?}"
+    );
     assert!(m["score"].as_f64().unwrap() > 0.0);
     for f in [
         "equal_teams",

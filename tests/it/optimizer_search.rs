@@ -11,10 +11,11 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use matchmaker::core::index::IndexedPool;
 use matchmaker::core::model::TeamSkill;
 use matchmaker::core::score::Scorer;
-use matchmaker::core::search::{construct, moves, state::Scratch};
+use matchmaker::core::search::{construct, moves, shaping::Shaping, state::Scratch};
 use matchmaker::core::solver::NEAR_HOST_CREDIT;
 use matchmaker::core::{
-    Budget, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions, Strategy, solve,
+    Budget, MatchOutcome, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions,
+    Strategy, solve,
 };
 use matchmaker::sim::population::{Population, PopulationSpec};
 
@@ -289,6 +290,8 @@ fn fast_split_path_equals_the_general_path() {
     }
 }
 
+/// `check_delta` re-scores the round from scratch after every applied move of both
+/// restart strategies (a drift panics); the count in the stats shows the check ran.
 #[test]
 fn check_delta_mode_runs_every_restart_strategy() {
     let pool = with_history(generate(
@@ -299,23 +302,56 @@ fn check_delta_mode_runs_every_restart_strategy() {
         3,
     ));
     for strategy in [Strategy::Default, Strategy::Awesomenauts] {
-        let options = SolveOptions {
-            strategy,
-            budget: Budget::Restarts(2),
-            moves_per_restart: Some(2_000),
-            check_delta: true,
-            threads: Some(2),
-            ..SolveOptions::default()
-        };
-        let out = solve(&pool, &QueueModel::default(), &options).unwrap();
-        assert_eq!(out.matches.len(), 10);
+        for check_delta in [true, false] {
+            let options = SolveOptions {
+                strategy,
+                budget: Budget::Restarts(2),
+                moves_per_restart: Some(2_000),
+                check_delta,
+                threads: Some(2),
+                ..SolveOptions::default()
+            };
+            let out = solve(&pool, &QueueModel::default(), &options).unwrap();
+            assert_eq!(out.matches.len(), 10);
+            let checks = out.stats.delta_checks;
+            if check_delta {
+                assert!(checks > 0, "{strategy:?}: no applied move was checked");
+            } else {
+                assert_eq!(checks, 0, "{strategy:?}: checked with the mode off");
+            }
+        }
     }
 }
 
+/// A returned match as the scorer's units and the team of each.
+fn as_units(ix: &IndexedPool, m: &MatchOutcome) -> (Vec<u32>, Vec<u8>) {
+    let index: HashMap<&str, u32> = ix
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(p, id)| (id.as_str(), p as u32))
+        .collect();
+    let (mut units, mut unit_team) = (Vec::new(), Vec::new());
+    for (t, team) in m.teams.iter().enumerate() {
+        for id in team {
+            let u = ix.unit_of[index[id.as_str()] as usize];
+            match units.iter().position(|&x| x == u) {
+                Some(i) => assert_eq!(unit_team[i], t as u8, "party of {id} split"),
+                None => {
+                    units.push(u);
+                    unit_team.push(t as u8);
+                }
+            }
+        }
+    }
+    (units, unit_team)
+}
+
 /// On pools of more than 10 matches the default strategy searches with the two-hosts
-/// weight raised early in the run (`search::shaping`): every phase's delta scoring must
-/// agree with its from-scratch score, and the returned round is valued by the true
-/// objective, also when the run ends while still shaped.
+/// weight raised early in the run (`search::shaping`) and near-hosts credited: every
+/// phase's delta scoring must agree with its from-scratch score, and the returned round
+/// is valued by the true objective (a plain scorer, re-scoring the returned teams from
+/// scratch), also when the run ends while still shaped.
 #[test]
 fn hosts_first_shaping_keeps_delta_exact_and_reports_the_true_score() {
     let pool = with_history(generate(
@@ -326,6 +362,13 @@ fn hosts_first_shaping_keeps_delta_exact_and_reports_the_true_score() {
         4,
     ));
     let model = QueueModel::default();
+    let ix = IndexedPool::build(&pool, &model).unwrap();
+    let plain = Scorer::new(&ix, &model);
+    // the search's first objective: near-hosts credited, the two-hosts weight raised
+    let mut credited = Scorer::new(&ix, &model);
+    credited.set_near_host_credit(NEAR_HOST_CREDIT);
+    let shaping = Shaping::hosts_first(&credited);
+    let early = shaping.at(0.0, &credited);
     let budgets = [
         // the whole schedule, shaped phases and the true one
         (Budget::Restarts(2), Some(30_000)),
@@ -333,6 +376,7 @@ fn hosts_first_shaping_keeps_delta_exact_and_reports_the_true_score() {
         (Budget::Time(std::time::Duration::from_nanos(1)), None),
     ];
     for (budget, moves_per_restart) in budgets {
+        let whole_schedule = moves_per_restart.is_some();
         let options = SolveOptions {
             budget,
             moves_per_restart,
@@ -342,13 +386,44 @@ fn hosts_first_shaping_keeps_delta_exact_and_reports_the_true_score() {
         };
         let out = solve(&pool, &model, &options).unwrap();
         assert_eq!(out.matches.len(), 20);
-        // the reported round score is the mean of the true match scores
-        let mean = out.matches.iter().map(|m| m.score).sum::<f64>() / 20.0;
-        assert!((out.score - mean).abs() < 1e-12);
-        for m in &out.matches {
-            let hosts = m.factors["two_hosts"];
-            assert!([0.0, 0.5, 1.0].contains(&hosts), "two_hosts {hosts}");
+        if whole_schedule {
+            assert!(out.stats.delta_checks > 0, "no applied move was checked");
         }
+        let mut true_scores = Vec::new();
+        let mut early_differs = 0;
+        for m in &out.matches {
+            let (units, teams) = as_units(&ix, m);
+            let eval = plain
+                .evaluate_fixed(&units, &teams)
+                .expect("returned teams are feasible");
+            let truth = plain.describe(&units, &eval);
+            assert!(
+                (m.score - truth.score).abs() < 1e-12,
+                "match score {} is not the true {}",
+                m.score,
+                truth.score
+            );
+            for (i, name) in plain.enabled() {
+                assert!(
+                    (m.factors[name] - truth.factors[i]).abs() < 1e-12,
+                    "{name}: {} is not the true {}",
+                    m.factors[name],
+                    truth.factors[i]
+                );
+            }
+            true_scores.push(truth.score);
+            let searched = early.evaluate_fixed(&units, &teams).unwrap().score;
+            early_differs += ((searched - truth.score).abs() > 1e-9) as usize;
+        }
+        let round = plain.round_score(true_scores.into_iter());
+        assert!(
+            (out.score - round).abs() < 1e-12,
+            "round score {} is not the true {round}",
+            out.score
+        );
+        // the check tells the objectives apart: matches score otherwise under the
+        // early one
+        assert!(early_differs > 0, "every match scores alike when shaped");
     }
 }
 

@@ -57,6 +57,8 @@ pub struct Outcome {
     pub bounded: u64,
     /// Elapsed time of the deadline when the returned state was found.
     pub found_at: Duration,
+    /// Applied moves checked against the from-scratch score (`check_delta`).
+    pub delta_checks: u64,
 }
 
 /// Check that the incrementally maintained value equals the from-scratch score.
@@ -98,6 +100,7 @@ pub fn anneal<'s, 'a>(
     let mut mv = Exchange::default();
     let mut moves = 0u64;
     let mut bounded = 0u64;
+    let mut delta_checks = 0u64;
     let ln_u = LnUniform::default();
     let shaping = guide.shaping;
     let repairs = guide.premade_repair && repair::applies(true_sc);
@@ -232,6 +235,7 @@ pub fn anneal<'s, 'a>(
         st.apply_exchange(sc, mv.a, &mv.a_out, mv.b, &mv.b_out, &s, &mut scratch);
         if check_delta {
             assert_delta(sc, &st);
+            delta_checks += 1;
         }
         if st.value.better_than(&best_value) {
             best_value = st.value;
@@ -258,6 +262,7 @@ pub fn anneal<'s, 'a>(
         moves,
         bounded,
         found_at,
+        delta_checks,
     }
 }
 

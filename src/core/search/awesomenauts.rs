@@ -14,6 +14,7 @@ use super::state::{BENCH, Scratch, State};
 pub fn hill_climb(sc: &Scorer, mut st: State, deadline: &Deadline, check_delta: bool) -> Outcome {
     let mut scratch = Scratch::default();
     let mut moves = 0u64;
+    let mut delta_checks = 0u64;
     let mut found_at: Duration = deadline.elapsed();
     let size = |u: u32| sc.ix.units[u as usize].size();
     'outer: loop {
@@ -59,6 +60,7 @@ pub fn hill_climb(sc: &Scorer, mut st: State, deadline: &Deadline, check_delta: 
         found_at = deadline.elapsed();
         if check_delta {
             assert_delta(sc, &st);
+            delta_checks += 1;
         }
     }
     Outcome {
@@ -66,5 +68,6 @@ pub fn hill_climb(sc: &Scorer, mut st: State, deadline: &Deadline, check_delta: 
         moves,
         bounded: 0,
         found_at,
+        delta_checks,
     }
 }
