@@ -118,10 +118,54 @@ extern "C" fn stop_server_at_exit() {
 
 /// Databases this binary created (dropped at exit on a DATABASE_URL server).
 static CREATED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Login roles this binary created (dropped at exit on a DATABASE_URL server).
+static CREATED_ROLES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// A new LOGIN role that is a member of `matchmaker_client` and nothing else (a studio's
+/// game backend), and a pool of `max_connections` connected as it to this test's
+/// database. Returns the role's name (the `owner` of the entries it enqueues) and the pool.
+pub async fn client_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool) {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "mm_client_{}_{}",
+        tdb.name.trim_start_matches("mm_t_"),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let password = format!("pw-{name}");
+    let sql = format!("CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE matchmaker_client");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&tdb.pool)
+        .await
+        .expect("create a client login");
+    CREATED_ROLES.lock().unwrap().push(name.clone());
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(tdb.options.clone().username(&name).password(&password))
+        .await
+        .expect("connect as the client login");
+    let user: String = sqlx::query_scalar("SELECT session_user::text")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(user, name, "the pool is connected as the client login");
+    (name, pool)
+}
+
+/// SQLSTATE and message of a database error (panics on any other error).
+pub fn db_error(e: &sqlx::Error) -> (String, String) {
+    match e {
+        sqlx::Error::Database(d) => (
+            d.code().map(|c| c.to_string()).unwrap_or_default(),
+            d.message().to_string(),
+        ),
+        other => panic!("expected a database error, got {other}"),
+    }
+}
 
 extern "C" fn drop_databases_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         let names = std::mem::take(&mut *CREATED.lock().ok()?);
+        let roles = std::mem::take(&mut *CREATED_ROLES.lock().ok()?);
         // A fresh thread: the exiting main thread's thread-locals may be gone already.
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -133,6 +177,14 @@ extern "C" fn drop_databases_at_exit() {
                 let mut admin = options.connect().await.ok()?;
                 for name in names {
                     let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .execute(&mut admin)
+                        .await;
+                }
+                // Client logins are the cluster's; they own nothing once the databases
+                // are gone.
+                for role in roles {
+                    let sql = format!("DROP ROLE IF EXISTS {role}");
                     let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .execute(&mut admin)
                         .await;
