@@ -2,6 +2,7 @@
 //! PostgreSQL shared by the database tests).
 
 mod cli_hygiene;
+mod client_abuse;
 mod client_contract;
 mod config;
 mod daemon_lease;
