@@ -4,6 +4,7 @@
 mod cli_hygiene;
 mod client_abuse;
 mod client_contract;
+mod client_lifecycle;
 mod config;
 mod daemon_lease;
 mod daemon_rounds;
