@@ -258,6 +258,7 @@ async fn two_queues_racing_for_one_player_never_both_match_them() {
         }
     }
     assert_eq!(outcomes.values().sum::<usize>(), 4, "{outcomes:?}");
+    eprintln!("two queues racing for one player, winner: {outcomes:?}");
 }
 
 #[tokio::test]
@@ -581,6 +582,7 @@ async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
         }
     }
     assert_eq!(outcomes.values().sum::<usize>(), 12, "{outcomes:?}");
+    eprintln!("cancel racing a commit: {outcomes:?}");
     assert_contract_invariants(&db).await;
 }
 
