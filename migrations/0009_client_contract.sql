@@ -316,10 +316,15 @@ BEGIN
             IF m ? k AND jsonb_typeof(m -> k) NOT IN (want, 'null') THEN
                 PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text, 'must be a ' || want);
             END IF;
-            -- Before the cast to double precision, which would fail on 1e400 unexplained.
+            -- Before the cast to double precision, which would fail unexplained on 1e400
+            -- (overflow) and on 1e-400 (underflow to 0).
             IF jsonb_typeof(m -> k) = 'number' AND abs((m -> k)::numeric) > 1e6 THEN
                 PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
                                           'must be in [-1000000, 1000000]');
+            ELSIF jsonb_typeof(m -> k) = 'number' AND (m -> k)::numeric <> 0
+                  AND abs((m -> k)::numeric) < 1e-300 THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                          'is too close to 0 for a double precision number (use 0)');
             END IF;
         END LOOP;
         IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
@@ -440,11 +445,15 @@ $$;
 
 -- ---- Client views ----------------------------------------------------------------------
 -- Each filters to the caller's own entries unless the caller is the daemon or ops.
+-- security_barrier: a client's own condition on a view runs only on the rows the view's
+-- filter let through. Without it the planner may run a cheap function of the client's
+-- (CREATE FUNCTION pg_temp.f ... needs no privilege beyond TEMP) on every row of the
+-- table first, and the function sees, or raises with, other clients' players.
 
 -- A player's latest entry per queue: the countdown while queued, the assignment once
 -- matched, the reason otherwise. Same columns as before, plus reason / expires_at /
 -- party_id; a queued entry past its expiry reads as expired at once.
-CREATE OR REPLACE VIEW player_status AS
+CREATE OR REPLACE VIEW player_status WITH (security_barrier) AS
 SELECT DISTINCT ON (e.queue, e.player_id)
        e.queue,
        e.player_id,
@@ -478,7 +487,7 @@ SELECT DISTINCT ON (e.queue, e.player_id)
 
 -- One line per matched player, for matches that hold at least one of the caller's
 -- players (their teammates and opponents included).
-CREATE OR REPLACE VIEW match_details AS
+CREATE OR REPLACE VIEW match_details WITH (security_barrier) AS
 SELECT mp.match_id,
        m.round_id,
        m.queue,
@@ -509,7 +518,7 @@ SELECT mp.match_id,
                 WHERE mine.match_id = mp.match_id AND e.owner = session_user);
 
 -- The queues a client may enqueue into, their format, limits and countdown.
-CREATE VIEW queue_catalog AS
+CREATE VIEW queue_catalog WITH (security_barrier) AS
 SELECT q.queue,
        q.teams,
        q.team_size,

@@ -56,13 +56,22 @@ pub async fn publish_queue(
     Ok(())
 }
 
+/// How long retiring a queue waits for enqueues in flight into it.
+pub const RETIRE_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Retire `queue`: enqueues into it are refused from now on, and its queued entries are
 /// rejected with `reason`. The caller holds the queue's lease. Returns the entries
 /// rejected.
 pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64, DbError> {
     let mut tx = db.begin().await?;
     // FOR UPDATE waits for enqueues in flight (they hold FOR KEY SHARE on the row), so no
-    // entry slips in after the sweep below. The daemon's lock_timeout bounds the wait.
+    // entry slips in after the sweep below. A client may hold its enqueue's transaction
+    // open as long as it likes: the wait is bounded here, and the caller retries later
+    // (an error, not a daemon stuck behind a client).
+    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+        .bind(format!("{}ms", RETIRE_LOCK_TIMEOUT.as_millis()))
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SELECT 1 FROM queues WHERE queue = $1 FOR UPDATE")
         .bind(queue)
         .execute(&mut *tx)

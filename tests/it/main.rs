@@ -2,6 +2,9 @@
 //! PostgreSQL shared by the database tests).
 
 mod cli_hygiene;
+mod client_abuse;
+mod client_contract;
+mod client_lifecycle;
 mod config;
 mod daemon_lease;
 mod daemon_rounds;

@@ -118,10 +118,54 @@ extern "C" fn stop_server_at_exit() {
 
 /// Databases this binary created (dropped at exit on a DATABASE_URL server).
 static CREATED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Login roles this binary created (dropped at exit on a DATABASE_URL server).
+static CREATED_ROLES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// A new LOGIN role that is a member of `matchmaker_client` and nothing else (a studio's
+/// game backend), and a pool of `max_connections` connected as it to this test's
+/// database. Returns the role's name (the `owner` of the entries it enqueues) and the pool.
+pub async fn client_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool) {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "mm_client_{}_{}",
+        tdb.name.trim_start_matches("mm_t_"),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let password = format!("pw-{name}");
+    let sql = format!("CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE matchmaker_client");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&tdb.pool)
+        .await
+        .expect("create a client login");
+    CREATED_ROLES.lock().unwrap().push(name.clone());
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(tdb.options.clone().username(&name).password(&password))
+        .await
+        .expect("connect as the client login");
+    let user: String = sqlx::query_scalar("SELECT session_user::text")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(user, name, "the pool is connected as the client login");
+    (name, pool)
+}
+
+/// SQLSTATE and message of a database error (panics on any other error).
+pub fn db_error(e: &sqlx::Error) -> (String, String) {
+    match e {
+        sqlx::Error::Database(d) => (
+            d.code().map(|c| c.to_string()).unwrap_or_default(),
+            d.message().to_string(),
+        ),
+        other => panic!("expected a database error, got {other}"),
+    }
+}
 
 extern "C" fn drop_databases_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         let names = std::mem::take(&mut *CREATED.lock().ok()?);
+        let roles = std::mem::take(&mut *CREATED_ROLES.lock().ok()?);
         // A fresh thread: the exiting main thread's thread-locals may be gone already.
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -133,6 +177,14 @@ extern "C" fn drop_databases_at_exit() {
                 let mut admin = options.connect().await.ok()?;
                 for name in names {
                     let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .execute(&mut admin)
+                        .await;
+                }
+                // Client logins are the cluster's; they own nothing once the databases
+                // are gone.
+                for role in roles {
+                    let sql = format!("DROP ROLE IF EXISTS {role}");
                     let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .execute(&mut admin)
                         .await;
@@ -281,4 +333,102 @@ pub async fn assert_nobody_matched_twice(db: &PgPool) {
     )
     .await;
     assert_eq!(twice, 0, "a player in two matches of one round");
+}
+
+/// The client contract's invariants over the whole database (every queue), for the
+/// contract, abuse, lifecycle and fault suites. Call it as a role that sees every row
+/// (the test's superuser pool) after each group of rounds. It assumes what those tests
+/// arrange: each player is matched at most once (tests that re-queue a player after a
+/// match must not use it).
+///
+/// * [`assert_nobody_matched_twice`]: entries and match_players agree;
+/// * no player in two matches, across all queues (one match per player);
+/// * no match holds an entry that is not `matched` (cancelled, expired, withdrawn,
+///   rejected, queued), and a matched entry's `match_id` is its match;
+/// * no split party: a party (one `enqueue_party` call, `party_key`) with a matched member
+///   has every member matched, in that one match; parties written without a key
+///   (`party_id` only) are never spread over two matches of one round;
+/// * every entry that left the queue without a match (cancelled, rejected, expired,
+///   withdrawn) has a reason; a withdrawn entry names the match that won.
+///
+/// Not checked: that all members of a party share one final status. A party mate still
+/// `queued` after a member left is closed by the next sweep of its queue (the snapshot
+/// never takes an incomplete party meanwhile), and a cancel racing that sweep may end
+/// the rest of the party `cancelled` next to a `withdrawn` member.
+pub async fn assert_contract_invariants(db: &PgPool) {
+    assert_nobody_matched_twice(db).await;
+
+    let twice: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT player_id, count(DISTINCT match_id) FROM match_players
+          GROUP BY player_id HAVING count(DISTINCT match_id) > 1 ORDER BY player_id",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert!(
+        twice.is_empty(),
+        "players in more than one match: {twice:?}"
+    );
+
+    let wrong: Vec<(i64, String, String, Option<i64>)> = sqlx::query_as(
+        "SELECT mp.match_id, mp.player_id, e.status, e.match_id
+           FROM match_players mp JOIN queue_entries e USING (entry_id)
+          WHERE e.status <> 'matched' OR e.match_id IS DISTINCT FROM mp.match_id
+          ORDER BY 1, 2",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert!(
+        wrong.is_empty(),
+        "matches holding entries that are not matched into them \
+         (match, player, entry status, entry match): {wrong:?}"
+    );
+
+    let split: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT party_key, string_agg(player_id || ':' || status, ' ' ORDER BY player_id),
+                string_agg(coalesce(match_id::text, '-'), ' ' ORDER BY player_id)
+           FROM queue_entries
+          WHERE party_key IS NOT NULL
+          GROUP BY party_key
+         HAVING bool_or(status = 'matched')
+            AND (NOT bool_and(status = 'matched') OR count(DISTINCT match_id) <> 1
+                 OR count(*) <> max(party_size))
+          ORDER BY 1",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert!(
+        split.is_empty(),
+        "split parties (party_key, members:status, match ids): {split:?}"
+    );
+    let spread: Vec<(Option<i64>, String)> = sqlx::query_as(
+        "SELECT round_id, party_id FROM queue_entries
+          WHERE status = 'matched' AND party_id IS NOT NULL AND party_key IS NULL
+          GROUP BY round_id, party_id HAVING count(DISTINCT match_id) > 1
+          ORDER BY 1, 2",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert!(
+        spread.is_empty(),
+        "parties spread over two matches of one round (round, party): {spread:?}"
+    );
+
+    let silent: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT entry_id, player_id, status FROM queue_entries
+          WHERE (status NOT IN ('queued', 'matched') AND coalesce(reject_reason, '') = '')
+             OR (status = 'withdrawn' AND match_id IS NULL)
+          ORDER BY 1",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert!(
+        silent.is_empty(),
+        "entries that left the queue without a reason (or a withdrawn one without the \
+         winning match): {silent:?}"
+    );
 }

@@ -1,0 +1,137 @@
+-- Everything a client runs against the matchmaker's database: the whole client contract.
+--
+-- A client (a game backend, a gateway, a game client with a database connection) logs in
+-- as a role that is a member of matchmaker_client, and has nothing else:
+--
+--   CREATE ROLE game_backend LOGIN PASSWORD '...' IN ROLE matchmaker_client;
+--
+-- That role may call four functions (enqueue, enqueue_party, keep_alive, cancel) and read
+-- four views (queue_catalog, player_status, match_details, queue_countdown). It cannot
+-- read or write a table: the matchmaker owns its tickets, their times and their status.
+-- A login sees and cancels only the players it enqueued itself.
+--
+-- A refused call raises an error with SQLSTATE 22023 (invalid_parameter_value) and a
+-- message `field = value: rule`, e.g.
+--   latencies.eu = -1: must be between 0 and 10000 ms
+-- so a client can tell "this request is wrong" (22023: show or log the message, do not
+-- retry) from "the server is unavailable" (anything else: retry later).
+--
+-- Each statement starts with a `-- name:` line; tests/it/client_contract.rs runs every one
+-- of them as a client login and checks its answer. Parameters are $1, $2, ... with the
+-- casts written out, so the statements run as they are from any driver (or from psql 16+
+-- with \bind). The `-- example:` line gives one set of values, separated by ` | `; the
+-- examples tell one story: alice queues alone, bob and carol as a party, alice cancels and
+-- queues again, and a round matches them.
+
+-- name: queue_catalog
+-- The queues you may enqueue into, and their rules: teams x team_size, the network
+-- (peer_to_peer: peer_pings matter; dedicated: latencies to regions), the roles and
+-- regions a player may name (empty: none / any), the largest party, how long a ticket
+-- lives without keep_alive (ticket_ttl) and how often to call keep_alive
+-- (keep_alive_every), and the countdown to the queue's next round.
+SELECT queue, teams, team_size, network, roles, regions, max_party_size,
+       extract(epoch FROM ticket_ttl) AS ticket_ttl_s,
+       extract(epoch FROM keep_alive_every) AS keep_alive_every_s,
+       extract(epoch FROM max_wait) AS max_wait_s,
+       next_round_at, seconds_to_next_round, waiting_for, pool_size,
+       players_missing_for_early_start
+  FROM queue_catalog
+ ORDER BY queue;
+
+-- name: listen_rounds
+-- Wake-ups: a notification on channel matchmaker_round after every round commits, with
+-- JSON {"queue", "round_id", "match_count", "matched"}; then read player_status. A
+-- notification may be lost (a dropped connection): poll player_status as well, e.g. at
+-- seconds_to_next_round.
+LISTEN matchmaker_round;
+
+-- name: enqueue
+-- Queue one solo player; returns the new entry's id. Call it with named arguments: every
+-- argument after skill may be left out.
+--   queue        a queue of queue_catalog
+--   player_id    your id for the player: 1-64 characters, no control characters
+--   skill        a number in [-1000000, 1000000] (an Elo or MMR rating, say)
+--   latencies    JSON object region -> round-trip ms (0-10000), at most 32 regions; only
+--                the queue's regions when queue_catalog.regions is not empty
+--   peer_pings   JSON object other player_id -> round-trip ms (0-10000), at most 100
+--   roles        the roles the player will play, from queue_catalog.roles ({}: any)
+--   side         side preference in [0, 1]: 0 first team, 1 second team (NULL: none)
+--   skill_sigma  the rating's uncertainty, in [0, 1000000] (NULL: unknown)
+-- The server sets the enqueue time, the ticket's expiry and the status. A player may wait
+-- in several queues at once and is matched in one of them at most: the others then read
+-- `withdrawn`, naming the match. Enqueueing a player already queued in this queue is
+-- refused (cancel first).
+-- example: q | alice | 1500 | {"eu": 25, "us": 90} | {} | {} | 0.5 | 120
+SELECT enqueue(queue => $1, player_id => $2, skill => $3::float8,
+               latencies => $4::jsonb, peer_pings => $5::jsonb, roles => $6::text[],
+               side => $7::float8, skill_sigma => $8::float8) AS entry_id;
+
+-- name: enqueue_party
+-- Queue a party: 2 to max_party_size players who play on one team, in one call. members
+-- is a JSON array of objects with player_id and skill, and optionally latencies,
+-- peer_pings, roles, side and skill_sigma (the same rules as enqueue; any other field is
+-- refused). Returns one row per member. The party is fixed by this call: nobody joins
+-- later, it is matched whole or not at all, and cancelling one member cancels it. A
+-- party_id already queued in this queue is refused.
+-- example: q | crew | [{"player_id": "bob", "skill": 1400, "latencies": {"eu": 30}}, {"player_id": "carol", "skill": 1550, "latencies": {"eu": 41, "us": 80}}]
+SELECT player_id, entry_id
+  FROM enqueue_party(queue => $1, party_id => $2, members => $3::jsonb)
+ ORDER BY player_id;
+
+-- name: keep_alive
+-- Keep waiting players' tickets alive: call it every keep_alive_every (queue_catalog) for
+-- all the players you have waiting, in one call (at most 10000 ids). A ticket not kept
+-- alive for ticket_ttl expires and is never matched. Party members are refreshed with
+-- any one of them. queue NULL: every queue. Returns how many entries were refreshed;
+-- fewer than you expected means some left the queue (matched, expired, ...): read
+-- player_status.
+-- example: {alice,bob} | q
+SELECT keep_alive(player_ids => $1::text[], queue => $2) AS refreshed;
+
+-- name: cancel
+-- Take a player out of a queue (queue NULL: out of every queue), with their party.
+-- Returns how many entries were cancelled: 0 means nothing of theirs was queued, e.g. a
+-- round matched them a moment ago: read player_status.
+-- example: alice | q
+SELECT cancel(player_id => $1, queue => $2) AS cancelled;
+
+-- name: player_status
+-- Where your players are, one row per player and queue (their latest entry). By status:
+--   queued     seconds_to_next_round / next_round_at: when the next round runs
+--              (NULL: it waits for more players, see waiting_for); may_start_early and
+--              players_missing_for_early_start: how many more players start it now.
+--   matched    match_id, team (0, 1, ...), role, and where to play: region (dedicated
+--              servers) or hosts (peer-to-peer); the rest of the match: match_details.
+--   cancelled, rejected, expired, withdrawn
+--              reason: why, in words (withdrawn: matched in another queue, match_id says
+--              which match).
+-- A ticket past its expiry reads `expired` at once, before the matchmaker sweeps it.
+-- example: {alice,bob,carol}
+SELECT queue, player_id, status, party_id,
+       seconds_to_next_round, next_round_at, waiting_for, may_start_early,
+       players_missing_for_early_start,
+       match_id, team, role, region, hosts,
+       reason, expires_at
+  FROM player_status
+ WHERE player_id = ANY ($1::text[])
+ ORDER BY queue, player_id;
+
+-- name: my_match
+-- A matched player's latest match: their team and role, their teammates and opponents,
+-- where to play, and how long they waited.
+-- example: alice
+SELECT match_id, queue, created_at, team, role, teammates, opponents, region, hosts,
+       round(waited_seconds::numeric, 1) AS waited_seconds
+  FROM match_details
+ WHERE player_id = $1
+ ORDER BY created_at DESC, match_id DESC
+ LIMIT 1;
+
+-- name: match_roster
+-- Everyone in a match (one of your players is in it): team, role, party and skill of each
+-- player, e.g. to build the lobby.
+-- example: 1
+SELECT player_id, party_id, team, role, skill
+  FROM match_details
+ WHERE match_id = $1::bigint
+ ORDER BY team, player_id;

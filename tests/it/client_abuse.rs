@@ -1,0 +1,1220 @@
+//! A client login (a member of matchmaker_client) trying to break the contract: each
+//! attempt fails with a permission error (SQLSTATE 42501) or a refusal (22023) or is
+//! harmless, changes nothing it should not, and the daemon's next round still commits
+//! with the invariants intact. Plus a catalogue of malformed inputs, each refused with
+//! 22023, a message naming the field and the rule, and no row left behind.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::SubsecRound;
+use matchmaker::config::{Config, QueueConfig};
+use matchmaker::daemon::clock::ManualClock;
+use matchmaker::daemon::round::{RoundReport, RoundRunner};
+use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
+use matchmaker::db::{self, RoundTrigger};
+use sqlx::PgPool;
+
+use crate::support::*;
+
+/// q: 2 teams of 3, no roles, any region. r: roles, and latencies only to eu and us.
+const QUEUES: &str = r#"
+default_queue = "q"
+[queues.q]
+[queues.q.round]
+every = "1s"
+budget = "50ms"
+seed = 5
+[queues.r]
+roles = ["tank", "healer", "dps"]
+[queues.r.round]
+every = "1s"
+budget = "50ms"
+[queues.r.tickets]
+regions = ["eu", "us"]
+"#;
+
+/// A database whose queues q and r are published, and the worker of q on a manual clock.
+struct World {
+    tdb: TestDb,
+    clock: ManualClock,
+    runner: RoundRunner,
+    worker: QueueWorker,
+    q: Arc<QueueConfig>,
+}
+
+impl World {
+    async fn new() -> World {
+        let tdb = fresh_db().await;
+        let config = Config::from_toml_str(QUEUES).expect("valid config");
+        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
+        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
+        let q = Arc::new(config.queues["q"].clone());
+        let mut worker = QueueWorker::new("q", "abuse", runner.clone(), q.clone(), secs(15));
+        let first = worker.step().await.unwrap();
+        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
+        db::queues::publish_queue(&tdb.pool, "r", &config.queues["r"], "abuse")
+            .await
+            .unwrap();
+        World {
+            tdb,
+            clock,
+            runner,
+            worker,
+            q,
+        }
+    }
+
+    fn db(&self) -> &PgPool {
+        &self.tdb.pool
+    }
+
+    /// The next tick of q: a round must run.
+    async fn round(&mut self) -> RoundReport {
+        self.clock.advance(secs(1));
+        match self.worker.step().await.unwrap() {
+            StepOutcome::Ran(report) => report,
+            other => panic!("expected a round, got {other:?}"),
+        }
+    }
+}
+
+/// A solo player through the front door, as `client`.
+async fn solo(client: &PgPool, queue: &str, player: &str, skill: f64) -> i64 {
+    sqlx::query_scalar(
+        r#"SELECT enqueue(queue => $1, player_id => $2, skill => $3, latencies => '{"eu": 30}')"#,
+    )
+    .bind(queue)
+    .bind(player)
+    .bind(skill)
+    .fetch_one(client)
+    .await
+    .unwrap_or_else(|e| panic!("enqueue {player}: {e}"))
+}
+
+async fn solos(client: &PgPool, queue: &str, players: &[&str]) {
+    for (i, p) in players.iter().enumerate() {
+        solo(client, queue, p, 1400.0 + 25.0 * i as f64).await;
+    }
+}
+
+/// A party through the front door, as `client`.
+async fn party(client: &PgPool, queue: &str, party_id: &str, members: &[&str]) {
+    let members: Vec<serde_json::Value> = members
+        .iter()
+        .map(|m| serde_json::json!({"player_id": m, "skill": 1500, "latencies": {"eu": 35}}))
+        .collect();
+    sqlx::query("SELECT * FROM enqueue_party($1, $2, $3)")
+        .bind(queue)
+        .bind(party_id)
+        .bind(sqlx::types::Json(members))
+        .fetch_all(client)
+        .await
+        .unwrap_or_else(|e| panic!("enqueue_party {party_id}: {e}"));
+}
+
+async fn cancel(client: &PgPool, player: &str) -> i32 {
+    sqlx::query_scalar("SELECT cancel($1)")
+        .bind(player)
+        .fetch_one(client)
+        .await
+        .unwrap()
+}
+
+/// `sql` as `client` must fail with a permission error.
+async fn denied<'e>(client: impl sqlx::PgExecutor<'e>, sql: &str) -> String {
+    let err = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .execute(client)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a client may not run: {sql}"));
+    let (code, message) = db_error(&err);
+    assert_eq!(code, "42501", "{sql}: {message}");
+    message
+}
+
+/// `sql` as `client` must be refused with 22023 and a message containing every needle.
+async fn refused<'e>(client: impl sqlx::PgExecutor<'e>, sql: &str, needles: &[&str]) -> String {
+    let err = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .execute(client)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("should be refused: {sql}"));
+    let (code, message) = db_error(&err);
+    assert_eq!(code, "22023", "{sql}: {message}");
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "{sql}\n  message: {message}\n  lacks: {needle}"
+        );
+    }
+    message
+}
+
+/// Everything the daemon owns, as one string: equal before and after means untouched.
+async fn fingerprint(db: &PgPool) -> String {
+    sqlx::query_scalar(
+        "SELECT concat_ws(' / ',
+            (SELECT count(*) || ':' || md5(coalesce(string_agg(e::text, ',' ORDER BY entry_id), ''))
+               FROM queue_entries e),
+            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY match_id), '')) FROM matches m),
+            (SELECT md5(coalesce(string_agg(p::text, ',' ORDER BY entry_id), ''))
+               FROM match_players p),
+            (SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY round_id), '')) FROM rounds r),
+            (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY queue), '')) FROM leases l),
+            (SELECT md5(coalesce(string_agg(q::text, ',' ORDER BY queue), '')) FROM queues q),
+            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY queue), ''))
+               FROM queue_state s))",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+async fn status_of(db: &PgPool, player: &str) -> Vec<(String, String, Option<String>)> {
+    sqlx::query_as(
+        "SELECT queue, status, reject_reason FROM queue_entries WHERE player_id = $1
+          ORDER BY entry_id",
+    )
+    .bind(player)
+    .fetch_all(db)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 1).await;
+
+    // What the login may read and call, enumerated by the server itself.
+    let readable: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_class c
+          WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+            AND has_table_privilege(c.oid, 'SELECT') ORDER BY 1",
+    )
+    .fetch_all(&client)
+    .await
+    .unwrap();
+    assert_eq!(
+        readable,
+        [
+            "match_details",
+            "player_status",
+            "queue_catalog",
+            "queue_countdown"
+        ]
+    );
+    let writable: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_class c
+          WHERE c.relnamespace = 'public'::regnamespace
+            AND CASE WHEN c.relkind = 'S'
+                     THEN has_sequence_privilege(c.oid, 'USAGE, SELECT, UPDATE')
+                     WHEN c.relkind IN ('r', 'v', 'm', 'p', 'f')
+                     THEN has_table_privilege(
+                              c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+                     ELSE false END",
+    )
+    .fetch_all(&client)
+    .await
+    .unwrap();
+    assert!(writable.is_empty(), "{writable:?}");
+    let callable: Vec<String> = sqlx::query_scalar(
+        "SELECT p.proname::text FROM pg_proc p
+          WHERE p.pronamespace = 'public'::regnamespace
+            AND has_function_privilege(p.oid, 'EXECUTE') ORDER BY 1",
+    )
+    .fetch_all(&client)
+    .await
+    .unwrap();
+    // matchmaker_sees_all: the views call it as their reader; it answers false here.
+    assert_eq!(
+        callable,
+        [
+            "cancel",
+            "enqueue",
+            "enqueue_party",
+            "keep_alive",
+            "matchmaker_sees_all"
+        ]
+    );
+    let sees_all: bool = sqlx::query_scalar("SELECT matchmaker_sees_all()")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    assert!(!sees_all);
+
+    // (e) No table, and no view but the four.
+    for table in [
+        "queue_entries",
+        "matches",
+        "match_players",
+        "rounds",
+        "leases",
+        "queues",
+        "queue_state",
+        "round_summaries",
+        "_sqlx_migrations",
+    ] {
+        denied(&client, &format!("SELECT count(*) FROM {table}")).await;
+    }
+    // (f) No internal function.
+    for call in [
+        "SELECT matchmaker_refuse('skill', '1', 'a rule')",
+        "SELECT matchmaker_check_id('player_id', 'x')",
+        "SELECT matchmaker_check_ms_map('latencies', '{}', 32, '{}')",
+        "SELECT matchmaker_check_member(NULL::queues, 'x', 1, NULL, '{}', '{}', '{}', NULL)",
+        "SELECT matchmaker_active_queue('q')",
+        "SELECT matchmaker_notify_enqueue()",
+        "SELECT matchmaker_notify_round()",
+        "SELECT nextval('queue_entries_entry_id_seq')",
+        "SELECT setval('matches_match_id_seq', 1)",
+    ] {
+        denied(&client, call).await;
+    }
+    // (g) No object of its own next to the matchmaker's, no change to them.
+    for ddl in [
+        "CREATE TABLE public.notes (x int)",
+        "CREATE TABLE notes (x int)",
+        "CREATE VIEW public.everything AS SELECT 1 AS x",
+        "CREATE FUNCTION public.matchmaker_refuse(text) RETURNS void LANGUAGE sql AS ''",
+        "CREATE FUNCTION public.now() RETURNS timestamptz LANGUAGE sql AS 'SELECT ''2000-01-01''::timestamptz'",
+        "CREATE TYPE public.ticket AS (x int)",
+        "CREATE SCHEMA mine",
+        "CREATE INDEX ON queue_entries (player_id)",
+        "ALTER TABLE queue_entries ADD COLUMN vip boolean",
+        "ALTER TABLE queue_entries DISABLE TRIGGER ALL",
+        "ALTER FUNCTION enqueue(text, text, double precision, jsonb, jsonb, text[], double precision, double precision) SECURITY INVOKER",
+        "ALTER VIEW player_status SET (security_barrier = false)",
+        "DROP TABLE queue_entries",
+        "DROP VIEW player_status",
+        "COMMENT ON TABLE queue_entries IS 'mine'",
+        "TRUNCATE queue_entries",
+        "LOCK TABLE queue_entries IN ACCESS EXCLUSIVE MODE",
+        "LOCK TABLE player_status IN EXCLUSIVE MODE",
+        "SELECT * FROM player_status FOR UPDATE",
+        "SELECT * FROM queue_catalog FOR KEY SHARE",
+        "SELECT * FROM match_details FOR SHARE",
+    ] {
+        if ddl.starts_with("LOCK") {
+            // LOCK TABLE only runs inside a transaction.
+            let mut tx = client.begin().await.unwrap();
+            denied(&mut *tx, ddl).await;
+            tx.rollback().await.unwrap();
+        } else {
+            denied(&client, ddl).await;
+        }
+    }
+
+    // Temporary objects of the login's own do not shadow the matchmaker's inside the front
+    // door (its search_path is pinned to public, then pg_temp).
+    let mut conn = client.acquire().await.unwrap();
+    for sql in [
+        "CREATE TEMP TABLE queues (queue text, active boolean)",
+        "CREATE TEMP TABLE queue_entries (queue text, player_id text, skill float8)",
+        "CREATE FUNCTION pg_temp.now() RETURNS timestamptz LANGUAGE sql
+             AS 'SELECT ''2000-01-01''::timestamptz'",
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&mut *conn)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let entry: i64 = sqlx::query_scalar("SELECT enqueue('q', 'shadow', 1500)")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    let (queue, live): (String, bool) = sqlx::query_as(
+        "SELECT queue, expires_at > now() + interval '4 minutes' FROM queue_entries
+          WHERE entry_id = $1",
+    )
+    .bind(entry)
+    .fetch_one(w.db())
+    .await
+    .unwrap();
+    assert_eq!(queue, "q");
+    assert!(live, "the server's clock, not the login's pg_temp.now()");
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn direct_writes_are_denied_and_the_next_round_commits() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 1).await;
+    solos(&client, "q", &["a0", "a1", "a2", "a3", "a4", "a5"]).await;
+    let report = w.round().await;
+    assert_eq!(report.matched, 6);
+    solos(&client, "q", &["w0", "w1"]).await;
+    let before = fingerprint(w.db()).await;
+
+    for sql in [
+        // (a) Back into the queue after the match.
+        "UPDATE queue_entries SET status = 'queued' WHERE player_id = 'a0'",
+        "UPDATE queue_entries SET status = 'queued', match_id = NULL WHERE player_id = 'a0'",
+        // (d) The daemon's columns.
+        "UPDATE queue_entries SET enqueued_at = now() - interval '1 hour' WHERE player_id = 'w0'",
+        "UPDATE queue_entries SET expires_at = 'infinity' WHERE player_id = 'w0'",
+        "UPDATE queue_entries SET status = 'rejected', reject_reason = 'spite' WHERE player_id = 'w1'",
+        "UPDATE queue_entries SET reject_reason = 'spite'",
+        "UPDATE queue_entries SET owner = 'someone_else' WHERE player_id = 'w0'",
+        "UPDATE queue_entries SET status = 'cancelled'",
+        "DELETE FROM queue_entries",
+        "INSERT INTO queue_entries (queue, player_id, skill) VALUES ('q', 'mallory', 1500)",
+        "INSERT INTO queue_entries (queue, player_id, skill, enqueued_at)
+             VALUES ('q', 'mallory', 1500, now() - interval '1 day')",
+        "UPDATE match_players SET team = 1 - team",
+        "DELETE FROM matches",
+        "INSERT INTO rounds (queue) VALUES ('q')",
+        "UPDATE leases SET holder = 'me', term = term + 1",
+        "UPDATE queues SET active = false",
+        "INSERT INTO queues (queue) VALUES ('mine')",
+        "UPDATE queue_state SET next_round_at = now()",
+        "DELETE FROM rounds",
+    ] {
+        denied(&client, sql).await;
+    }
+    assert_eq!(fingerprint(w.db()).await, before, "nothing changed");
+    assert_eq!(
+        status_of(w.db(), "a0").await,
+        [("q".into(), "matched".into(), None)]
+    );
+
+    // The daemon goes on: the two waiting players and four more make a match.
+    solos(&client, "q", &["w2", "w3", "w4", "w5"]).await;
+    let report = w.round().await;
+    assert_eq!((report.matched, report.rejected), (6, 0));
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn a_client_transaction_holding_locks_never_holds_up_a_round() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 4).await;
+    solos(
+        &client,
+        "q",
+        &["alice", "p0", "p1", "p2", "p3", "p4", "p5", "p6"],
+    )
+    .await;
+
+    // (b) A cancel and a keep_alive in open transactions hold their rows; an enqueue in an
+    // open transaction holds the queue's row (FOR KEY SHARE) and an uncommitted entry.
+    let mut cancelling = client.begin().await.unwrap();
+    let n: i32 = sqlx::query_scalar("SELECT cancel('alice')")
+        .fetch_one(&mut *cancelling)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let mut refreshing = client.begin().await.unwrap();
+    let n: i32 = sqlx::query_scalar("SELECT keep_alive('{p6}')")
+        .fetch_one(&mut *refreshing)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let mut enqueueing = client.begin().await.unwrap();
+    sqlx::query("SELECT enqueue('q', 'zed', 1500)")
+        .execute(&mut *enqueueing)
+        .await
+        .unwrap();
+
+    // The round takes who it can lock (p0..p5) and does not wait for the rest.
+    let started = Instant::now();
+    let report = tokio::time::timeout(secs(10), w.round())
+        .await
+        .expect("a round never waits for a client");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the round committed promptly: {:?}",
+        started.elapsed()
+    );
+    assert_eq!((report.matches, report.matched), (1, 6), "{report:?}");
+    for held in ["alice", "p6"] {
+        assert_eq!(status_of(w.db(), held).await[0].1, "queued", "{held}");
+    }
+    cancelling.rollback().await.unwrap();
+    refreshing.commit().await.unwrap();
+    enqueueing.commit().await.unwrap();
+
+    // A cancel that arrives between the solve and the commit: the commit skips the locked
+    // row, drops that match, and commits at once without it.
+    solos(&client, "q", &["c0", "c1", "c2"]).await;
+    let lease = w
+        .worker
+        .lease_handle()
+        .current()
+        .await
+        .expect("the worker leads q");
+    let prepared = w
+        .runner
+        .prepare("q", w.q.clone(), RoundTrigger::Manual)
+        .await
+        .unwrap();
+    assert_eq!(prepared.snapshot.entries.len(), 6, "alice, p6, zed, c0..c2");
+    let solved = w.runner.solve(prepared).await.unwrap();
+    assert_eq!(solved.outcome.matches.len(), 1);
+    let mut cancelling = client.begin().await.unwrap();
+    let n: i32 = sqlx::query_scalar("SELECT cancel('alice')")
+        .fetch_one(&mut *cancelling)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let mut enqueueing = client.begin().await.unwrap();
+    sqlx::query("SELECT enqueue('q', 'yan', 1500)")
+        .execute(&mut *enqueueing)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let report = tokio::time::timeout(secs(10), w.runner.commit(solved, &lease))
+        .await
+        .expect("a commit never waits for a client")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(
+        (report.matches, report.dropped_by_cancel),
+        (0, 5),
+        "{report:?}"
+    );
+    cancelling.commit().await.unwrap();
+    enqueueing.commit().await.unwrap();
+    let alice = status_of(w.db(), "alice").await;
+    assert_eq!(alice.len(), 1, "{alice:?}");
+    assert_eq!(alice[0].1, "cancelled");
+    for other in ["p6", "zed", "c0", "c1", "c2", "yan"] {
+        assert_eq!(status_of(w.db(), other).await[0].1, "queued", "{other}");
+    }
+
+    // The next round matches the six waiting players.
+    let report = w.round().await;
+    assert_eq!(report.matched, 6, "{report:?}");
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn an_open_enqueue_delays_retiring_its_queue_by_the_lock_timeout_at_most() {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 1).await;
+    let mut enqueueing = client.begin().await.unwrap();
+    sqlx::query("SELECT enqueue('r', 'late', 1500)")
+        .execute(&mut *enqueueing)
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let result = tokio::time::timeout(
+        secs(10),
+        db::queues::retire_queue(w.db(), "r", "queue r was removed from the config"),
+    )
+    .await
+    .expect("retiring never waits for a client without bound");
+    let waited = started.elapsed();
+    let err = result.expect_err("the client's open enqueue holds the queue's row");
+    assert!(
+        err.to_string().contains("lock timeout"),
+        "the wait ends with the lock timeout: {err}"
+    );
+    assert!(
+        waited >= db::queues::RETIRE_LOCK_TIMEOUT && waited < secs(6),
+        "{waited:?}"
+    );
+    let active: bool = sqlx::query_scalar("SELECT active FROM queues WHERE queue = 'r'")
+        .fetch_one(w.db())
+        .await
+        .unwrap();
+    assert!(active, "nothing retired by the failed attempt");
+
+    // The client commits; the retry retires the queue and rejects the entry with it.
+    enqueueing.commit().await.unwrap();
+    let rejected = db::queues::retire_queue(w.db(), "r", "queue r was removed from the config")
+        .await
+        .unwrap();
+    assert_eq!(rejected, 1);
+    assert_eq!(
+        status_of(w.db(), "late").await,
+        [(
+            "r".into(),
+            "rejected".into(),
+            Some("queue r was removed from the config".into())
+        )]
+    );
+    refused(
+        &client,
+        "SELECT enqueue('r', 'later', 1500)",
+        &["queue = 'r': unknown queue; queues: q"],
+    )
+    .await;
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn a_party_cannot_be_split_or_joined() {
+    let mut w = World::new().await;
+    let (_, a) = client_login(&w.tdb, 1).await;
+    let (_, b) = client_login(&w.tdb, 1).await;
+    party(&a, "q", "crew", &["bob", "carol"]).await;
+    let before = fingerprint(w.db()).await;
+
+    // (c) Joining a queued party, by its id, from either login.
+    for client in [&a, &b] {
+        refused(
+            client,
+            r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "dan", "skill": 1500},
+                                                          {"player_id": "eve", "skill": 1500}]')"#,
+            &["party_id = 'crew': is already queued in queue q (cancel it first)"],
+        )
+        .await;
+    }
+    // Taking a member out into a party of one's own, or queueing a member alone.
+    refused(
+        &a,
+        r#"SELECT * FROM enqueue_party('q', 'crew2', '[{"player_id": "bob", "skill": 1500},
+                                                       {"player_id": "mallory", "skill": 1500}]')"#,
+        &["members[].player_id = 'bob': is already queued in queue q"],
+    )
+    .await;
+    refused(
+        &a,
+        "SELECT enqueue('q', 'carol', 1500)",
+        &["player_id = 'carol': is already queued in queue q"],
+    )
+    .await;
+    // Rows by hand.
+    for sql in [
+        "INSERT INTO queue_entries (queue, player_id, party_id, skill)
+             VALUES ('q', 'mallory', 'crew', 1500)",
+        "UPDATE queue_entries SET party_id = NULL, party_key = NULL WHERE player_id = 'bob'",
+        "UPDATE queue_entries SET party_size = 1 WHERE party_id = 'crew'",
+    ] {
+        denied(&a, sql).await;
+    }
+    // Another login cannot cancel (or see) a member.
+    assert_eq!(cancel(&b, "carol").await, 0);
+    assert_eq!(fingerprint(w.db()).await, before, "nothing changed");
+
+    // Cancelling one member cancels the party.
+    assert_eq!(cancel(&a, "bob").await, 2);
+    assert_eq!(
+        status_of(w.db(), "bob").await,
+        [(
+            "q".into(),
+            "cancelled".into(),
+            Some("cancelled by the client".into())
+        )]
+    );
+    assert_eq!(
+        status_of(w.db(), "carol").await,
+        [(
+            "q".into(),
+            "cancelled".into(),
+            Some("party member bob cancelled".into())
+        )]
+    );
+
+    // The round goes on without them.
+    solos(&a, "q", &["s0", "s1", "s2", "s3", "s4", "s5"]).await;
+    let report = w.round().await;
+    assert_eq!((report.players, report.matched), (6, 6), "{report:?}");
+    assert_contract_invariants(w.db()).await;
+}
+
+async fn visible_players(client: &PgPool) -> Vec<String> {
+    sqlx::query_scalar("SELECT player_id FROM player_status ORDER BY player_id")
+        .fetch_all(client)
+        .await
+        .unwrap()
+}
+
+async fn visible_matches(client: &PgPool) -> Vec<(i64, String)> {
+    sqlx::query_as("SELECT match_id, player_id FROM match_details ORDER BY player_id")
+        .fetch_all(client)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_login_sees_and_cancels_only_its_own_players() {
+    let mut w = World::new().await;
+    let (_, a) = client_login(&w.tdb, 1).await;
+    let (_, b) = client_login(&w.tdb, 1).await;
+    solos(&a, "q", &["a0", "a1", "a2", "a3", "a4", "a5"]).await;
+    let first = w.round().await;
+    assert_eq!(first.matched, 6);
+    solos(&b, "q", &["b0", "b1", "b2", "b3", "b4", "b5"]).await;
+    let second = w.round().await;
+    assert_eq!(second.matched, 6);
+    solos(&a, "q", &["a6"]).await;
+    party(&a, "q", "apar", &["a7", "a8"]).await;
+
+    assert_eq!(
+        visible_players(&a).await,
+        ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"]
+    );
+    assert_eq!(
+        visible_players(&b).await,
+        ["b0", "b1", "b2", "b3", "b4", "b5"]
+    );
+    let b_sees = visible_matches(&b).await;
+    assert_eq!(b_sees.len(), 6, "{b_sees:?}");
+    assert!(b_sees.iter().all(|(_, p)| p.starts_with('b')), "{b_sees:?}");
+    let a_sees = visible_matches(&a).await;
+    assert_eq!(a_sees.len(), 6);
+    assert!(a_sees.iter().all(|(_, p)| p.starts_with('a')), "{a_sees:?}");
+    let a_match = a_sees[0].0;
+    let by_id: i64 = sqlx::query_scalar("SELECT count(*) FROM match_details WHERE match_id = $1")
+        .bind(a_match)
+        .fetch_one(&b)
+        .await
+        .unwrap();
+    assert_eq!(by_id, 0, "another login's match, asked for by id");
+    let by_player: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM player_status WHERE player_id IN ('a0', 'a6', 'a7')",
+    )
+    .fetch_one(&b)
+    .await
+    .unwrap();
+    assert_eq!(by_player, 0, "another login's players, asked for by id");
+
+    // B cannot cancel or refresh A's waiting players.
+    let before = fingerprint(w.db()).await;
+    for p in ["a6", "a7", "a8", "a0"] {
+        assert_eq!(cancel(&b, p).await, 0, "{p}");
+    }
+    let refreshed: i32 = sqlx::query_scalar("SELECT keep_alive('{a6,a7,a8}')")
+        .fetch_one(&b)
+        .await
+        .unwrap();
+    assert_eq!(refreshed, 0);
+    let all_queues: i32 = sqlx::query_scalar("SELECT cancel('a6', NULL)")
+        .fetch_one(&b)
+        .await
+        .unwrap();
+    assert_eq!(all_queues, 0);
+    assert_eq!(fingerprint(w.db()).await, before, "A's entries untouched");
+
+    // A function of B's own in the condition runs only on B's rows (security_barrier
+    // views): it would raise on any other player it were shown.
+    let mut conn = b.acquire().await.unwrap();
+    sqlx::query(
+        "CREATE FUNCTION pg_temp.peek(p text) RETURNS boolean
+         LANGUAGE plpgsql IMMUTABLE COST 0.0000001 AS $$
+         BEGIN
+             IF p NOT LIKE 'b%' THEN RAISE EXCEPTION 'saw %', p; END IF;
+             RETURN true;
+         END $$",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    for sql in [
+        "SELECT count(*) FROM player_status WHERE pg_temp.peek(player_id)",
+        "SELECT count(*) FROM player_status WHERE pg_temp.peek(player_id) AND queue = 'q'",
+        "SELECT count(*) FROM match_details WHERE pg_temp.peek(player_id)",
+        "SELECT count(*) FROM match_details WHERE pg_temp.peek(player_id) AND match_id > 0",
+    ] {
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(n, 6, "{sql}");
+    }
+    drop(conn);
+
+    // The countdown is everyone's: a count, no player.
+    let look = w.worker.step().await.unwrap();
+    assert!(matches!(look, StepOutcome::Waiting { .. }), "{look:?}");
+    let pool: i32 = sqlx::query_scalar("SELECT pool_size FROM queue_countdown WHERE queue = 'q'")
+        .fetch_one(&b)
+        .await
+        .unwrap();
+    assert_eq!(pool, 3, "a6, a7, a8");
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn huge_and_unknown_inputs_are_refused_readably() {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 1).await;
+    let before = fingerprint(w.db()).await;
+
+    // (h) A latency map of 50,000 regions.
+    let regions: serde_json::Map<String, serde_json::Value> = (0..50_000)
+        .map(|i| (format!("r{i}"), serde_json::json!(i % 300)))
+        .collect();
+    let map = serde_json::Value::Object(regions);
+    let text = map.to_string();
+    assert!(text.len() >= 186 * 1024, "{} bytes", text.len());
+    let started = Instant::now();
+    for (field, sql) in [
+        (
+            "latencies",
+            "SELECT enqueue(queue => 'q', player_id => 'big', skill => 1500, latencies => $1::jsonb)",
+        ),
+        (
+            "peer_pings",
+            "SELECT enqueue(queue => 'q', player_id => 'big', skill => 1500, peer_pings => $1::jsonb)",
+        ),
+    ] {
+        let err = sqlx::query(sql)
+            .bind(&text)
+            .execute(&client)
+            .await
+            .expect_err("refused");
+        let (code, message) = db_error(&err);
+        assert_eq!(code, "22023", "{message}");
+        assert!(message.starts_with(&format!("{field} = {{")), "{message}");
+        assert!(message.contains("has more than"), "{message}");
+        assert!(message.len() < 200, "readable: {} chars", message.len());
+    }
+    assert!(started.elapsed() < secs(5), "{:?}", started.elapsed());
+
+    // A megabyte of player id, a hundred thousand roles, a party of ten thousand.
+    let message = refused(
+        &client,
+        "SELECT enqueue('q', repeat('x', 1000000), 1500)",
+        &["player_id = 'xxx", "...: is longer than 64 characters"],
+    )
+    .await;
+    assert!(message.len() < 200);
+    let message = refused(
+        &client,
+        "SELECT enqueue('r', 'p', 1500,
+                        roles => (SELECT array_agg('role' || i) FROM generate_series(1, 100000) i))",
+        &["roles = {role1,role2,", "has more than 16 roles"],
+    )
+    .await;
+    assert!(message.len() < 200);
+    refused(
+        &client,
+        "SELECT * FROM enqueue_party('q', 'horde',
+             (SELECT jsonb_agg(jsonb_build_object('player_id', 'h' || i, 'skill', 1500))
+                FROM generate_series(1, 10000) i))",
+        &["members = 10000 members: a party in queue q has 2 to 3 members"],
+    )
+    .await;
+
+    // (i) An unknown queue: the message lists the queues there are.
+    refused(
+        &client,
+        "SELECT enqueue('ranked_9v9', 'p', 1500)",
+        &["queue = 'ranked_9v9': unknown queue; queues: q, r"],
+    )
+    .await;
+    refused(
+        &client,
+        r#"SELECT * FROM enqueue_party('ranked_9v9', 'crew', '[{"player_id": "a", "skill": 1},
+                                                             {"player_id": "b", "skill": 1}]')"#,
+        &["queue = 'ranked_9v9': unknown queue; queues: q, r"],
+    )
+    .await;
+    assert_eq!(fingerprint(w.db()).await, before, "nothing written");
+    assert_contract_invariants(w.db()).await;
+}
+
+/// Malformed calls: (SQL as the client, what the message must contain). The database has
+/// alice and the party crew (bob, carol) queued in q by this login, zoe by another.
+const MALFORMED: &[(&str, &[&str])] = &[
+    // Player ids.
+    (
+        "SELECT enqueue('q', '', 1500)",
+        &["player_id = '': is required (1-64 characters)"],
+    ),
+    (
+        "SELECT enqueue('q', NULL, 1500)",
+        &["player_id = NULL: is required (1-64 characters)"],
+    ),
+    (
+        "SELECT enqueue('q', repeat('x', 65), 1500)",
+        &["player_id = 'xxxxx", "is longer than 64 characters"],
+    ),
+    (
+        r"SELECT enqueue('q', E'new\nline', 1500)",
+        &["player_id = 'new", "contains control characters"],
+    ),
+    (
+        r"SELECT enqueue('q', E'tab\there', 1500)",
+        &["player_id = 'tab", "contains control characters"],
+    ),
+    (
+        r"SELECT enqueue('q', E'bell\x07', 1500)",
+        &["player_id = 'bell", "contains control characters"],
+    ),
+    // Skill, its uncertainty, side.
+    (
+        "SELECT enqueue('q', 'p1', 'NaN')",
+        &["skill = NaN: must be a finite number in [-1000000, 1000000]"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 'Infinity')",
+        &["skill = Infinity: must be a finite number"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', '-Infinity')",
+        &["skill = -Infinity: must be a finite number"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1e300)",
+        &["skill = 1e+300: must be a finite number in [-1000000, 1000000]"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', -1000001)",
+        &["skill = -1000001: must be a finite number"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', NULL)",
+        &["skill = NULL: must be a finite number"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, skill_sigma => -1)",
+        &["skill_sigma = -1: must be a number in [0, 1000000]"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, skill_sigma => 'NaN')",
+        &["skill_sigma = NaN: must be a number in [0, 1000000]"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, side => 1.5)",
+        &["side = 1.5: must be in [0, 1] (0: first team, 1: second)"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, side => -0.1)",
+        &["side = -0.1: must be in [0, 1]"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, side => 'NaN')",
+        &["side = NaN: must be in [0, 1]"],
+    ),
+    // Latencies.
+    (
+        "SELECT enqueue('q', 'p1', 1500, latencies => '[]')",
+        &["latencies = []: must be a JSON object of names to milliseconds"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '[{"eu": 20}]')"#,
+        &[r#"latencies = [{"eu": 20}]: must be a JSON object"#],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '"eu"')"#,
+        &[r#"latencies = "eu": must be a JSON object"#],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, latencies => NULL)",
+        &["latencies = NULL: must be a JSON object"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": "25"}')"#,
+        &[r#"latencies.eu = "25": must be a number of ms"#],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": null}')"#,
+        &["latencies.eu = null: must be a number of ms"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": {"ms": 25}}')"#,
+        &[r#"latencies.eu = {"ms": 25}: must be a number of ms"#],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": -1}')"#,
+        &["latencies.eu = -1: must be between 0 and 10000 ms"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": 10001}')"#,
+        &["latencies.eu = 10001: must be between 0 and 10000 ms"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500,
+                        latencies => (SELECT jsonb_object_agg('dc' || i, 20)
+                                        FROM generate_series(1, 33) i))",
+        &["latencies = {", "has more than 32 entries"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"": 20}')"#,
+        &["latencies key = '': is required"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, latencies => jsonb_build_object(repeat('r', 65), 20))",
+        &["latencies key = 'rrrr", "is longer than 64 characters"],
+    ),
+    (
+        r"SELECT enqueue('q', 'p1', 1500, latencies => jsonb_build_object(E'e\tu', 20))",
+        &["latencies key = ", "contains control characters"],
+    ),
+    (
+        r#"SELECT enqueue('r', 'p1', 1500, latencies => '{"eu": 20, "mars": 20}')"#,
+        &["latencies = 'mars': unknown region; this queue's regions: eu, us"],
+    ),
+    // Peer pings.
+    (
+        "SELECT enqueue('q', 'p1', 1500,
+                        peer_pings => (SELECT jsonb_object_agg('peer' || i, 20)
+                                         FROM generate_series(1, 101) i))",
+        &["peer_pings = {", "has more than 100 entries"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, peer_pings => '{"bob": -5}')"#,
+        &["peer_pings.bob = -5: must be between 0 and 10000 ms"],
+    ),
+    (
+        r#"SELECT enqueue('q', 'p1', 1500, peer_pings => '{"bob": "fast"}')"#,
+        &[r#"peer_pings.bob = "fast": must be a number of ms"#],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, peer_pings => '[]')",
+        &["peer_pings = []: must be a JSON object"],
+    ),
+    // Roles.
+    (
+        "SELECT enqueue('r', 'p1', 1500, roles => '{mage}')",
+        &["roles = 'mage': unknown role; this queue's roles: tank, healer, dps"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, roles => '{tank}')",
+        &["roles = 'tank': this queue has no roles"],
+    ),
+    (
+        "SELECT enqueue('r', 'p1', 1500, roles => '{tank,tank}')",
+        &["roles = {tank,tank}: names a role twice"],
+    ),
+    (
+        "SELECT enqueue('r', 'p1', 1500,
+                        roles => (SELECT array_agg('role' || i) FROM generate_series(1, 17) i))",
+        &["roles = {role1,", "has more than 16 roles"],
+    ),
+    (
+        "SELECT enqueue('r', 'p1', 1500, roles => ARRAY['tank', NULL])",
+        &["roles = NULL: unknown role; this queue's roles: tank, healer, dps"],
+    ),
+    (
+        r#"SELECT enqueue('r', 'p1', 1500, roles => '{""}')"#,
+        &["roles = '': unknown role"],
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, roles => NULL)",
+        &["roles = NULL: must be an array (empty: any role)"],
+    ),
+    // Queues.
+    (
+        "SELECT enqueue('nope', 'p1', 1500)",
+        &["queue = 'nope': unknown queue; queues: q, r"],
+    ),
+    (
+        "SELECT enqueue(NULL, 'p1', 1500)",
+        &["queue = NULL: unknown queue; queues: q, r"],
+    ),
+    // Already queued: this login's, a party member, another login's player.
+    (
+        "SELECT enqueue('q', 'alice', 1500)",
+        &["player_id = 'alice': is already queued in queue q (cancel it first)"],
+    ),
+    (
+        "SELECT enqueue('q', 'bob', 1500)",
+        &["player_id = 'bob': is already queued in queue q"],
+    ),
+    (
+        "SELECT enqueue('q', 'zoe', 1500)",
+        &["player_id = 'zoe': is already queued in queue q"],
+    ),
+    // Parties: size, members, fields.
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500}]')"#,
+        &[
+            "members = 1 members: a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)",
+        ],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500},
+             {"player_id": "m2", "skill": 1500}, {"player_id": "m3", "skill": 1500},
+             {"player_id": "m4", "skill": 1500}]')"#,
+        &["members = 4 members: a party in queue q has 2 to 3 members"],
+    ),
+    (
+        "SELECT * FROM enqueue_party('q', 'pty', '[]')",
+        &["members = 0 members: a party in queue q has 2 to 3 members"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500},
+                                                   {"player_id": "m1", "skill": 1600}]')"#,
+        &["members[].player_id = 'm1': appears twice in the party"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500, "nickname": "zz"},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["members[].nickname = zz: unknown field (player_id, skill, skill_sigma"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1"},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["skill = NULL: must be a finite number"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": "1500"},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &[r#"members[].skill = "1500": must be a number"#],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '{"player_id": "m1", "skill": 1500}')"#,
+        &["members = {", "must be a JSON array of members"],
+    ),
+    (
+        "SELECT * FROM enqueue_party('q', 'pty', NULL)",
+        &["members = NULL: must be a JSON array of members"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '"m1"')"#,
+        &[r#"members = "m1": must be a JSON array of members"#],
+    ),
+    (
+        "SELECT * FROM enqueue_party('q', 'pty', '[1, 2]')",
+        &["members[] = 1: must be a JSON object"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[["m1"], ["m2"]]')"#,
+        &[r#"members[] = ["m1"]: must be a JSON object"#],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', '', '[{"player_id": "m1", "skill": 1500},
+                                                {"player_id": "m2", "skill": 1500}]')"#,
+        &["party_id = '': is required (1-64 characters)"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', NULL, '[{"player_id": "m1", "skill": 1500},
+                                                  {"player_id": "m2", "skill": 1500}]')"#,
+        &["party_id = NULL: is required"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', repeat('p', 65), '[{"player_id": "m1", "skill": 1500},
+                                                              {"player_id": "m2", "skill": 1500}]')"#,
+        &["party_id = 'pppp", "is longer than 64 characters"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', E'cr\new', '[{"player_id": "m1", "skill": 1500},
+                                                       {"player_id": "m2", "skill": 1500}]')"#,
+        &["party_id = 'cr", "contains control characters"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": 5, "skill": 1500},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["members[].player_id = 5: must be a string"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"skill": 1500},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["player_id = NULL: is required"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500, "roles": "tank"},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &[r#"members[].roles = "tank": must be a JSON array of role names"#],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1e400},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["members[].skill = 1000", "must be in [-1000000, 1000000]"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1e-400},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["members[].skill = 0.000", "is too close to 0"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500, "side": 2},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["side = 2: must be in [0, 1]"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500, "side": "left"},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &[r#"members[].side = "left": must be a number"#],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500, "skill_sigma": -3},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["skill_sigma = -3: must be a number in [0, 1000000]"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500, "latencies": []},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["latencies = []: must be a JSON object"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('r', 'pty', '[{"player_id": "m1", "skill": 1500, "roles": ["mage"]},
+                                                   {"player_id": "m2", "skill": 1500}]')"#,
+        &["roles = 'mage': unknown role; this queue's roles: tank, healer, dps"],
+    ),
+    (
+        // The first member is fine; the second is not: nothing of the party is written.
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500},
+                                                   {"player_id": "m2", "skill": 1500, "side": 5}]')"#,
+        &["side = 5: must be in [0, 1]"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500},
+                                                   {"player_id": "alice", "skill": 1500}]')"#,
+        &["members[].player_id = 'alice': is already queued in queue q (cancel it first)"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "m1", "skill": 1500},
+                                                    {"player_id": "m2", "skill": 1500}]')"#,
+        &["party_id = 'crew': is already queued in queue q (cancel it first)"],
+    ),
+    (
+        r#"SELECT * FROM enqueue_party('nope', 'pty', '[{"player_id": "m1", "skill": 1500},
+                                                      {"player_id": "m2", "skill": 1500}]')"#,
+        &["queue = 'nope': unknown queue; queues: q, r"],
+    ),
+    // keep_alive and cancel.
+    (
+        "SELECT keep_alive((SELECT array_agg('p' || i) FROM generate_series(1, 10001) i))",
+        &["player_ids = 10001: must be an array of at most 10000 player ids"],
+    ),
+    (
+        "SELECT keep_alive(NULL)",
+        &["player_ids = NULL: must be an array of at most 10000 player ids"],
+    ),
+    (
+        "SELECT cancel('')",
+        &["player_id = '': is required (1-64 characters)"],
+    ),
+    ("SELECT cancel(NULL)", &["player_id = NULL: is required"]),
+    (
+        "SELECT cancel(repeat('x', 65))",
+        &["player_id = 'xxxx", "is longer than 64 characters"],
+    ),
+    (
+        r"SELECT cancel(E'a\nb', 'q')",
+        &["player_id = 'a", "contains control characters"],
+    ),
+];
+
+#[tokio::test]
+async fn malformed_inputs_are_refused_with_22023_naming_field_and_rule() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 1).await;
+    let (_, other) = client_login(&w.tdb, 1).await;
+    solo(&client, "q", "alice", 1500.0).await;
+    party(&client, "q", "crew", &["bob", "carol"]).await;
+    solo(&other, "q", "zoe", 1500.0).await;
+    assert!(MALFORMED.len() >= 40, "{} cases", MALFORMED.len());
+
+    for (sql, needles) in MALFORMED {
+        let before = fingerprint(w.db()).await;
+        refused(&client, sql, needles).await;
+        assert_eq!(
+            fingerprint(w.db()).await,
+            before,
+            "no row written or changed by: {sql}"
+        );
+    }
+    // Every refusal reads `field = value: rule`.
+    for (sql, needles) in MALFORMED {
+        assert!(
+            needles.iter().any(|n| n.contains(" = ")),
+            "the case names a field: {sql}"
+        );
+    }
+
+    // Everyone queued before is still there, and the next round runs as usual.
+    solos(&client, "q", &["dave", "erin"]).await;
+    let report = w.round().await;
+    assert_eq!((report.players, report.matched), (6, 6), "{report:?}");
+    assert_contract_invariants(w.db()).await;
+}
