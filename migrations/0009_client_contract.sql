@@ -344,9 +344,12 @@ BEGIN
         ids := ids || pid;
     END LOOP;
 
-    -- One party_id per queue at a time: concurrent calls for the same party serialize
-    -- here, and the second sees the first's rows.
-    PERFORM pg_advisory_xact_lock(hashtextextended(q.queue || E'\x1f' || party_id, 0));
+    -- One party_id per queue at a time. A try-lock, not a wait: a concurrent call for the
+    -- same party (or a client holding that advisory lock) gets a refusal, never a stall.
+    IF NOT pg_try_advisory_xact_lock(hashtextextended(q.queue || E'\x1f' || party_id, 0)) THEN
+        PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
+            format('is being enqueued in queue %s by another call right now', q.queue));
+    END IF;
     IF EXISTS (SELECT 1 FROM queue_entries e
                 WHERE e.queue = q.queue AND e.party_id = party_id AND e.status = 'queued') THEN
         PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
@@ -539,6 +542,28 @@ SELECT q.queue,
   FROM queues q
   LEFT JOIN queue_countdown c ON c.queue = q.queue
  WHERE q.active;
+
+-- ---- Round notification ------------------------------------------------------------------
+-- The commit writes a round's counts after its matches (a row that fails is isolated
+-- first), so the notification is sent at COMMIT from the row as it is then: a deferred
+-- constraint trigger that reads the final row, not the row as first inserted.
+CREATE OR REPLACE FUNCTION matchmaker_notify_round() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('matchmaker_round', json_build_object(
+        'queue', r.queue, 'round_id', r.round_id,
+        'match_count', r.match_count, 'matched', r.matched)::text)
+       FROM rounds r
+      WHERE r.round_id = NEW.round_id;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER rounds_notify_commit ON rounds;
+CREATE CONSTRAINT TRIGGER rounds_notify_commit
+    AFTER INSERT ON rounds
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION matchmaker_notify_round();
 
 -- ---- Privileges ------------------------------------------------------------------------
 -- Nothing for PUBLIC: functions are executable by PUBLIC by default, and PostgreSQL before

@@ -111,7 +111,6 @@ pub async fn run(
     // removed queues' workers stop by themselves.
     let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut config_changes = config_rx.clone();
-    let mut retry_retire: Option<Duration>;
     tokio::pin!(shutdown);
     loop {
         workers.retain(|_, handle| !handle.is_finished());
@@ -125,12 +124,12 @@ pub async fn run(
             let c = config_changes.borrow();
             (c.daemon.lease_ttl, c.daemon.poll_interval)
         };
+        // Also every poll interval: a retire that failed (a worker's, or this one: an
+        // enqueue held open past the lock timeout) is tried again until it succeeds.
         if let Err(e) = retire_unlisted(&db, &options.holder, &names, ttl).await {
             tracing::warn!(error = %e, "could not retire queues removed from the config; retrying in {poll:?}");
-            retry_retire = Some(poll);
-        } else {
-            retry_retire = None;
         }
+
         for name in names {
             if let std::collections::hash_map::Entry::Vacant(slot) = workers.entry(name.clone()) {
                 slot.insert(tokio::spawn(queue_task(
@@ -146,7 +145,7 @@ pub async fn run(
         tokio::select! {
             _ = &mut shutdown => break,
             _ = config_changes.changed() => {}
-            _ = tokio::time::sleep(retry_retire.unwrap_or(Duration::MAX)), if retry_retire.is_some() => {}
+            _ = tokio::time::sleep(poll) => {}
         }
     }
 

@@ -233,7 +233,10 @@ impl QueueWorker {
         };
         match decide(&self.config, &view) {
             Decision::Run(trigger) => {
-                if self.last_tidy.is_none_or(|at| at.elapsed() >= Duration::from_millis(100)) {
+                if self
+                    .last_tidy
+                    .is_none_or(|at| at.elapsed() >= Duration::from_millis(100))
+                {
                     self.tidy().await?;
                 }
                 let result = self
