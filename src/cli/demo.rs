@@ -1,7 +1,9 @@
 //! `matchmaker demo`: the whole product in one command. Starts a private PostgreSQL
 //! (unless `DATABASE_URL` / `--database-url` names one), applies the migrations, runs the
 //! daemon on a fast schedule (a round every 20 s) and the simulator's realistic players
-//! together, and shows the live status view until Ctrl-C or `--duration`. At the end it
+//! together (the simulated players enqueue, keep alive and cancel through the client
+//! contract's functions, like any game backend; tickets live 30 s without a keep-alive),
+//! and shows the live status view until Ctrl-C or `--duration`. At the end it
 //! prints the SQL to inspect the rounds it made, with their results, and removes the
 //! private server.
 
@@ -201,7 +203,9 @@ async fn run_with_database(
 }
 
 /// The demo's queue setup: every queue on a fast fixed schedule, small enough minimum
-/// pools that the first round comes within one interval.
+/// pools that the first round comes within one interval, and tickets that expire after
+/// 30 s (or one interval, if longer) without a keep-alive, so that the simulator's
+/// keep-alive calls (every ttl / 3) show within a short demo.
 pub fn demo_config(mut config: Config, every: Duration, queue: &str) -> anyhow::Result<Config> {
     anyhow::ensure!(
         config.queues.contains_key(queue),
@@ -215,6 +219,7 @@ pub fn demo_config(mut config: Config, every: Duration, queue: &str) -> anyhow::
         q.round.min_pool = Some(one_match);
         // Keep solving well inside the interval on a small machine.
         q.round.budget = q.round.budget.min(every / 4);
+        q.tickets.ttl = q.tickets.ttl.min(every.max(Duration::from_secs(30)));
     }
     config.validate()?;
     Ok(config)

@@ -85,6 +85,10 @@ pub struct LoadArgs {
     /// Player id prefix (default `sim<seed>-`).
     #[arg(long)]
     pub id_prefix: Option<String>,
+    /// How long to wait at the start for a daemon to publish the queue (enqueue() refuses
+    /// a queue no daemon serves).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub publish_timeout: Duration,
 }
 
 /// Defaults of the options that differ between `simulate` and `demo`.
@@ -132,6 +136,7 @@ impl LoadArgs {
                 ..PopulationSpec::default()
             },
             id_prefix: self.id_prefix.clone(),
+            publish_timeout: self.publish_timeout,
         }
     }
 }
@@ -140,6 +145,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.write_pool {
         return write_pool(&args, path);
     }
+    // The simulator logs the wait for its queue and the first refused enqueue.
+    crate::cli::run::init_logging(Default::default());
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(simulate(args))
 }
@@ -232,16 +239,31 @@ pub fn fit_to_queue(options: &mut SimulatorOptions, model: &crate::core::QueueMo
 
 /// One line of live counters.
 pub fn progress_line(p: &SimProgress) -> String {
+    if let Some(queue) = &p.waiting_for_queue {
+        return format!(
+            "waiting for the daemon to publish queue {queue} (enqueue() refuses unknown queues)"
+        );
+    }
     let time = p
         .sim_time
         .map(|t| t.format("%H:%M UTC").to_string())
         .unwrap_or_default();
-    format!(
+    let mut line = format!(
         "sim {time}: {} queued, {} playing; enqueued {}, matched {}, cancelled {}",
         p.queued_players,
         p.playing_players,
         p.report.enqueued,
         p.report.matched,
         p.report.cancelled
-    )
+    );
+    for (what, n) in [
+        ("expired", p.report.expired),
+        ("rejected", p.report.rejected),
+        ("refused", p.report.refused),
+    ] {
+        if n > 0 {
+            line.push_str(&format!(", {what} {n}"));
+        }
+    }
+    line
 }

@@ -1,19 +1,29 @@
 //! The load generator behind `matchmaker simulate` and the demo: a player base from the
 //! realistic [`Population`] that queues into a running matchmaker through its database,
-//! exactly as game clients do (the enqueue contract of `queue_entries`).
+//! exactly as game clients do: through the client contract's functions (`enqueue`,
+//! `enqueue_party`, `keep_alive`, `cancel`) and views (`queue_catalog`, `player_status`,
+//! `match_details`), never writing a table, so it also runs as a login role that is a
+//! member of `matchmaker_client` and nothing more.
+//!
+//! Before the first enqueue it waits for the daemon to publish the queue (a row in
+//! `queue_catalog`): `enqueue()` refuses a queue the daemon does not serve.
 //!
 //! Each tick (a quarter of a second):
 //! - **Arrivals**: new sessions start at `rate` players per second at the busiest time of
 //!   day, scaled by how many players are awake worldwide at the simulated hour; who comes
 //!   is weighted by the local time of day of their city (Europe in the European evening).
-//!   A group is a solo player or a fixed party of 2-3 friends, enqueued in one transaction
-//!   so the daemon never sees half a party.
+//!   A group is a solo player (`enqueue()`) or a fixed party of 2-3 friends
+//!   (`enqueue_party()`: one call, so the daemon never sees half a party). A refusal
+//!   (SQLSTATE 22023, `field = value: rule`) is counted and logged once, not fatal.
+//! - **Keep-alive**: every `keep_alive_every` of the queue (its ticket TTL / 3, read from
+//!   `queue_catalog`), one `keep_alive()` call with every queued player's id, so no
+//!   ticket expires while its player waits.
 //! - **Cancels**: a share of the groups give up after a patience (default 5-90 s, wall
-//!   clock) and cancel with the client contract's UPDATE.
-//! - **Matches**: the simulator polls its queued entries; a matched group plays for a
-//!   simulated match duration, then queues again (`requeue_share`) or leaves. Returning
-//!   players are what makes the opponent-variation factor matter; the report gives the
-//!   share of opponents met again in consecutive matches.
+//!   clock) and call `cancel()` (which takes the whole party out).
+//! - **Matches**: the simulator polls `player_status` for its queued players; a matched
+//!   group plays for a simulated match duration, then queues again (`requeue_share`) or
+//!   leaves. Returning players are what makes the opponent-variation factor matter; the
+//!   report gives the share of opponents met again in consecutive matches.
 //!
 //! Time: the queue and its rounds run in real time. `speedup` makes the simulated clock
 //! (time of day, match durations) run faster than the wall clock, so a demo of a few
@@ -31,15 +41,26 @@ use chrono::{DateTime, Utc};
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
-use sqlx::types::Json;
 use thiserror::Error;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::population::{CityPicker, Population, PopulationSpec, Profile, activity};
+use crate::core::Player;
+use crate::db::{self, DbError};
 
 /// Wall-clock period of the simulation loop.
 const TICK: Duration = Duration::from_millis(250);
+
+/// Keep-alive cadence when the queue's catalog row cannot be read (the queue was retired
+/// meanwhile).
+const DEFAULT_KEEP_ALIVE_EVERY: Duration = Duration::from_secs(30);
+
+/// `keep_alive()` takes at most this many player ids per call.
+const KEEP_ALIVE_MAX_IDS: usize = 10_000;
+
+/// SQLSTATE of the contract's refusals (invalid_parameter_value).
+const REFUSED: &str = "22023";
 
 /// What to simulate. `Default`: 2 players per second at peak into `ranked_3v3` for one
 /// minute, from a base of 3,000 players, in real time.
@@ -72,6 +93,9 @@ pub struct SimulatorOptions {
     /// Player ids are `{id_prefix}{n}`; default `sim{seed}-`. Two simulators on one queue
     /// need different prefixes.
     pub id_prefix: Option<String>,
+    /// How long to wait at the start for the daemon to publish the queue (its row in
+    /// `queue_catalog`) before giving up.
+    pub publish_timeout: Duration,
 }
 
 impl Default for SimulatorOptions {
@@ -90,6 +114,7 @@ impl Default for SimulatorOptions {
             requeue_share: 0.75,
             spec: PopulationSpec::default(),
             id_prefix: None,
+            publish_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -102,10 +127,33 @@ pub enum SimError {
         option: &'static str,
         reason: String,
     },
-    #[error("the database has no queue_entries table (run `matchmaker migrate` first): {0}")]
-    NoSchema(#[source] sqlx::Error),
+    #[error(
+        "the database has no client contract (player_status, queue_catalog, enqueue()): \
+         run `matchmaker migrate` first"
+    )]
+    NoSchema,
+    #[error(
+        "queue {queue:?} was not published within {}: is a daemon running with this queue \
+         in its config? (published queues: {})",
+        humantime::format_duration(*.waited),
+        if .published.is_empty() { "none".to_string() } else { .published.join(", ") }
+    )]
+    QueueNotPublished {
+        queue: String,
+        waited: Duration,
+        published: Vec<String>,
+    },
+    /// The database answered something the contract does not allow.
+    #[error("unexpected answer from the client contract: {0}")]
+    Contract(String),
     #[error(transparent)]
-    Sql(#[from] sqlx::Error),
+    Db(#[from] DbError),
+}
+
+impl From<sqlx::Error> for SimError {
+    fn from(e: sqlx::Error) -> Self {
+        SimError::Db(DbError::from(e))
+    }
 }
 
 /// Live counters, published while the simulator runs (for the demo's status view).
@@ -113,6 +161,8 @@ pub enum SimError {
 pub struct SimProgress {
     /// The simulated clock.
     pub sim_time: Option<DateTime<Utc>>,
+    /// Set while the simulator waits for the daemon to publish this queue.
+    pub waiting_for_queue: Option<String>,
     pub queued_players: usize,
     pub playing_players: usize,
     pub report: SimReport,
@@ -128,12 +178,21 @@ pub struct SimReport {
     /// Of which returning after a match.
     pub requeued: u64,
     pub matched: u64,
+    /// Players whose group cancelled (`cancel()`).
     pub cancelled: u64,
+    /// Entries the daemon rejected (with a reason), or withdrawn because a player was
+    /// matched in another queue.
     pub rejected: u64,
-    /// Group enqueues refused by the database (e.g. a player id already queued by
-    /// someone else), with the last message.
-    pub enqueue_errors: u64,
-    pub last_enqueue_error: Option<String>,
+    /// Entries that expired: never kept alive within the queue's ticket TTL. The
+    /// keep-alive should keep this at 0.
+    pub expired: u64,
+    /// Group enqueues the contract refused (SQLSTATE 22023, e.g. a player already queued
+    /// by another client, a region the queue does not know), with the first message.
+    pub refused: u64,
+    pub first_refusal: Option<String>,
+    /// `keep_alive()` calls made, and the entries they refreshed in total.
+    pub keep_alive_calls: u64,
+    pub kept_alive: u64,
     /// Arrivals skipped because every player of the base was already busy.
     pub base_exhausted: u64,
     /// Distinct matches our players were placed in.
@@ -171,14 +230,16 @@ impl fmt::Display for SimReport {
         write!(
             f,
             "enqueued {} (in parties {}, returning {}), matched {} into {} matches, \
-             cancelled {}, rejected {}",
+             cancelled {}, rejected {}, expired {}, {} keep-alive calls",
             self.enqueued,
             self.enqueued_in_parties,
             self.requeued,
             self.matched,
             self.matches,
             self.cancelled,
-            self.rejected
+            self.rejected,
+            self.expired,
+            self.keep_alive_calls
         )?;
         if let (Some(p50), Some(p90)) = (self.wait_percentile(0.5), self.wait_percentile(0.9)) {
             write!(f, ", wait p50 {p50:.1} s p90 {p90:.1} s")?;
@@ -186,16 +247,16 @@ impl fmt::Display for SimReport {
         if let Some(share) = self.repeat_opponent_share() {
             write!(f, ", opponents met again {:.1}%", share * 100.0)?;
         }
-        if self.enqueue_errors > 0 {
+        if self.refused > 0 {
             write!(
                 f,
-                ", {} enqueues refused (last: {})",
-                self.enqueue_errors,
-                self.last_enqueue_error.as_deref().unwrap_or("?")
+                ", {} enqueues refused (first: {})",
+                self.refused,
+                self.first_refusal.as_deref().unwrap_or("?")
             )?;
         }
         if self.cleaned_up > 0 {
-            write!(f, ", {} still queued at the end withdrawn", self.cleaned_up)?;
+            write!(f, ", {} still queued at the end cancelled", self.cleaned_up)?;
         }
         if self.base_exhausted > 0 {
             write!(
@@ -239,18 +300,33 @@ pub async fn run_simulator(
     shutdown: impl Future<Output = ()>,
 ) -> Result<SimReport, SimError> {
     validate(options)?;
-    // Fail early with a clear message when the schema is missing.
-    sqlx::query("SELECT 1 FROM queue_entries LIMIT 1")
-        .execute(db)
-        .await
-        .map_err(SimError::NoSchema)?;
+    // Fail early with a clear message when the schema is missing (the names are looked
+    // up without reading anything: a client login may lack rights on other objects).
+    let has_contract: bool = sqlx::query_scalar(
+        "SELECT to_regclass('player_status') IS NOT NULL
+            AND to_regclass('queue_catalog') IS NOT NULL
+            AND to_regprocedure('enqueue(text, text, double precision, jsonb, jsonb, text[],
+                                         double precision, double precision)') IS NOT NULL",
+    )
+    .fetch_one(db)
+    .await?;
+    if !has_contract {
+        return Err(SimError::NoSchema);
+    }
 
     let mut sim = Simulation::new(population, options);
+    tokio::pin!(shutdown);
+    let published = wait_for_queue(db, options, progress.as_ref(), &mut shutdown).await?;
+    let Some(keep_alive_every) = published else {
+        // Shut down while waiting: nothing was enqueued.
+        return Ok(sim.report);
+    };
+    sim.keep_alive_every = keep_alive_every;
     // A previous run with the same prefix may have left players queued (killed run).
     sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
 
-    tokio::pin!(shutdown);
     let started = Instant::now();
+    sim.next_keep_alive = started + sim.keep_alive_every;
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last = started;
@@ -275,6 +351,70 @@ pub async fn run_simulator(
         tx.send_replace(sim.progress(Instant::now().duration_since(started)));
     }
     Ok(sim.report)
+}
+
+/// Waits until `queue_catalog` lists the queue (the daemon publishes a queue when its
+/// leader takes the lease), and returns its keep-alive cadence. `None`: shut down while
+/// waiting.
+async fn wait_for_queue(
+    db: &PgPool,
+    options: &SimulatorOptions,
+    progress: Option<&watch::Sender<SimProgress>>,
+    shutdown: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<Option<Duration>, SimError> {
+    let started = Instant::now();
+    let mut announced = false;
+    loop {
+        if let Some(every) = keep_alive_every(db, &options.queue).await? {
+            if announced {
+                tracing::info!(queue = %options.queue, "the daemon published the queue");
+                if let Some(tx) = progress {
+                    tx.send_modify(|p| p.waiting_for_queue = None);
+                }
+            }
+            return Ok(Some(every));
+        }
+        if started.elapsed() >= options.publish_timeout {
+            let published = sqlx::query_scalar("SELECT queue FROM queue_catalog ORDER BY queue")
+                .fetch_all(db)
+                .await?;
+            return Err(SimError::QueueNotPublished {
+                queue: options.queue.clone(),
+                waited: options.publish_timeout,
+                published,
+            });
+        }
+        if !announced {
+            announced = true;
+            tracing::info!(
+                queue = %options.queue,
+                timeout = %humantime::format_duration(options.publish_timeout),
+                "waiting for the daemon to publish queue {} (enqueue() refuses unknown queues)",
+                options.queue
+            );
+            if let Some(tx) = progress {
+                tx.send_modify(|p| p.waiting_for_queue = Some(options.queue.clone()));
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = &mut *shutdown => return Ok(None),
+        }
+    }
+}
+
+/// The queue's keep-alive cadence from `queue_catalog` (`None`: the queue is not
+/// published, or retired).
+async fn keep_alive_every(db: &PgPool, queue: &str) -> Result<Option<Duration>, SimError> {
+    let secs: Option<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM keep_alive_every)::float8 FROM queue_catalog WHERE queue = $1",
+    )
+    .bind(queue)
+    .fetch_optional(db)
+    .await?;
+    Ok(secs
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64))
 }
 
 fn validate(o: &SimulatorOptions) -> Result<(), SimError> {
@@ -329,6 +469,10 @@ struct Simulation<'p> {
     start: DateTime<Utc>,
     /// Fraction of the players awake worldwide, at its maximum over the day.
     peak_awake: f64,
+    /// The queue's keep-alive cadence (`queue_catalog.keep_alive_every`) and the next
+    /// keep-alive call.
+    keep_alive_every: Duration,
+    next_keep_alive: Instant,
     report: SimReport,
 }
 
@@ -389,6 +533,8 @@ impl<'p> Simulation<'p> {
             by_id,
             start: options.start.unwrap_or_else(Utc::now),
             peak_awake: 1.0,
+            keep_alive_every: DEFAULT_KEEP_ALIVE_EVERY,
+            next_keep_alive: Instant::now() + DEFAULT_KEEP_ALIVE_EVERY,
             report: SimReport::default(),
         };
         sim.peak_awake = (0..96)
@@ -431,6 +577,7 @@ impl<'p> Simulation<'p> {
         }
         SimProgress {
             sim_time: Some(self.sim_time(elapsed)),
+            waiting_for_queue: None,
             queued_players: queued,
             playing_players: playing,
             report: self.report.clone(),
@@ -447,7 +594,33 @@ impl<'p> Simulation<'p> {
         self.poll_entries(db, now).await?;
         self.finish_matches(db, now).await?;
         self.cancel_impatient(db, now).await?;
-        self.arrive(db, now, elapsed, dt).await
+        self.arrive(db, now, elapsed, dt).await?;
+        self.keep_alive(db, now).await
+    }
+
+    /// Every `keep_alive_every`, one `keep_alive()` call for all our queued players (as a
+    /// game backend does for the players it holds), so their tickets do not expire. The
+    /// cadence is read again each time: a config reload may change the ticket TTL.
+    async fn keep_alive(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
+        if now < self.next_keep_alive {
+            return Ok(());
+        }
+        let ids: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| matches!(g.state, GroupState::Queued { .. }))
+            .flat_map(|g| g.members.iter().map(|&m| self.profiles[m].id.clone()))
+            .collect();
+        for chunk in ids.chunks(KEEP_ALIVE_MAX_IDS) {
+            let refreshed = db::enqueue::keep_alive(db, Some(&self.options.queue), chunk).await?;
+            self.report.keep_alive_calls += 1;
+            self.report.kept_alive += refreshed;
+        }
+        self.keep_alive_every = keep_alive_every(db, &self.options.queue)
+            .await?
+            .unwrap_or(DEFAULT_KEEP_ALIVE_EVERY);
+        self.next_keep_alive = now + self.keep_alive_every;
+        Ok(())
     }
 
     /// New sessions: Poisson arrivals of groups, weighted by local time of day.
@@ -494,7 +667,8 @@ impl<'p> Simulation<'p> {
         Some(self.idle.swap_remove(slot))
     }
 
-    /// Enqueues every member of the group in one transaction (a party is all or nothing).
+    /// Enqueues the group: a solo player with `enqueue()`, a party with one
+    /// `enqueue_party()` call (all or nothing). A refusal is counted, not fatal.
     async fn enqueue(
         &mut self,
         db: &PgPool,
@@ -503,49 +677,47 @@ impl<'p> Simulation<'p> {
         returning: bool,
     ) -> Result<(), SimError> {
         let members = self.groups[group].members.clone();
-        let party_id = self.groups[group].party_id.clone();
-        let mut tx = db.begin().await?;
-        let mut ids = Vec::with_capacity(members.len());
-        let mut refused = None;
-        for &m in &members {
-            let p = &self.profiles[m];
-            let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar(
-                // The client contract: the daemon fills in status, times and the rest.
-                "INSERT INTO queue_entries \
-                    (queue, player_id, party_id, skill, skill_sigma, latencies, roles, side) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 RETURNING entry_id",
-            )
-            .bind(&self.options.queue)
-            .bind(&p.id)
-            .bind(&party_id)
-            .bind(p.skill)
-            .bind(p.skill_sigma)
-            .bind(Json(self.population.latencies(p)))
-            .bind(&p.roles)
-            .bind(p.side)
-            .fetch_one(&mut *tx)
-            .await;
-            match inserted {
-                Ok(id) => ids.push(id),
-                Err(sqlx::Error::Database(e)) => {
-                    // A constraint refused the row (e.g. this id is already queued by
-                    // another client): count it, keep the simulation going.
-                    refused = Some(format!("player {}: {}", p.id, e.message()));
-                    break;
+        let players: Vec<Player> = members
+            .iter()
+            .map(|&m| {
+                self.population
+                    .to_player(&self.profiles[m], None, Utc::now())
+            })
+            .collect();
+        let queue = self.options.queue.as_str();
+        let enqueued: Result<Vec<(String, i64)>, DbError> = match &self.groups[group].party_id {
+            None => db::enqueue::enqueue(db, queue, &players[0])
+                .await
+                .map(|id| vec![(players[0].id.clone(), id)]),
+            Some(party_id) => db::enqueue::enqueue_party(db, queue, party_id, &players).await,
+        };
+        let enqueued = match enqueued.map_err(|e| (refusal(&e), e)) {
+            Ok(rows) => rows,
+            Err((None, e)) => return Err(e.into()),
+            Err((Some(message), _)) => {
+                if self.report.first_refusal.is_none() {
+                    // Once: a refusal repeats for every group with the same problem.
+                    tracing::warn!(
+                        queue = %self.options.queue,
+                        "enqueue refused: {message} (counted; further refusals are not logged)"
+                    );
+                    self.report.first_refusal = Some(message);
                 }
-                Err(e) => return Err(e.into()),
+                self.report.refused += 1;
+                self.groups[group].state = GroupState::Idle;
+                self.idle.push(group);
+                return Ok(());
             }
-        }
-        if let Some(message) = refused {
-            tx.rollback().await?;
-            self.report.enqueue_errors += 1;
-            self.report.last_enqueue_error = Some(message);
-            self.groups[group].state = GroupState::Idle;
-            self.idle.push(group);
-            return Ok(());
-        }
-        tx.commit().await?;
+        };
+        let by_player: HashMap<String, i64> = enqueued.into_iter().collect();
+        let ids: Vec<i64> = players
+            .iter()
+            .map(|p| {
+                by_player.get(&p.id).copied().ok_or_else(|| {
+                    SimError::Contract(format!("enqueue_party returned no entry for {}", p.id))
+                })
+            })
+            .collect::<Result<_, _>>()?;
 
         let n = members.len() as u64;
         self.report.enqueued += n;
@@ -575,17 +747,23 @@ impl<'p> Simulation<'p> {
         Ok(())
     }
 
-    /// Reads what the daemon did with our queued entries.
+    /// Reads what the daemon did with our queued entries (`player_status`, as a client
+    /// does).
     async fn poll_entries(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
         if self.entries.is_empty() {
             return Ok(());
         }
-        let ids: Vec<i64> = self.entries.keys().copied().collect();
+        let players: Vec<&str> = self
+            .entries
+            .values()
+            .map(|&(_, m)| self.profiles[m].id.as_str())
+            .collect();
         let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
-            "SELECT entry_id, status, match_id FROM queue_entries \
-              WHERE entry_id = ANY($1) AND status <> 'queued'",
+            "SELECT entry_id, status, match_id FROM player_status \
+              WHERE queue = $1 AND player_id = ANY($2) AND status <> 'queued'",
         )
-        .bind(&ids)
+        .bind(&self.options.queue)
+        .bind(&players)
         .fetch_all(db)
         .await?;
         let mut by_group: BTreeMap<usize, Vec<(i64, String, Option<i64>)>> = BTreeMap::new();
@@ -621,10 +799,11 @@ impl<'p> Simulation<'p> {
                     },
                 );
             } else if rows.len() == entries.len() || rows.iter().any(|r| r.1 != "matched") {
-                // Rejected or cancelled (by someone else): the session ends. Members still
-                // queued are withdrawn with the group.
-                let rejected = rows.iter().filter(|r| r.1 == "rejected").count() as u64;
-                self.report.rejected += rejected;
+                // Rejected, expired, withdrawn or cancelled (by someone else): the session
+                // ends. Members still queued are cancelled with the group.
+                let count = |status: &str| rows.iter().filter(|r| r.1 == status).count() as u64;
+                self.report.rejected += count("rejected") + count("withdrawn");
+                self.report.expired += count("expired");
                 self.cancel_group(db, group).await?;
                 if !matches!(self.groups[group].state, GroupState::Playing { .. }) {
                     self.set_state(group, GroupState::Idle);
@@ -645,7 +824,7 @@ impl<'p> Simulation<'p> {
     /// their previous one.
     async fn record_opponents(&mut self, db: &PgPool, match_ids: &[i64]) -> Result<(), SimError> {
         let rows: Vec<(i64, String, i32)> = sqlx::query_as(
-            "SELECT match_id, player_id, team FROM match_players WHERE match_id = ANY($1)",
+            "SELECT match_id, player_id, team FROM match_details WHERE match_id = ANY($1)",
         )
         .bind(match_ids)
         .fetch_all(db)
@@ -713,22 +892,20 @@ impl<'p> Simulation<'p> {
         Ok(())
     }
 
-    /// The client contract's cancel, for every member of the group still queued.
+    /// `cancel()` for the group: one call takes a whole party out, so a member's call
+    /// is made only while some members are unaccounted for (a member whose entry already
+    /// left the queue cancels nothing). Returns the entries cancelled.
     async fn cancel_group(&mut self, db: &PgPool, group: usize) -> Result<u64, SimError> {
-        let ids: Vec<String> = self.groups[group]
-            .members
-            .iter()
-            .map(|&m| self.profiles[m].id.clone())
-            .collect();
-        let done = sqlx::query(
-            "UPDATE queue_entries SET status = 'cancelled' \
-              WHERE queue = $1 AND player_id = ANY($2) AND status = 'queued'",
-        )
-        .bind(&self.options.queue)
-        .bind(&ids)
-        .execute(db)
-        .await?;
-        Ok(done.rows_affected())
+        let members = self.groups[group].members.clone();
+        let mut cancelled = 0;
+        for m in members.iter().copied() {
+            if cancelled >= members.len() as u64 {
+                break;
+            }
+            let player = &self.profiles[m].id;
+            cancelled += db::enqueue::cancel(db, Some(&self.options.queue), player).await?;
+        }
+        Ok(cancelled)
     }
 
     fn set_state(&mut self, group: usize, state: GroupState) {
@@ -746,7 +923,9 @@ impl<'p> Simulation<'p> {
     }
 }
 
-/// Cancels every still-queued entry of this simulator's players (ids with `prefix`).
+/// Cancels every still-queued entry of this simulator's players (ids with `prefix`) in
+/// one statement: `cancel()` for each player `player_status` shows queued (a party's
+/// first call cancels its mates, whose own calls then find nothing).
 async fn cancel_prefix(db: &PgPool, queue: &str, prefix: &str) -> Result<u64, SimError> {
     // LIKE needs its wildcards escaped: the prefix is data, not a pattern.
     let pattern = format!(
@@ -756,15 +935,25 @@ async fn cancel_prefix(db: &PgPool, queue: &str, prefix: &str) -> Result<u64, Si
             .replace('%', "\\%")
             .replace('_', "\\_")
     );
-    let done = sqlx::query(
-        "UPDATE queue_entries SET status = 'cancelled' \
+    let cancelled: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(cancel(player_id, $1)), 0)::int8 FROM player_status
           WHERE queue = $1 AND status = 'queued' AND player_id LIKE $2",
     )
     .bind(queue)
     .bind(pattern)
-    .execute(db)
+    .fetch_one(db)
     .await?;
-    Ok(done.rows_affected())
+    Ok(cancelled as u64)
+}
+
+/// The message of a contract refusal (SQLSTATE 22023), else `None`.
+fn refusal(e: &DbError) -> Option<String> {
+    match e {
+        DbError::Sql(sqlx::Error::Database(e)) if e.code().as_deref() == Some(REFUSED) => {
+            Some(e.message().to_string())
+        }
+        _ => None,
+    }
 }
 
 /// A Poisson-distributed count with this mean (Knuth's method; normal approximation for
