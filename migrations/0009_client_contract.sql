@@ -223,6 +223,51 @@ BEGIN
 END
 $$;
 
+-- The common case of matchmaker_check_member in one expression, for enqueue()'s speed:
+-- true only when every rule above holds (a sufficient condition: false or NULL means "run
+-- matchmaker_check_member", which accepts or names the first rule broken). It never
+-- raises: its JSON path queries are silent. About a quarter of enqueue()'s cost otherwise
+-- goes to the rule-by-rule checks (a statement per map entry).
+CREATE FUNCTION matchmaker_member_ok(q queues, player_id text, skill double precision,
+                                     skill_sigma double precision, latencies jsonb,
+                                     peer_pings jsonb, roles text[],
+                                     side double precision) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN coalesce(
+        length(player_id) BETWEEN 1 AND 64 AND player_id !~ '[[:cntrl:]]'
+        AND skill >= -1e6 AND skill <= 1e6
+        AND (skill_sigma IS NULL OR (skill_sigma >= 0 AND skill_sigma <= 1e6))
+        AND (side IS NULL OR (side >= 0 AND side <= 1))
+        -- Each map: an object of at most N entries whose names are 1-64 characters
+        -- without control characters (a name of 65 or more characters has 65 that are not
+        -- a newline, or a control character) and whose values are numbers in [0, 10000].
+        AND jsonb_typeof(latencies) = 'object' AND jsonb_typeof(peer_pings) = 'object'
+        AND (latencies = '{}' OR (
+             jsonb_array_length(jsonb_path_query_array(latencies, '$.*')) <= 32
+             AND NOT jsonb_path_exists(latencies,
+                 'strict $.keyvalue() ? (@.value.type() != "number" || @.value < 0
+                                         || @.value > 10000 || @.key == ""
+                                         || @.key like_regex "^.{65}"
+                                         || @.key like_regex "[[:cntrl:]]")', '{}', true)
+             AND (cardinality(q.regions) = 0
+                  OR NOT jsonb_path_exists(latencies, 'strict $.keyvalue() ? (!(@.key == $k[*]))',
+                                           jsonb_build_object('k', q.regions), true))))
+        AND (peer_pings = '{}' OR (
+             jsonb_array_length(jsonb_path_query_array(peer_pings, '$.*')) <= 100
+             AND NOT jsonb_path_exists(peer_pings,
+                 'strict $.keyvalue() ? (@.value.type() != "number" || @.value < 0
+                                         || @.value > 10000 || @.key == ""
+                                         || @.key like_regex "^.{65}"
+                                         || @.key like_regex "[[:cntrl:]]")', '{}', true)))
+        -- A NULL role is in no array (<@ never matches NULL).
+        AND cardinality(roles) <= 16 AND roles <@ q.roles
+        AND CASE WHEN cardinality(roles) < 2 THEN true
+                 ELSE cardinality(roles) = (SELECT count(DISTINCT x) FROM unnest(roles) x) END,
+        false);
+END
+$$;
+
 -- The active queue, locked against retirement until the enqueue commits (FOR KEY SHARE:
 -- the daemon's retire takes FOR UPDATE; its publish does not conflict).
 CREATE FUNCTION matchmaker_active_queue(name text) RETURNS queues
@@ -254,11 +299,20 @@ RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 #variable_conflict use_variable
 DECLARE
-    q queues := matchmaker_active_queue(queue);
+    q queues;
     id bigint;
 BEGIN
-    PERFORM matchmaker_check_member(q, player_id, skill, skill_sigma, latencies, peer_pings,
-                                    roles, side);
+    -- matchmaker_active_queue() inlined for an active queue (the same row lock); the
+    -- function raises the refusal otherwise. A nested call costs a tenth of an enqueue.
+    SELECT * INTO q FROM queues WHERE queues.queue = queue FOR KEY SHARE;
+    IF NOT FOUND OR NOT q.active THEN
+        q := matchmaker_active_queue(queue);
+    END IF;
+    IF NOT matchmaker_member_ok(q, player_id, skill, skill_sigma, latencies, peer_pings,
+                                roles, side) THEN
+        PERFORM matchmaker_check_member(q, player_id, skill, skill_sigma, latencies,
+                                        peer_pings, roles, side);
+    END IF;
     BEGIN
         INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
                                         peer_pings, roles, side, enqueued_at, expires_at)
@@ -585,6 +639,8 @@ REVOKE ALL ON FUNCTION
     matchmaker_check_ms_map(text, jsonb, integer, text[]),
     matchmaker_check_member(queues, text, double precision, double precision, jsonb, jsonb,
                             text[], double precision),
+    matchmaker_member_ok(queues, text, double precision, double precision, jsonb, jsonb,
+                         text[], double precision),
     matchmaker_active_queue(text),
     matchmaker_notify_enqueue(),
     matchmaker_notify_round()

@@ -10,6 +10,7 @@ mod daemon_lease;
 mod daemon_rounds;
 mod daemon_run;
 mod daemon_triggers;
+mod db_member_fast_path;
 mod db_schema;
 mod local_pg;
 mod ops_queries;
