@@ -3,17 +3,20 @@
 //! 1. **Round database work** (snapshot + commit; the solve is excluded): for each pool
 //!    size, the same players are enqueued again before every repetition, so from the
 //!    second repetition on the snapshot also reads their match history, as in production.
-//! 2. **Enqueue under load**: N connections insert single rows as fast as they can while
-//!    rounds of up to `--load-round-size` players run back to back on the same queue; the
-//!    rate and the worst single enqueue are reported (an enqueue must never wait on a
-//!    round's locks).
+//! 2. **Enqueue under load**: N connections enqueue single players as fast as they can
+//!    while rounds of up to `--load-round-size` players run back to back on the same
+//!    queue; the rate and the worst single enqueue are reported (an enqueue must never
+//!    wait on a round's locks). The same connections alternate, in slices of 500 ms,
+//!    between the client contract's `enqueue()` and the raw single-row INSERT clients ran
+//!    before it, with the same players, and the ratio of the two rates is printed: the
+//!    price of the front door's checks, measured under the same host noise.
 //!
 //! Runs in a scratch database (created and dropped) on `--database-url`, or on a
 //! temporary private PostgreSQL when no URL is given. Absolute figures depend on the
 //! machine and the server's settings (fsync, shared_buffers); the output says which.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -42,8 +45,8 @@ pub struct BenchDbArgs {
     /// Concurrent enqueue connections.
     #[arg(long, default_value_t = 8)]
     pub connections: usize,
-    /// Duration of the enqueue measurement.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    /// Duration of the enqueue measurement (both paths together: each gets half).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub enqueue_for: Duration,
     /// Enqueue with `SET synchronous_commit = off` (a client's choice: the commit does
     /// not wait for the WAL flush; a crash may lose the last enqueues, which the client
@@ -259,10 +262,78 @@ async fn bench_rounds(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The two enqueue paths measured side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EnqueuePath {
+    /// `SELECT enqueue(...)`: the client contract (migration 0009).
+    Function,
+    /// The single-row INSERT clients ran before the contract (the raw path of commit
+    /// 6043e12's `db::enqueue::enqueue`), for the comparison only.
+    RawInsert,
+}
+
+impl EnqueuePath {
+    const BOTH: [EnqueuePath; 2] = [EnqueuePath::Function, EnqueuePath::RawInsert];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            EnqueuePath::Function => "enqueue()",
+            EnqueuePath::RawInsert => "raw INSERT",
+        }
+    }
+}
+
+/// Slices of the enqueue measurement, alternating the path in the order A B B A, so that
+/// a drift of the host's speed hits both paths alike.
+const SLICE: Duration = Duration::from_millis(500);
+const SLICE_ORDER: [EnqueuePath; 4] = [
+    EnqueuePath::Function,
+    EnqueuePath::RawInsert,
+    EnqueuePath::RawInsert,
+    EnqueuePath::Function,
+];
+
+/// One enqueue of `p` through `path`.
+async fn enqueue_once(
+    conn: &mut sqlx::PgConnection,
+    path: EnqueuePath,
+    p: &crate::core::Player,
+) -> anyhow::Result<i64> {
+    Ok(match path {
+        EnqueuePath::Function => db::enqueue::enqueue(&mut *conn, QUEUE, p).await?,
+        EnqueuePath::RawInsert => {
+            sqlx::query_scalar(
+                "INSERT INTO queue_entries (queue, player_id, party_id, skill, skill_sigma,
+                                            latencies, peer_pings, roles, side, enqueued_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()))
+                 RETURNING entry_id",
+            )
+            .bind(QUEUE)
+            .bind(&p.id)
+            .bind(&p.party)
+            .bind(p.skill)
+            .bind(p.skill_sigma)
+            .bind(sqlx::types::Json(&p.latencies))
+            .bind(sqlx::types::Json(&p.peer_pings))
+            .bind(&p.roles)
+            .bind(p.side)
+            .bind(p.enqueued_at)
+            .fetch_one(&mut *conn)
+            .await?
+        }
+    })
+}
+
 async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> {
     let population = Population::realistic();
     let config = bench_config();
     let lease = bench_lease(pool).await?;
+    // What the daemon does when it takes a queue: enqueue() accepts published queues only.
+    db::queues::publish_queue(pool, QUEUE, &config, "bench").await?;
     // Start with a full pool so the first rounds are big.
     let seed_players = population
         .generate_pool(
@@ -277,6 +348,62 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
     db::enqueue::enqueue_many(pool, QUEUE, &seed_players, chrono::Utc::now()).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
+    // The path every writer uses right now (an EnqueuePath index).
+    let path_now = Arc::new(AtomicUsize::new(SLICE_ORDER[0].index()));
+    // Writers warm up (each statement prepared on its connection), then all start at once.
+    let start = Arc::new(tokio::sync::Barrier::new(args.connections + 1));
+
+    let mut writers = Vec::new();
+    for w in 0..args.connections {
+        // The same players for both paths: each writer cycles through its 200.
+        let template = population
+            .generate_pool(
+                &PopulationSpec {
+                    players: 200,
+                    id_prefix: format!("w{w}-"),
+                    ..PopulationSpec::default()
+                },
+                100 + w as u64,
+            )
+            .players;
+        let (pool, stop, path_now, start) =
+            (pool.clone(), stop.clone(), path_now.clone(), start.clone());
+        let async_commit = args.async_commit;
+        writers.push(tokio::spawn(async move {
+            // One connection per writer, held for the whole run.
+            let mut conn = pool.acquire().await?;
+            if async_commit {
+                sqlx::query("SET synchronous_commit = off")
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            let mut i = 0usize;
+            let next = |i: &mut usize| {
+                let mut p = template[*i % template.len()].clone();
+                p.id = format!("w{w}-{i}");
+                p.party = None;
+                p.enqueued_at = None;
+                *i += 1;
+                p
+            };
+            for path in EnqueuePath::BOTH {
+                for _ in 0..5 {
+                    enqueue_once(&mut conn, path, &next(&mut i)).await?;
+                }
+            }
+            start.wait().await;
+            let mut waits: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+            while !stop.load(Ordering::Relaxed) {
+                let path = EnqueuePath::BOTH[path_now.load(Ordering::Relaxed)];
+                let p = next(&mut i);
+                let t = Instant::now();
+                enqueue_once(&mut conn, path, &p).await?;
+                waits[path.index()].push(t.elapsed());
+            }
+            anyhow::Ok(waits)
+        }));
+    }
+
     let rounds = {
         let (pool, stop, lease, config) =
             (pool.clone(), stop.clone(), lease.clone(), config.clone());
@@ -293,62 +420,34 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
         })
     };
 
+    // The slices: each path's time is the sum of its slices; an enqueue counts for the
+    // path it started with.
+    start.wait().await;
     let started = Instant::now();
-    let mut writers = Vec::new();
-    for w in 0..args.connections {
-        let template = population
-            .generate_pool(
-                &PopulationSpec {
-                    players: 200,
-                    id_prefix: format!("w{w}-"),
-                    ..PopulationSpec::default()
-                },
-                100 + w as u64,
-            )
-            .players;
-        let pool = pool.clone();
-        let stop = stop.clone();
-        let async_commit = args.async_commit;
-        writers.push(tokio::spawn(async move {
-            // One connection per writer, held for the whole run.
-            let mut conn = pool.acquire().await?;
-            if async_commit {
-                sqlx::query("SET synchronous_commit = off")
-                    .execute(&mut *conn)
-                    .await?;
-            }
-            let mut waits = Vec::new();
-            let mut i = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let mut p = template[i % template.len()].clone();
-                p.id = format!("w{w}-{i}");
-                p.party = None;
-                p.enqueued_at = None;
-                let t = Instant::now();
-                db::enqueue::enqueue(&mut *conn, QUEUE, &p).await?;
-                waits.push(t.elapsed());
-                i += 1;
-            }
-            anyhow::Ok(waits)
-        }));
+    let mut path_time = [Duration::ZERO; 2];
+    let mut slice = 0;
+    while started.elapsed() < args.enqueue_for {
+        let path = SLICE_ORDER[slice % SLICE_ORDER.len()];
+        let t = Instant::now();
+        path_now.store(path.index(), Ordering::Relaxed);
+        tokio::time::sleep(SLICE.min(args.enqueue_for.saturating_sub(started.elapsed()))).await;
+        path_time[path.index()] += t.elapsed();
+        slice += 1;
     }
-    tokio::time::sleep(args.enqueue_for).await;
     stop.store(true, Ordering::Relaxed);
-    let mut waits = Vec::new();
-    for w in writers {
-        waits.extend(w.await??);
-    }
     let elapsed = started.elapsed().as_secs_f64();
+    let mut waits: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    for w in writers {
+        let [function, raw] = w.await??;
+        waits[0].extend(function);
+        waits[1].extend(raw);
+    }
     let rounds = rounds.await??;
-    waits.sort();
-    let pct = |p: f64| waits[((waits.len() - 1) as f64 * p) as usize].as_secs_f64() * 1000.0;
-    let over_50 = waits
-        .iter()
-        .filter(|w| **w > Duration::from_millis(50))
-        .count();
+
     println!();
     println!(
-        "Enqueue under load: {} connections{}, {:.1} s, {} rounds of up to {} players running meanwhile",
+        "Enqueue under load: {} connections{}, {:.1} s in {} slices of {} ms alternating \
+         enqueue() and the raw INSERT (A B B A), {} rounds of up to {} players running meanwhile",
         args.connections,
         if args.async_commit {
             " (synchronous_commit off)"
@@ -356,22 +455,43 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
             ""
         },
         elapsed,
+        slice,
+        SLICE.as_millis(),
         rounds.len(),
         args.load_round_size
     );
     println!(
-        "{:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "enqueues", "per second", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "> 50 ms"
+        "{:<11} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "path", "enqueues", "per second", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "> 50 ms"
     );
+    let mut rates = [0.0; 2];
+    for path in EnqueuePath::BOTH {
+        let waits = &mut waits[path.index()];
+        anyhow::ensure!(!waits.is_empty(), "no enqueue through {}", path.label());
+        waits.sort();
+        let pct = |p: f64| waits[((waits.len() - 1) as f64 * p) as usize].as_secs_f64() * 1000.0;
+        let over_50 = waits
+            .iter()
+            .filter(|w| **w > Duration::from_millis(50))
+            .count();
+        rates[path.index()] = waits.len() as f64 / path_time[path.index()].as_secs_f64();
+        println!(
+            "{:<11} {:>9} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+            path.label(),
+            waits.len(),
+            rates[path.index()],
+            pct(0.5),
+            pct(0.99),
+            pct(0.999),
+            pct(1.0),
+            over_50
+        );
+    }
     println!(
-        "{:>10} {:>12.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>10}",
-        waits.len(),
-        waits.len() as f64 / elapsed,
-        pct(0.5),
-        pct(0.99),
-        pct(0.999),
-        pct(1.0),
-        over_50
+        "enqueue() / raw INSERT: {:.0} / {:.0} = {:.3} (target >= 0.9)",
+        rates[0],
+        rates[1],
+        rates[0] / rates[1]
     );
     if !rounds.is_empty() {
         let max_round = rounds
