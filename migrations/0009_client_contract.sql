@@ -39,10 +39,25 @@ BEGIN
 END
 $$;
 
-COMMENT ON ROLE matchmaker_client IS
-    'game clients and backends: EXECUTE on the client functions, SELECT on the client views';
-COMMENT ON ROLE matchmaker_daemon IS 'matchmaker run: reads and writes the matchmaker tables';
-COMMENT ON ROLE matchmaker_ops IS 'operators: read everything, write nothing';
+-- COMMENT ON ROLE needs CREATEROLE too: a migrating role without it, running after the
+-- roles were created beforehand, leaves their comments to whoever created them.
+DO $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        ('matchmaker_client',
+         'game clients and backends: EXECUTE on the client functions, SELECT on the client views'),
+        ('matchmaker_daemon', 'matchmaker run: reads and writes the matchmaker tables'),
+        ('matchmaker_ops', 'operators: read everything, write nothing')) AS t(role, text)
+    LOOP
+        BEGIN
+            EXECUTE format('COMMENT ON ROLE %I IS %L', c.role, c.text);
+        EXCEPTION WHEN insufficient_privilege THEN NULL;
+        END;
+    END LOOP;
+END
+$$;
 
 -- ---- Queues the database knows ---------------------------------------------------------
 -- Published by each queue's leader when it takes the lease and when its config changes; a
