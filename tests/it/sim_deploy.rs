@@ -2,8 +2,11 @@
 
 use std::path::Path;
 
+use std::time::Duration;
+
 use matchmaker::config::Config;
 use matchmaker::core::Network;
+use matchmaker::sim::population::Population;
 
 fn load(name: &str) -> Config {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,6 +22,8 @@ fn peer_to_peer_3v3_sample_loads() {
     assert_eq!(config.default_queue, "ranked_3v3");
     assert_eq!((queue.model.teams, queue.model.team_size), (2, 3));
     assert_eq!(queue.model.network, Network::PeerToPeer);
+    assert_eq!(queue.tickets.ttl, Duration::from_secs(300));
+    assert!(queue.tickets.regions.is_empty());
 }
 
 #[test]
@@ -28,4 +33,10 @@ fn dedicated_5v5_sample_loads() {
     assert_eq!((queue.model.teams, queue.model.team_size), (2, 5));
     assert_eq!(queue.model.network, Network::Dedicated);
     assert_eq!(queue.model.weights.two_hosts, 0.0);
+    // The regions its comment names, the simulator's: `simulate` can play against it.
+    assert_eq!(
+        queue.tickets.regions,
+        Population::realistic().region_names()
+    );
+    assert_eq!(queue.tickets.ttl, Duration::from_secs(300));
 }
