@@ -927,20 +927,14 @@ impl<'p> Simulation<'p> {
 /// one statement: `cancel()` for each player `player_status` shows queued (a party's
 /// first call cancels its mates, whose own calls then find nothing).
 async fn cancel_prefix(db: &PgPool, queue: &str, prefix: &str) -> Result<u64, SimError> {
-    // LIKE needs its wildcards escaped: the prefix is data, not a pattern.
-    let pattern = format!(
-        "{}%",
-        prefix
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_")
-    );
+    // starts_with, not LIKE: it is leakproof, so the filter reaches the rows inside the
+    // security_barrier view (and the prefix needs no escaping).
     let cancelled: i64 = sqlx::query_scalar(
         "SELECT coalesce(sum(cancel(player_id, $1)), 0)::int8 FROM player_status
-          WHERE queue = $1 AND status = 'queued' AND player_id LIKE $2",
+          WHERE queue = $1 AND status = 'queued' AND starts_with(player_id, $2)",
     )
     .bind(queue)
-    .bind(pattern)
+    .bind(prefix)
     .fetch_one(db)
     .await?;
     Ok(cancelled as u64)
