@@ -8,6 +8,7 @@ mod daemon_rounds;
 mod daemon_run;
 mod daemon_triggers;
 mod db_schema;
+mod faults;
 mod local_pg;
 mod ops_queries;
 mod optimizer;
