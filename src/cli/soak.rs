@@ -30,7 +30,8 @@ use crate::db::{self, DbError, audit};
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {
-    /// Inject faults until the replicas have committed this many rounds (all queues).
+    /// Inject faults until the replicas have committed this many matchmaking rounds (all
+    /// queues; one fault every one to five seconds).
     #[arg(long, default_value_t = 100)]
     pub rounds: i64,
     /// Seed of the fault schedule and the client load.
@@ -771,7 +772,7 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             break;
         }
         cycle += 1;
-        tokio::time::sleep(Duration::from_millis(rng.random_range(800..2500))).await;
+        tokio::time::sleep(Duration::from_millis(rng.random_range(300..1500))).await;
         for replica in replicas.iter_mut() {
             if !replica.check_alive() {
                 eprintln!(
@@ -809,8 +810,9 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             continue;
         }
 
-        let roll: f64 = rng.random();
-        if roll < 0.2 {
+        // A fixed rotation, so that every kind of fault comes up in a short soak too:
+        // a cancel storm, three SIGKILLs and a SIGTERM of a leader in every five cycles.
+        if cycle % 5 == 1 {
             let storm = cancel_storm(
                 &db,
                 &StormSpec {
@@ -847,7 +849,7 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
         let Some(victim) = replicas.iter_mut().find(|r| r.holder() == holder) else {
             continue;
         };
-        let graceful = roll < 0.35;
+        let graceful = cycle.is_multiple_of(5);
         let killed_at = Instant::now();
         if graceful {
             victim.terminate(Duration::from_secs(10));
@@ -928,7 +930,7 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             clients.errors.to_string(),
         ),
         (
-            "cancels answered (0: already matched)".into(),
+            "cancels answered (of them too late: 0 cancelled)".into(),
             format!("{} ({})", clients.cancels, clients.cancels_too_late),
         ),
         (

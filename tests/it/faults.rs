@@ -393,16 +393,22 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
 
     // With both healthy replicas gone, the skewed one takes the expired lease and runs
     // rounds: it is refused live leases only.
-    let (_, term, _) = lease_of(db, "q").await.unwrap().expect("a lease");
+    // (It may have won one of the takeovers above already.)
+    let (holder, term, _) = lease_of(db, "q").await.unwrap().expect("a lease");
     let killed_at = std::time::Instant::now();
     for r in fleet.0.iter_mut().filter(|r| r.name() != "skewed") {
         r.kill();
     }
-    let (_, holder, skewed_term) = wait_for_new_term(db, "q", term, bound * 2)
-        .await
-        .expect("the skewed replica takes over");
-    assert!(holder.starts_with("skewed."), "{holder} leads");
-    assert!(killed_at.elapsed() <= bound, "{:?}", killed_at.elapsed());
+    let skewed_term = if holder.starts_with("skewed.") {
+        term
+    } else {
+        let (_, holder, term) = wait_for_new_term(db, "q", term, bound * 2)
+            .await
+            .expect("the skewed replica takes over");
+        assert!(holder.starts_with("skewed."), "{holder} leads");
+        assert!(killed_at.elapsed() <= bound, "{:?}", killed_at.elapsed());
+        term
+    };
     let mut led = 0;
     for _ in 0..100 {
         led = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM rounds WHERE term = $1")
@@ -435,7 +441,10 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
             c.old_expires_at
         );
     }
-    assert!(changes.len() >= 7, "first lease and six takeovers");
+    assert!(
+        changes.len() >= 6,
+        "first lease and five takeovers at least"
+    );
     let live: Vec<_> = changes.iter().filter(|c| c.took_live_lease()).collect();
     assert!(live.is_empty(), "leases taken while live: {live:?}");
 
