@@ -2,9 +2,9 @@
 //! this binary (`matchmaker run`, one of them with its clock 20 s ahead) against a private
 //! PostgreSQL (or a scratch database on `DATABASE_URL`'s server), under a client load of
 //! solo players, parties, players queued in two queues at once and cancels, while the soak
-//! kills the leader of a queue (SIGKILL, sometimes SIGTERM), restarts PostgreSQL (fast,
-//! then immediate) and fires cancel storms at solves in flight, until the replicas have
-//! committed `--rounds` rounds. Then it audits the database ([`crate::db::audit`]) and
+//! stops the leader of a queue (SIGKILL; SIGTERM; SIGSTOP until a standby leads, preferably
+//! mid-commit), restarts PostgreSQL (fast, then immediate) and fires cancel storms at
+//! solves in flight, until the replicas have committed `--rounds` rounds. Then it audits the database ([`crate::db::audit`]) and
 //! prints a table; it exits non-zero if any violation count is not zero.
 //!
 //! The building blocks are public for the fault tests (`tests/it/faults.rs`), which run the
@@ -176,6 +176,12 @@ impl Replica {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        // A paused process would never see the SIGTERM.
+        let _ = Command::new("kill")
+            .args(["-CONT", &child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
@@ -186,6 +192,27 @@ impl Replica {
         let _ = child.kill();
         let _ = child.wait();
         false
+    }
+
+    /// SIGSTOP: the process freezes (a long GC pause, a frozen VM) with its connections
+    /// and transactions open. [`resume`](Self::resume) lets it go on.
+    pub fn pause(&mut self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&mut self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
     }
 
     /// Start the next incarnation (killing the current one if it still runs).
@@ -272,6 +299,20 @@ pub async fn wait_for_new_term(
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     None
+}
+
+/// Sessions of other processes inside a round's commit on this database: the commit's
+/// lease fence (`SELECT .. FROM leases .. FOR UPDATE`) holds ROW SHARE on `leases` until
+/// its transaction ends, and nothing else of the daemon takes that mode there.
+pub async fn committing_sessions(db: &PgPool) -> Result<i64, DbError> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM pg_locks l
+          WHERE l.relation = 'leases'::regclass AND l.mode = 'RowShareLock' AND l.granted
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.pid <> pg_backend_pid()",
+    )
+    .fetch_one(db)
+    .await?)
 }
 
 /// Wait until every queue in `queues` has a live lease. False: not within `timeout`.
@@ -634,11 +675,24 @@ pub fn takeover_bound(ttl: Duration, renew: Duration) -> Duration {
     ttl + renew + Duration::from_secs(1)
 }
 
+/// How a leader is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// SIGKILL, restarted at once.
+    Kill,
+    /// SIGTERM (graceful: releases its leases), restarted at once.
+    Term,
+    /// SIGSTOP until a standby leads, then SIGCONT.
+    Freeze,
+}
+
 /// Counts of the faults injected.
 #[derive(Debug, Default)]
 struct Faults {
     kills: u32,
     terms: u32,
+    freezes: u32,
+    freezes_in_commit: u32,
     restarts: Vec<StopMode>,
     storms: u32,
     takeovers: Vec<Duration>,
@@ -760,6 +814,8 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
     let mut clients = ClientLog::default();
     let mut unreached = None;
     let bound = takeover_bound(LEASE_TTL, LEASE_RENEW);
+    // A frozen leader's open transaction holds the lease row until the server ends it.
+    let freeze_bound = takeover_bound(LEASE_TTL.max(db::IDLE_IN_TRANSACTION_TIMEOUT), LEASE_RENEW);
     let restart_at = [args.rounds / 3, 2 * args.rounds / 3];
     let mut cycle = 0u32;
     loop {
@@ -810,9 +866,10 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             continue;
         }
 
-        // A fixed rotation, so that every kind of fault comes up in a short soak too:
-        // a cancel storm, three SIGKILLs and a SIGTERM of a leader in every five cycles.
-        if cycle % 5 == 1 {
+        // A fixed rotation, so that every kind of fault comes up in a short soak too: in
+        // every six cycles a cancel storm, three SIGKILLs, a SIGTERM and a freeze of a
+        // leader.
+        if cycle % 6 == 1 {
             let storm = cancel_storm(
                 &db,
                 &StormSpec {
@@ -841,42 +898,72 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             continue;
         }
 
-        // Kill the leader of one queue: SIGKILL mostly, sometimes SIGTERM.
+        // Stop the leader of one queue: SIGKILL, SIGTERM, or freeze it (SIGSTOP) until a
+        // standby leads, preferably while it is inside a commit.
+        let kind = match cycle % 6 {
+            0 => Stop::Term,
+            3 => Stop::Freeze,
+            _ => Stop::Kill,
+        };
         let queue = SOAK_QUEUES[rng.random_range(0..SOAK_QUEUES.len())];
+        if kind == Stop::Freeze {
+            let looking = Instant::now();
+            while looking.elapsed() < Duration::from_secs(3)
+                && committing_sessions(&db).await.unwrap_or(0) == 0
+            {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
         let Ok(Some((holder, term, true))) = lease_of(&db, queue).await else {
             continue;
         };
         let Some(victim) = replicas.iter_mut().find(|r| r.holder() == holder) else {
             continue;
         };
-        let graceful = cycle.is_multiple_of(5);
-        let killed_at = Instant::now();
-        if graceful {
-            victim.terminate(Duration::from_secs(10));
-            faults.terms += 1;
-        } else {
-            victim.kill();
-            faults.kills += 1;
+        let stopped_at = Instant::now();
+        let mut limit = bound;
+        match kind {
+            Stop::Term => {
+                victim.terminate(Duration::from_secs(10));
+                victim.restart()?;
+                faults.terms += 1;
+            }
+            Stop::Kill => {
+                victim.kill();
+                victim.restart()?;
+                faults.kills += 1;
+            }
+            Stop::Freeze => {
+                victim.pause();
+                faults.freezes += 1;
+                if committing_sessions(&db).await.unwrap_or(0) > 0 {
+                    faults.freezes_in_commit += 1;
+                }
+                limit = freeze_bound;
+            }
         }
-        victim.restart()?;
-        match wait_for_new_term(&db, queue, term, bound * 3).await {
+        let took = wait_for_new_term(&db, queue, term, limit * 3).await;
+        if kind == Stop::Freeze {
+            victim.resume();
+        }
+        match took {
             Some((_, new_holder, _)) => {
-                let took = killed_at.elapsed();
+                let took = stopped_at.elapsed();
                 faults.takeovers.push(took);
-                if took > bound {
+                if took > limit {
                     faults.slow_takeovers += 1;
                 }
                 println!(
-                    "cycle {cycle}: {} leader {holder} of {queue}; {new_holder} leads after {:.2} s",
-                    if graceful { "SIGTERM" } else { "SIGKILL" },
+                    "cycle {cycle}: {kind:?} leader {holder} of {queue}; {new_holder} leads \
+                     after {:.2} s",
                     took.as_secs_f64()
                 );
             }
             None => {
                 faults.slow_takeovers += 1;
                 eprintln!(
-                    "cycle {cycle}: nobody took over {queue} within {:?}",
-                    bound * 3
+                    "cycle {cycle}: {kind:?} {holder}: nobody took over {queue} within {:?}",
+                    limit * 3
                 );
             }
         }
@@ -904,6 +991,10 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
         ("time".into(), format!("{:.1} s", elapsed.as_secs_f64())),
         ("SIGKILLs of a leader".into(), faults.kills.to_string()),
         ("SIGTERMs of a leader".into(), faults.terms.to_string()),
+        (
+            "leaders frozen (SIGSTOP; with a commit in flight)".into(),
+            format!("{} ({})", faults.freezes, faults.freezes_in_commit),
+        ),
         (
             "PostgreSQL restarts".into(),
             if faults.restarts.is_empty() {

@@ -1,7 +1,7 @@
 //! Faults against the daemon as deployed: `matchmaker run` processes (this crate's binary)
 //! killed with SIGKILL at random points of their rounds, PostgreSQL restarted mid-round,
-//! three replicas whose leaders are killed while one runs its clock 20 s ahead, and a
-//! storm of cancels racing a solve. After each, the database is audited
+//! three replicas whose leaders are killed while one runs its clock 20 s ahead, a storm of
+//! cancels racing a solve, and a leader frozen (SIGSTOP) inside a commit. After each, the database is audited
 //! (`matchmaker::db::audit`, the same counts `matchmaker soak` prints): nothing lost,
 //! nobody in two matches, no match holding a cancelled/expired/withdrawn entry, no split
 //! party, every closed row with a reason, no lease taken while live.
@@ -515,4 +515,128 @@ async fn a_cancel_storm_racing_a_solve_matches_no_cancelled_player() {
         "only {during} cancels landed during the solve (pool {pool_size})"
     );
     assert!(dropped > 0, "no match was dropped for a cancel");
+}
+
+/// How long the database lets a daemon's session sit idle inside a transaction.
+const IDLE_IN_TRANSACTION: Duration = matchmaker::db::IDLE_IN_TRANSACTION_TIMEOUT;
+
+async fn committing_sessions(db: &PgPool) -> i64 {
+    matchmaker::cli::soak::committing_sessions(db)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    audit::install_lease_log(db).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &config_toml(&queue_q("100ms", 12))).unwrap();
+    let url = tdb.url();
+    let mut fleet = Fleet(vec![
+        Replica::start(replica_spec(&url, &config, dir.path(), "a")).unwrap(),
+    ]);
+    assert!(wait_for_leaders(db, &["q"], Duration::from_secs(15)).await);
+    fleet
+        .0
+        .push(Replica::start(replica_spec(&url, &config, dir.path(), "b")).unwrap());
+    wait_for_published(db, 1).await;
+    let (stop, load) = start_load(tdb.new_pool(4).await, "f", None, 15);
+
+    // Freeze the leader (SIGSTOP: a long GC pause, a frozen VM) while it is inside a
+    // commit, holding the lease row's lock and its pool rows' locks.
+    let (holder, term, _) = lease_of(db, "q").await.unwrap().expect("a leads");
+    let leader = fleet.0.iter().position(|r| r.holder() == holder).unwrap();
+    let mut frozen = false;
+    for _ in 0..50 {
+        let started = std::time::Instant::now();
+        while committing_sessions(db).await == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no commit seen"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        fleet.0[leader].pause();
+        if committing_sessions(db).await > 0 {
+            frozen = true;
+            break;
+        }
+        fleet.0[leader].resume();
+    }
+    assert!(frozen, "could not freeze the leader inside a commit");
+
+    // The frozen leader's lease runs out; a standby must take over, and clients must get
+    // answers, although the frozen process still holds its transaction open.
+    // A player whose row the frozen commit locked (if it got that far) is cancelled
+    // meanwhile.
+    let frozen_at = std::time::Instant::now();
+    let bound = LEASE_TTL.max(IDLE_IN_TRANSACTION) + LEASE_RENEW + Duration::from_secs(1);
+    let locked: Option<String> = sqlx::query_scalar(
+        "SELECT player_id FROM queue_entries WHERE queue = 'q' AND status = 'queued'
+         EXCEPT
+         SELECT player_id FROM (SELECT player_id FROM queue_entries
+                                 WHERE queue = 'q' AND status = 'queued'
+                                   FOR UPDATE SKIP LOCKED) free
+         LIMIT 1",
+    )
+    .fetch_optional(db)
+    .await
+    .unwrap();
+    let canceller = {
+        let (db, who) = (db.clone(), locked.clone());
+        tokio::spawn(async move {
+            let who = who?;
+            let result = matchmaker::db::enqueue::cancel(&db, None, &who).await;
+            Some((who, result, frozen_at.elapsed()))
+        })
+    };
+    let took = wait_for_new_term(db, "q", term, bound * 3).await;
+    let cancelled = tokio::time::timeout(bound * 2, canceller).await;
+    fleet.0[leader].resume();
+    let (elapsed, new_holder, _) = took.expect("nobody took over from the frozen leader");
+    eprintln!("{new_holder} took over {elapsed:?} after {holder} froze mid-commit");
+    assert!(
+        elapsed <= bound,
+        "takeover {elapsed:?} after the leader froze, more than {bound:?}"
+    );
+    let mut extra_cancelled = Vec::new();
+    match cancelled {
+        Err(_) => panic!("cancel() of {locked:?}, locked by the frozen commit, hung"),
+        Ok(answer) => match answer.unwrap() {
+            None => eprintln!("the leader froze before locking its pool rows"),
+            Some((who, result, after)) => {
+                let n = result.expect("cancel answers");
+                eprintln!("cancel({who}), locked by the frozen commit: {n} after {after:?}");
+                assert!(after <= bound, "cancel() waited {after:?}");
+                if n > 0 {
+                    extra_cancelled.push(who);
+                }
+            }
+        },
+    }
+
+    // Thawed, the old leader finds its lease gone: its round is not committed.
+    tokio::time::sleep(LEASE_RENEW * 2).await;
+    let _ = stop.send(true);
+    let mut clients = load.await.unwrap();
+    clients.cancelled_players.extend(extra_cancelled);
+    wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
+    fleet.assert_all_alive();
+    let audit = fault_invariants(db, &clients).await;
+    assert_clean(&audit);
+    let stale: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM rounds r WHERE r.term = $1
+            AND r.committed_at > (SELECT min(new_acquired_at) FROM audit_lease_log
+                                   WHERE new_term > $1)",
+    )
+    .bind(term)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(
+        stale, 0,
+        "the thawed leader committed after losing its lease"
+    );
 }
