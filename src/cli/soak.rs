@@ -695,7 +695,7 @@ struct Faults {
     freezes_in_commit: u32,
     restarts: Vec<StopMode>,
     storms: u32,
-    takeovers: Vec<Duration>,
+    takeovers: Vec<(Stop, Duration)>,
     slow_takeovers: u32,
     stalls_after_restart: u32,
 }
@@ -900,9 +900,9 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
 
         // Stop the leader of one queue: SIGKILL, SIGTERM, or freeze it (SIGSTOP) until a
         // standby leads, preferably while it is inside a commit.
-        let kind = match cycle % 6 {
-            0 => Stop::Term,
-            3 => Stop::Freeze,
+        let kind = match (faults.kills + faults.terms + faults.freezes) % 5 {
+            1 => Stop::Freeze,
+            3 => Stop::Term,
             _ => Stop::Kill,
         };
         let queue = SOAK_QUEUES[rng.random_range(0..SOAK_QUEUES.len())];
@@ -949,7 +949,7 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
         match took {
             Some((_, new_holder, _)) => {
                 let took = stopped_at.elapsed();
-                faults.takeovers.push(took);
+                faults.takeovers.push((kind, took));
                 if took > limit {
                     faults.slow_takeovers += 1;
                 }
@@ -986,7 +986,13 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             .await?;
     let elapsed = started.elapsed();
 
-    let max_takeover = faults.takeovers.iter().max().copied().unwrap_or_default();
+    let max_takeover = |kind: Stop| {
+        let took = faults.takeovers.iter().filter(|(k, _)| *k == kind);
+        match took.map(|(_, d)| *d).max() {
+            Some(d) => format!("{:.2} s", d.as_secs_f64()),
+            None => "-".into(),
+        }
+    };
     let mut table: Vec<(String, String)> = vec![
         ("time".into(), format!("{:.1} s", elapsed.as_secs_f64())),
         ("SIGKILLs of a leader".into(), faults.kills.to_string()),
@@ -1030,10 +1036,24 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
         ),
         (
             format!(
-                "takeover after a kill, max (bound {:.1} s)",
+                "takeover after SIGKILL, max (bound {:.1} s)",
                 bound.as_secs_f64()
             ),
-            format!("{:.2} s", max_takeover.as_secs_f64()),
+            max_takeover(Stop::Kill),
+        ),
+        (
+            format!(
+                "takeover after SIGTERM, max (bound {:.1} s)",
+                bound.as_secs_f64()
+            ),
+            max_takeover(Stop::Term),
+        ),
+        (
+            format!(
+                "takeover after a freeze, max (bound {:.1} s)",
+                freeze_bound.as_secs_f64()
+            ),
+            max_takeover(Stop::Freeze),
         ),
     ];
     for (name, n) in result.totals() {
