@@ -746,15 +746,15 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
             (None, database_in(url, &name)?, Some((url.clone(), name)))
         }
     };
-    let db = db::connect_with(&url, 6).await?;
     if server.is_some() {
         // Our server runs with synchronous_commit = off (fast tests): an immediate
         // restart would forget commits already acknowledged, and the audit would call
-        // them lost. Durable commits for the soak's database.
+        // them lost. Durable commits for the soak's database (from its next sessions on).
+        let admin = db::connect_with(&url, 1).await?;
         sqlx::query("ALTER DATABASE postgres SET synchronous_commit = on")
-            .execute(&db)
+            .execute(&admin)
             .await?;
-        db.close().await;
+        admin.close().await;
     }
     let db = db::connect_with(&url, 6).await?;
     db::migrate(&db).await?;
