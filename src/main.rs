@@ -34,6 +34,9 @@ enum Command {
     /// The daemon and simulated players together, live: a private PostgreSQL unless
     /// DATABASE_URL is set.
     Demo(cli::demo::DemoArgs),
+    /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
+    /// cancel storms under client load; then an audit of the contract's invariants.
+    Soak(cli::soak::SoakArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +50,7 @@ fn main() -> std::process::ExitCode {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Status(args) => cli::status::run(args),
         Command::Demo(args) => cli::demo::run(args),
+        Command::Soak(args) => cli::soak::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

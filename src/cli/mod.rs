@@ -8,6 +8,7 @@ pub mod migrate;
 pub mod optimize;
 pub mod run;
 pub mod simulate;
+pub mod soak;
 pub mod status;
 
 use crate::db;

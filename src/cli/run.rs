@@ -2,6 +2,7 @@
 //! (where the database comes from) and the log setup.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -49,6 +50,22 @@ pub struct RunArgs {
     /// This replica's name in the leases table (default: hostname-pid).
     #[arg(long)]
     pub holder: Option<String>,
+    /// Test aid (fault injection, `matchmaker soak`): run this replica's clock ahead by
+    /// this long ("20s"; a leading `-` runs it behind). Round and countdown times shift;
+    /// leases do not, they use the database's clock.
+    #[arg(long, hide = true, value_parser = parse_skew, allow_hyphen_values = true)]
+    pub clock_skew: Option<chrono::Duration>,
+}
+
+/// `20s`, `1m 5s`, `-20s`: a signed humantime duration.
+pub fn parse_skew(text: &str) -> Result<chrono::Duration, String> {
+    let (sign, magnitude) = match text.trim().strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.trim()),
+    };
+    let d = humantime::parse_duration(magnitude.trim()).map_err(|e| e.to_string())?;
+    let d = chrono::Duration::from_std(d).map_err(|e| e.to_string())?;
+    Ok(d * sign)
 }
 
 /// Install the tracing subscriber (RUST_LOG filters; default `info`).
@@ -114,11 +131,18 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         } else {
             db::migrate(&pool).await?;
         }
-        let options = DaemonOptions {
+        let mut options = DaemonOptions {
             holder: args.holder.unwrap_or_else(daemon::default_holder),
             config_path,
             ..DaemonOptions::default()
         };
+        if let Some(offset) = args.clock_skew {
+            tracing::warn!(
+                skew_ms = offset.num_milliseconds(),
+                "clock skew injected (--clock-skew): round times are off; leases use the database clock"
+            );
+            options.clock = Arc::new(daemon::clock::SkewedClock { offset });
+        }
         // The daemon's own pool: every statement and lock wait bounded, so no client
         // call and no stuck statement holds a round, a lease renewal or a takeover.
         let limits = config.daemon.session_limits();
@@ -149,5 +173,17 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
         _ = term => tracing::info!("SIGTERM received"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_skew_parses_signed_durations() {
+        assert_eq!(parse_skew("20s"), Ok(chrono::Duration::seconds(20)));
+        assert_eq!(parse_skew("-1m 5s"), Ok(chrono::Duration::seconds(-65)));
+        assert!(parse_skew("soon").is_err());
     }
 }

@@ -107,7 +107,9 @@ impl DaemonConfig {
         crate::db::SessionLimits {
             lock_timeout: self.lock_timeout,
             statement_timeout: self.statement_timeout,
-            idle_in_transaction_timeout: self.statement_timeout,
+            // A leader frozen inside a commit (SIGSTOP, a paused VM) gives its row locks
+            // back after this, so standbys and clients' cancels wait no longer.
+            idle_in_transaction_timeout: crate::db::IDLE_IN_TRANSACTION_TIMEOUT,
         }
     }
 }

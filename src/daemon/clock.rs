@@ -55,3 +55,36 @@ impl Clock for ManualClock {
         Some(self.now())
     }
 }
+
+/// The wall clock shifted by a fixed offset: a replica whose clock runs ahead (or behind,
+/// with a negative offset). A fault-injection aid (`matchmaker run --clock-skew`): its
+/// round times, countdown and commit times are off by the offset, but its leases are not,
+/// since lease queries use the database's clock ([`Clock::lease_now`] stays None).
+#[derive(Debug, Clone, Copy)]
+pub struct SkewedClock {
+    pub offset: chrono::Duration,
+}
+
+impl Clock for SkewedClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.offset
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skewed_clock_runs_ahead_but_leases_use_the_database_clock() {
+        let clock = SkewedClock {
+            offset: chrono::Duration::seconds(20),
+        };
+        let ahead = clock.now() - Utc::now();
+        assert!(
+            ahead > chrono::Duration::seconds(19) && ahead <= chrono::Duration::seconds(20),
+            "{ahead}"
+        );
+        assert_eq!(clock.lease_now(), None);
+    }
+}

@@ -57,6 +57,15 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LocalPgErro
     move |source| LocalPgError::Io { what, source }
 }
 
+/// How [`LocalPostgres::restart`] stops the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopMode {
+    /// Clients are disconnected, the server shuts down cleanly.
+    Fast,
+    /// The server quits at once, like a crash: crash recovery runs at the next start.
+    Immediate,
+}
+
 /// A running private server. Stop it with [`LocalPostgres::stop`]; dropping it stops it
 /// too (blocking) if this process started it.
 #[derive(Debug)]
@@ -165,6 +174,52 @@ impl LocalPostgres {
             let _ = std::fs::remove_dir_all(&self.base_dir);
         }
         result
+    }
+
+    /// Restart the server on the same port (`pg_ctl restart`, which keeps the options it
+    /// was started with), stopping it the `mode` way. Connections are cut; a client
+    /// reconnects once it is back (fault injection: `matchmaker soak`, tests).
+    pub async fn restart(&self, mode: StopMode) -> Result<(), LocalPgError> {
+        let ctl = self.detached();
+        tokio::task::spawn_blocking(move || ctl.restart_blocking(mode))
+            .await
+            .expect("local PostgreSQL restart task panicked")
+    }
+
+    /// Blocking twin of [`restart`](Self::restart).
+    pub fn restart_blocking(&self, mode: StopMode) -> Result<(), LocalPgError> {
+        let data = self.data_dir();
+        let log = self.base_dir.join("server.log");
+        let mode = match mode {
+            StopMode::Fast => "fast",
+            StopMode::Immediate => "immediate",
+        };
+        self.pg_ctl(&[
+            "-D",
+            path_str(&data),
+            "-l",
+            path_str(&log),
+            "-m",
+            mode,
+            "-w",
+            "-t",
+            "60",
+            "restart",
+        ])
+        .map(drop)
+    }
+
+    /// A copy that runs commands on the same server but never stops it when dropped.
+    fn detached(&self) -> LocalPostgres {
+        LocalPostgres {
+            bin_dir: self.bin_dir.clone(),
+            base_dir: self.base_dir.clone(),
+            port: self.port,
+            temporary: false,
+            owned: false,
+            stopped: true,
+            run_as_postgres: self.run_as_postgres,
+        }
     }
 
     fn data_dir(&self) -> PathBuf {

@@ -4,6 +4,7 @@
 //! Every query takes the current time as a parameter (`now`) instead of reading the
 //! database clock, so tests drive rounds, leases and countdowns with an injected clock.
 
+pub mod audit;
 pub mod commit;
 pub mod enqueue;
 pub mod lease;
@@ -18,10 +19,11 @@ pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
 pub use queue_state::{PoolStats, QueueStateRow, WaitingFor, pool_stats, write_queue_state};
 pub use snapshot::{QueuedEntry, Snapshot, snapshot_pool};
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use thiserror::Error;
 
 /// Errors at the database boundary.
@@ -146,17 +148,33 @@ pub async fn connect(url: &str) -> Result<PgPool, DbError> {
     connect_with(url, 10).await
 }
 
+/// How long one of our sessions may sit idle inside a transaction before the server ends
+/// it (rolling the transaction back). Our transactions (snapshot, commit, retire) never
+/// wait on anything but the database, so a session idle in one belongs to a process that
+/// froze mid-transaction (SIGSTOP, a paused VM, a debugger) with its row locks held: the
+/// lease row, which a standby's takeover waits for, and the round's pool rows, which
+/// clients' cancel() waits for. Without this bound a leader frozen inside a commit stalls
+/// its queue, and those clients, for as long as it stays frozen.
+pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Connect a pool of at most `max_connections` to `url`.
 pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbError> {
+    let connect_error = |error| DbError::Connect {
+        url: redact(url),
+        error,
+    };
+    let options = PgConnectOptions::from_str(url)
+        .map_err(connect_error)?
+        .options([(
+            "idle_in_transaction_session_timeout",
+            IDLE_IN_TRANSACTION_TIMEOUT.as_millis(),
+        )]);
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(30))
-        .connect(url)
+        .connect_with(options)
         .await
-        .map_err(|error| DbError::Connect {
-            url: redact(url),
-            error,
-        })
+        .map_err(connect_error)
 }
 
 /// Bounds on every statement of a daemon connection (PostgreSQL session settings).

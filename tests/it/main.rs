@@ -12,6 +12,7 @@ mod daemon_run;
 mod daemon_triggers;
 mod db_member_fast_path;
 mod db_schema;
+mod faults;
 mod local_pg;
 mod ops_queries;
 mod optimizer;

@@ -1,0 +1,1197 @@
+//! `matchmaker soak`: the fault-injection run. Daemon replicas run as child processes of
+//! this binary (`matchmaker run`, one of them with its clock 20 s ahead) against a private
+//! PostgreSQL (or a scratch database on `DATABASE_URL`'s server), under a client load of
+//! solo players, parties, players queued in two queues at once and cancels, while the soak
+//! stops the leader of a queue (SIGKILL; SIGTERM; SIGSTOP until a standby leads, preferably
+//! mid-commit), restarts PostgreSQL (fast, then immediate) and fires cancel storms at
+//! solves in flight, until the replicas have committed `--rounds` rounds. Then it audits the database ([`crate::db::audit`]) and
+//! prints a table; it exits non-zero if any violation count is not zero.
+//!
+//! The building blocks are public for the fault tests (`tests/it/faults.rs`), which run the
+//! same faults one at a time: [`Replica`] (a daemon process, killed when dropped),
+//! [`run_load`] (the client load), [`cancel_storm`], [`lease_of`], [`wait_for_new_term`].
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+use crate::core::Player;
+use crate::db::local_pg::{LocalPostgres, StopMode};
+use crate::db::{self, DbError, audit};
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// Inject faults until the replicas have committed this many matchmaking rounds (all
+    /// queues; one fault every one to five seconds).
+    #[arg(long, default_value_t = 100)]
+    pub rounds: i64,
+    /// Seed of the fault schedule and the client load.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Healthy replicas; one more runs with its clock --clock-skew ahead.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub replicas: u64,
+    /// How far the skewed replica's clock runs ahead ("20s"; "-20s": behind).
+    #[arg(long, default_value = "20s", value_parser = crate::cli::run::parse_skew, allow_hyphen_values = true)]
+    pub clock_skew: chrono::Duration,
+    /// A PostgreSQL server to soak on: a scratch database is created there (and dropped
+    /// after a clean run). The server is not ours, so it is not restarted. Without it, a
+    /// private server is started from the local binaries.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Keep the replicas' logs (and the config) in this directory. Default: a temporary
+    /// directory, removed after a clean run.
+    #[arg(long)]
+    pub log_dir: Option<PathBuf>,
+    /// Give up (non-zero exit) if the rounds are not reached in this time.
+    #[arg(long, default_value = "20m", value_parser = humantime::parse_duration)]
+    pub max_time: Duration,
+}
+
+// ---- Daemon replicas as child processes ------------------------------------------------
+
+/// How to start one replica: `exe run --no-migrate --config .. --database-url ..
+/// --holder <name>.<incarnation> [--clock-skew ..]`, its stderr appended to
+/// `<log_dir>/<name>.log`.
+#[derive(Debug, Clone)]
+pub struct ReplicaSpec {
+    /// The `matchmaker` binary (`std::env::current_exe()`, or cargo's
+    /// `CARGO_BIN_EXE_matchmaker` in tests).
+    pub exe: PathBuf,
+    pub database_url: String,
+    pub config: PathBuf,
+    pub name: String,
+    /// `--clock-skew` (e.g. "20s").
+    pub clock_skew: Option<String>,
+    pub log_dir: PathBuf,
+}
+
+/// A daemon replica running as a child process. Dropping it kills the process (SIGKILL),
+/// so a failing test leaves nothing running.
+#[derive(Debug)]
+pub struct Replica {
+    spec: ReplicaSpec,
+    incarnation: u32,
+    child: Option<Child>,
+    /// Exits we did not cause (a crash), seen by [`Replica::check_alive`].
+    pub unexpected_exits: u32,
+}
+
+impl Replica {
+    /// Start the first incarnation.
+    pub fn start(spec: ReplicaSpec) -> std::io::Result<Replica> {
+        let mut replica = Replica {
+            spec,
+            incarnation: 0,
+            child: None,
+            unexpected_exits: 0,
+        };
+        replica.spawn()?;
+        Ok(replica)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    pub fn spec(&self) -> &ReplicaSpec {
+        &self.spec
+    }
+
+    /// The holder name of the running incarnation (`<name>.<n>`), as in `leases.holder`.
+    pub fn holder(&self) -> String {
+        format!("{}.{}", self.spec.name, self.incarnation)
+    }
+
+    /// This replica (any incarnation) wrote `holder`.
+    pub fn owns_holder(&self, holder: &str) -> bool {
+        holder
+            .rsplit_once('.')
+            .is_some_and(|(name, n)| name == self.spec.name && n.parse::<u32>().is_ok())
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.spec.log_dir.join(format!("{}.log", self.spec.name))
+    }
+
+    fn spawn(&mut self) -> std::io::Result<()> {
+        self.incarnation += 1;
+        let holder = self.holder();
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())?;
+        writeln!(log, "==== {holder} ====")?;
+        let mut command = Command::new(&self.spec.exe);
+        command
+            .arg("run")
+            .arg("--no-migrate")
+            .arg("--config")
+            .arg(&self.spec.config)
+            .arg("--database-url")
+            .arg(&self.spec.database_url)
+            .arg("--holder")
+            .arg(&holder);
+        if let Some(skew) = &self.spec.clock_skew {
+            command.arg(format!("--clock-skew={skew}"));
+        }
+        command
+            .env_remove("MATCHMAKER_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log));
+        self.child = Some(command.spawn()?);
+        Ok(())
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL, and reap.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM (graceful: the round in flight finishes, leases are released); SIGKILL if
+    /// still running after `grace`. True: it exited by itself within the grace time.
+    pub fn terminate(&mut self, grace: Duration) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        // A paused process would never see the SIGTERM.
+        let _ = Command::new("kill")
+            .args(["-CONT", &child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    /// SIGSTOP: the process freezes (a long GC pause, a frozen VM) with its connections
+    /// and transactions open. [`resume`](Self::resume) lets it go on.
+    pub fn pause(&mut self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&mut self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Start the next incarnation (killing the current one if it still runs).
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.kill();
+        self.spawn()
+    }
+
+    /// Is it running? An exit we did not cause is counted in `unexpected_exits`, and the
+    /// replica stays down until [`restart`](Self::restart).
+    pub fn check_alive(&mut self) -> bool {
+        let Some(child) = self.child.as_mut() else {
+            return false;
+        };
+        match child.try_wait() {
+            Ok(None) => true,
+            _ => {
+                self.child = None;
+                self.unexpected_exits += 1;
+                false
+            }
+        }
+    }
+
+    /// How many lines of this replica's log (all incarnations) contain `needle`.
+    pub fn log_lines_containing(&self, needle: &str) -> usize {
+        std::fs::read_to_string(self.log_path())
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains(needle))
+            .count()
+    }
+
+    /// The last `lines` lines of this replica's log (all incarnations).
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Write `toml` to `<dir>/matchmaker.toml` (validated first); returns the path.
+pub fn write_config(dir: &Path, toml: &str) -> anyhow::Result<PathBuf> {
+    crate::config::Config::from_toml_str(toml).context("the fault run's config")?;
+    let path = dir.join("matchmaker.toml");
+    std::fs::write(&path, toml).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+// ---- Leases, as the soak watches them ---------------------------------------------------
+
+/// The lease of `queue` now: (holder, term, live by the database's clock).
+pub async fn lease_of(db: &PgPool, queue: &str) -> Result<Option<(String, i64, bool)>, DbError> {
+    Ok(
+        sqlx::query_as("SELECT holder, term, expires_at > now() FROM leases WHERE queue = $1")
+            .bind(queue)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// Wait until `queue`'s lease is live under a term above `after_term`; returns the time
+/// it took, the new holder and term. None: not within `timeout`. Database errors (a
+/// restart in progress) count as "not yet".
+pub async fn wait_for_new_term(
+    db: &PgPool,
+    queue: &str,
+    after_term: i64,
+    timeout: Duration,
+) -> Option<(Duration, String, i64)> {
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        if let Ok(Some((holder, term, true))) = lease_of(db, queue).await
+            && term > after_term
+        {
+            return Some((started.elapsed(), holder, term));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    None
+}
+
+/// Sessions of other processes inside a round's commit on this database: the commit's
+/// lease fence (`SELECT .. FROM leases .. FOR UPDATE`) holds ROW SHARE on `leases` until
+/// its transaction ends, and nothing else of the daemon takes that mode there.
+pub async fn committing_sessions(db: &PgPool) -> Result<i64, DbError> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM pg_locks l
+          WHERE l.relation = 'leases'::regclass AND l.mode = 'RowShareLock' AND l.granted
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.pid <> pg_backend_pid()",
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// Wait until every queue in `queues` has a live lease. False: not within `timeout`.
+pub async fn wait_for_leaders(db: &PgPool, queues: &[&str], timeout: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        let mut all = true;
+        for queue in queues {
+            all &= matches!(lease_of(db, queue).await, Ok(Some((_, _, true))));
+        }
+        if all {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Committed rounds so far (all queues); None if the database does not answer.
+pub async fn round_count(db: &PgPool) -> Option<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM rounds")
+        .fetch_one(db)
+        .await
+        .ok()
+}
+
+/// Wait until more than `than` rounds are committed. False: not within `timeout`.
+pub async fn wait_for_rounds(db: &PgPool, than: i64, timeout: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        if round_count(db).await.is_some_and(|n| n > than) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Wait until the round count stays the same for `quiet` (the queues have nothing left
+/// to do), at most `timeout`.
+pub async fn wait_for_quiet(db: &PgPool, quiet: Duration, timeout: Duration) {
+    let started = Instant::now();
+    let mut last = round_count(db).await;
+    let mut since = Instant::now();
+    while started.elapsed() < timeout && since.elapsed() < quiet {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = round_count(db).await;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        }
+    }
+}
+
+// ---- The client load ---------------------------------------------------------------------
+
+/// What the client load does, one action per `pace`.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub queue: String,
+    /// A second queue, and the share of solo players who join it too (in the same
+    /// transaction as the first, so no commit sees one entry without the other).
+    pub second_queue: Option<(String, f64)>,
+    /// Largest party (1: solo players only).
+    pub max_party: usize,
+    pub pace: Duration,
+    /// Player ids are `<prefix><n>`: one id per wait, never reused.
+    pub prefix: String,
+    pub seed: u64,
+}
+
+/// What the clients were told.
+#[derive(Debug, Clone, Default)]
+pub struct ClientLog {
+    /// Entry ids returned by enqueue / enqueue_party.
+    pub enqueued: Vec<i64>,
+    /// Players (and their party mates) whose cancel() reported entries cancelled.
+    pub cancelled_players: Vec<String>,
+    /// cancel() calls answered (whatever they returned), and how many returned 0.
+    pub cancels: u64,
+    pub cancels_too_late: u64,
+    /// Calls that failed (the database restarting); their outcome is unknown and not
+    /// checked.
+    pub errors: u64,
+    pub last_error: Option<String>,
+}
+
+impl ClientLog {
+    pub fn extend(&mut self, other: ClientLog) {
+        self.enqueued.extend(other.enqueued);
+        self.cancelled_players.extend(other.cancelled_players);
+        self.cancels += other.cancels;
+        self.cancels_too_late += other.cancels_too_late;
+        self.errors += other.errors;
+        if other.last_error.is_some() {
+            self.last_error = other.last_error;
+        }
+    }
+
+    /// What the audit checks against.
+    pub fn expected(&self) -> audit::Expected<'_> {
+        audit::Expected {
+            entries: &self.enqueued,
+            cancelled_players: &self.cancelled_players,
+        }
+    }
+}
+
+/// A solo player with a skill and pings to two regions.
+pub fn load_player(id: String, rng: &mut Xoshiro256PlusPlus) -> Player {
+    Player {
+        id,
+        party: None,
+        skill: 1000.0 + rng.random_range(0.0..1000.0_f64).round(),
+        skill_sigma: None,
+        enqueued_at: None,
+        latencies: [
+            ("eu".to_string(), rng.random_range(10.0..70.0_f64).round()),
+            ("us".to_string(), rng.random_range(60.0..160.0_f64).round()),
+        ]
+        .into_iter()
+        .collect(),
+        peer_pings: Default::default(),
+        roles: Vec::new(),
+        side: None,
+    }
+}
+
+/// Enqueue and cancel until `stop` turns true; returns what the clients were told.
+pub async fn run_load(db: PgPool, spec: LoadSpec, mut stop: watch::Receiver<bool>) -> ClientLog {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
+    let mut log = ClientLog::default();
+    // Recent waits (player ids of one enqueue call), the cancel targets.
+    let mut recent: Vec<Vec<String>> = Vec::new();
+    let mut next = 0u64;
+    let mut ticker = tokio::time::interval(spec.pace);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => {}
+            _ = ticker.tick() => {}
+        }
+        if *stop.borrow() {
+            break;
+        }
+        let roll: f64 = rng.random();
+        let result: Result<(), DbError> = if roll < 0.25 && !recent.is_empty() {
+            let group = recent.swap_remove(rng.random_range(0..recent.len()));
+            let who = &group[rng.random_range(0..group.len())];
+            match db::enqueue::cancel(&db, None, who).await {
+                Ok(n) => {
+                    log.cancels += 1;
+                    if n > 0 {
+                        // A party is cancelled whole: none of its members may be matched.
+                        log.cancelled_players.extend(group.iter().cloned());
+                    } else {
+                        log.cancels_too_late += 1;
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        } else if roll < 0.45 && spec.max_party >= 2 {
+            let size = rng.random_range(2..=spec.max_party);
+            next += 1;
+            let party = format!("{}party{next}", spec.prefix);
+            let members: Vec<Player> = (0..size)
+                .map(|i| load_player(format!("{}{next}m{i}", spec.prefix), &mut rng))
+                .collect();
+            match db::enqueue::enqueue_party(&db, &spec.queue, &party, &members).await {
+                Ok(rows) => {
+                    log.enqueued.extend(rows.iter().map(|(_, id)| *id));
+                    recent.push(rows.into_iter().map(|(p, _)| p).collect());
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            next += 1;
+            let player = load_player(format!("{}{next}", spec.prefix), &mut rng);
+            let also = spec
+                .second_queue
+                .as_ref()
+                .filter(|(_, share)| rng.random_bool(*share))
+                .map(|(q, _)| q.clone());
+            match enqueue_solo(&db, &spec.queue, also.as_deref(), &player).await {
+                Ok(ids) => {
+                    log.enqueued.extend(ids);
+                    recent.push(vec![player.id]);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        };
+        if recent.len() > 400 {
+            recent.drain(..200);
+        }
+        if let Err(e) = result {
+            log.errors += 1;
+            log.last_error = Some(e.to_string());
+            // The database is probably restarting: do not spin.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    log
+}
+
+/// One solo player into `queue` (and `also`), in one transaction.
+async fn enqueue_solo(
+    db: &PgPool,
+    queue: &str,
+    also: Option<&str>,
+    player: &Player,
+) -> Result<Vec<i64>, DbError> {
+    let mut tx = db.begin().await?;
+    let mut ids = vec![db::enqueue::enqueue(&mut *tx, queue, player).await?];
+    if let Some(other) = also {
+        ids.push(db::enqueue::enqueue(&mut *tx, other, player).await?);
+    }
+    tx.commit().await?;
+    Ok(ids)
+}
+
+/// A burst of players enqueued at once, then cancels fired at them while the round they
+/// trigger is solved.
+#[derive(Debug, Clone)]
+pub struct StormSpec {
+    pub queue: String,
+    pub players: usize,
+    /// Parties of two among them (the rest solo).
+    pub parties: usize,
+    pub cancels: usize,
+    /// The cancels start this long after the burst commits, spread over `spread`.
+    pub start_after: Duration,
+    pub spread: Duration,
+    pub prefix: String,
+    pub seed: u64,
+}
+
+/// What a storm did.
+#[derive(Debug, Clone, Default)]
+pub struct StormLog {
+    pub clients: ClientLog,
+    /// The burst's players.
+    pub players: Vec<String>,
+    /// When the burst committed, and when the cancels were answered (wall clock).
+    pub burst_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub cancels_done_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Enqueue the burst in one transaction (one NOTIFY wakes the leader), then fire the
+/// cancels concurrently at random moments of the window.
+pub async fn cancel_storm(db: &PgPool, spec: &StormSpec) -> Result<StormLog, DbError> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
+    let mut log = StormLog::default();
+    // Cancel targets: (the player cancelled, everyone cancelled with them).
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut tx = db.begin().await?;
+    let mut placed = 0;
+    for k in 0..spec.parties.min(spec.players / 2) {
+        let members: Vec<Player> = (0..2)
+            .map(|i| load_player(format!("{}p{k}m{i}", spec.prefix), &mut rng))
+            .collect();
+        let rows = db::enqueue::enqueue_party(
+            &mut *tx,
+            &spec.queue,
+            &format!("{}party{k}", spec.prefix),
+            &members,
+        )
+        .await?;
+        log.clients.enqueued.extend(rows.iter().map(|(_, id)| *id));
+        groups.push(rows.into_iter().map(|(p, _)| p).collect());
+        placed += 2;
+    }
+    for k in placed..spec.players {
+        let player = load_player(format!("{}s{k}", spec.prefix), &mut rng);
+        log.clients
+            .enqueued
+            .push(db::enqueue::enqueue(&mut *tx, &spec.queue, &player).await?);
+        groups.push(vec![player.id]);
+    }
+    tx.commit().await?;
+    log.burst_at = Some(chrono::Utc::now());
+    log.players = groups.iter().flatten().cloned().collect();
+
+    // Cancel one member of `cancels` distinct waits (a party's cancel takes both).
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut tasks = Vec::new();
+    for &g in order.iter().take(spec.cancels) {
+        let group = groups[g].clone();
+        let who = group[rng.random_range(0..group.len())].clone();
+        let delay = spec.start_after + spec.spread.mul_f64(rng.random::<f64>());
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            (group, db::enqueue::cancel(&db, None, &who).await)
+        }));
+    }
+    for task in tasks {
+        let (group, result) = task.await.expect("cancel task");
+        match result {
+            Ok(n) => {
+                log.clients.cancels += 1;
+                if n > 0 {
+                    log.clients.cancelled_players.extend(group);
+                } else {
+                    log.clients.cancels_too_late += 1;
+                }
+            }
+            Err(e) => {
+                log.clients.errors += 1;
+                log.clients.last_error = Some(e.to_string());
+            }
+        }
+    }
+    log.cancels_done_at = Some(chrono::Utc::now());
+    Ok(log)
+}
+
+// ---- The soak itself ---------------------------------------------------------------------
+
+/// The soak's queues: a 3v3 with parties (solver budget 300 ms, so cancels land during
+/// solves) and a 1v1 that half the solo players join too.
+pub const SOAK_CONFIG: &str = r#"
+default_queue = "q"
+
+[daemon]
+poll_interval = "1s"
+lease_ttl = "3s"
+lease_renew = "1s"
+
+[queues.q]
+[queues.q.round]
+every = "1s"
+budget = "300ms"
+target_pool = 24
+threads = 1
+
+[queues.duel]
+teams = 2
+team_size = 1
+[queues.duel.round]
+every = "1s"
+budget = "100ms"
+target_pool = 8
+threads = 1
+"#;
+
+const SOAK_QUEUES: [&str; 2] = ["q", "duel"];
+const LEASE_TTL: Duration = Duration::from_secs(3);
+const LEASE_RENEW: Duration = Duration::from_secs(1);
+
+/// How long a standby may take to lead after the leader is killed: the lease runs out
+/// at most `lease_ttl` after the kill (the last renewal came before it), and standbys
+/// look again when it runs out; one renew interval and a second of slack on top.
+pub fn takeover_bound(ttl: Duration, renew: Duration) -> Duration {
+    ttl + renew + Duration::from_secs(1)
+}
+
+/// How a leader is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// SIGKILL, restarted at once.
+    Kill,
+    /// SIGTERM (graceful: releases its leases), restarted at once.
+    Term,
+    /// SIGSTOP until a standby leads, then SIGCONT.
+    Freeze,
+}
+
+/// Counts of the faults injected.
+#[derive(Debug, Default)]
+struct Faults {
+    kills: u32,
+    terms: u32,
+    freezes: u32,
+    freezes_in_commit: u32,
+    restarts: Vec<StopMode>,
+    storms: u32,
+    takeovers: Vec<(Stop, Duration)>,
+    slow_takeovers: u32,
+    stalls_after_restart: u32,
+}
+
+pub fn run(args: SoakArgs) -> anyhow::Result<()> {
+    // The replicas log to files; our own log only warns (RUST_LOG overrides), and the
+    // restarts' connection errors are expected, so sqlx's own lines stay out.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(soak(args))
+}
+
+async fn soak(args: SoakArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let exe = std::env::current_exe().context("locating this binary")?;
+    let (work, keep_work) = match &args.log_dir {
+        Some(dir) => (dir.clone(), true),
+        None => (
+            std::env::temp_dir().join(format!("matchmaker-soak-{}", std::process::id())),
+            false,
+        ),
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let config = write_config(&work, SOAK_CONFIG)?;
+
+    // The database: our own server (restartable), or a scratch database on the given one.
+    let (server, url, scratch) = match &args.database_url {
+        None => {
+            let server = LocalPostgres::start_temporary()
+                .await
+                .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
+            let url = server.url();
+            (Some(server), url, None)
+        }
+        Some(url) => {
+            let name = format!("matchmaker_soak_{}", std::process::id());
+            let admin = db::connect_with(url, 1).await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&admin)
+                .await
+                .context("creating the soak's scratch database")?;
+            admin.close().await;
+            (None, database_in(url, &name)?, Some((url.clone(), name)))
+        }
+    };
+    if server.is_some() {
+        // Our server runs with synchronous_commit = off (fast tests): an immediate
+        // restart would forget commits already acknowledged, and the audit would call
+        // them lost. Durable commits for the soak's database (from its next sessions on).
+        let admin = db::connect_with(&url, 1).await?;
+        sqlx::query("ALTER DATABASE postgres SET synchronous_commit = on")
+            .execute(&admin)
+            .await?;
+        admin.close().await;
+    }
+    let db = db::connect_with(&url, 6).await?;
+    db::migrate(&db).await?;
+    audit::install_lease_log(&db).await?;
+
+    let skew = format_skew(args.clock_skew);
+    println!(
+        "matchmaker soak: {} rounds, seed {}, {} replicas + 1 with its clock {skew} ahead, {}",
+        args.rounds,
+        args.seed,
+        args.replicas,
+        if server.is_some() {
+            "private PostgreSQL"
+        } else {
+            "scratch database on DATABASE_URL (no PostgreSQL restarts)"
+        }
+    );
+    println!("logs: {}", work.display());
+
+    let spec = |name: String, clock_skew: Option<String>| ReplicaSpec {
+        exe: exe.clone(),
+        database_url: url.clone(),
+        config: config.clone(),
+        name,
+        clock_skew,
+        log_dir: work.clone(),
+    };
+    let mut replicas: Vec<Replica> = Vec::new();
+    for i in 1..=args.replicas {
+        replicas.push(Replica::start(spec(format!("r{i}"), None))?);
+    }
+    // The skewed replica joins once the healthy ones lead: its first looks meet live leases.
+    if !wait_for_leaders(&db, &SOAK_QUEUES, Duration::from_secs(30)).await {
+        anyhow::bail!(
+            "no replica took the leases within 30 s; log tail:\n{}",
+            replicas[0].log_tail(20)
+        );
+    }
+    replicas.push(Replica::start(spec("skewed".into(), Some(skew.clone())))?);
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let load = tokio::spawn(run_load(
+        db.clone(),
+        LoadSpec {
+            queue: "q".into(),
+            second_queue: Some(("duel".into(), 0.5)),
+            max_party: 3,
+            pace: Duration::from_millis(15),
+            prefix: "c".into(),
+            seed: args.seed,
+        },
+        stop_rx,
+    ));
+
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed ^ 0x5eed);
+    let mut faults = Faults::default();
+    let mut clients = ClientLog::default();
+    let mut unreached = None;
+    let bound = takeover_bound(LEASE_TTL, LEASE_RENEW);
+    // A frozen leader's open transaction holds the lease row until the server ends it.
+    let freeze_bound = takeover_bound(LEASE_TTL.max(db::IDLE_IN_TRANSACTION_TIMEOUT), LEASE_RENEW);
+    let restart_at = [args.rounds / 3, 2 * args.rounds / 3];
+    let mut cycle = 0u32;
+    loop {
+        let rounds = round_count(&db).await.unwrap_or(0);
+        if rounds >= args.rounds {
+            break;
+        }
+        if started.elapsed() > args.max_time {
+            unreached = Some(rounds);
+            break;
+        }
+        cycle += 1;
+        tokio::time::sleep(Duration::from_millis(rng.random_range(300..1500))).await;
+        for replica in replicas.iter_mut() {
+            if !replica.check_alive() {
+                eprintln!(
+                    "replica {} exited by itself; restarting. Log tail:\n{}",
+                    replica.holder(),
+                    replica.log_tail(15)
+                );
+                replica.restart()?;
+            }
+        }
+
+        let restarts_due = restart_at
+            .iter()
+            .filter(|&&at| rounds >= at && at > 0)
+            .count();
+        if let Some(server) = &server
+            && faults.restarts.len() < restarts_due
+        {
+            let mode = if faults.restarts.is_empty() {
+                StopMode::Fast
+            } else {
+                StopMode::Immediate
+            };
+            let before = round_count(&db).await.unwrap_or(0);
+            server
+                .restart(mode)
+                .await
+                .context("restarting PostgreSQL")?;
+            faults.restarts.push(mode);
+            if !wait_for_rounds(&db, before, Duration::from_secs(30)).await {
+                faults.stalls_after_restart += 1;
+                eprintln!("no round within 30 s of the PostgreSQL restart ({mode:?})");
+            }
+            println!("cycle {cycle}: PostgreSQL restarted ({mode:?}); rounds resumed");
+            continue;
+        }
+
+        // A fixed rotation, so that every kind of fault comes up in a short soak too: in
+        // every six cycles a cancel storm, three SIGKILLs, a SIGTERM and a freeze of a
+        // leader.
+        if cycle % 6 == 1 {
+            let storm = cancel_storm(
+                &db,
+                &StormSpec {
+                    queue: "q".into(),
+                    players: 120,
+                    parties: 10,
+                    cancels: 100,
+                    start_after: Duration::from_millis(300),
+                    spread: Duration::from_millis(800),
+                    prefix: format!("storm{cycle}-"),
+                    seed: rng.random(),
+                },
+            )
+            .await;
+            match storm {
+                Ok(storm) => {
+                    faults.storms += 1;
+                    println!(
+                        "cycle {cycle}: cancel storm: {} cancels answered, {} too late",
+                        storm.clients.cancels, storm.clients.cancels_too_late
+                    );
+                    clients.extend(storm.clients);
+                }
+                Err(e) => eprintln!("cycle {cycle}: cancel storm failed: {e}"),
+            }
+            continue;
+        }
+
+        // Stop the leader of one queue: SIGKILL, SIGTERM, or freeze it (SIGSTOP) until a
+        // standby leads, preferably while it is inside a commit.
+        let kind = match (faults.kills + faults.terms + faults.freezes) % 5 {
+            1 => Stop::Freeze,
+            3 => Stop::Term,
+            _ => Stop::Kill,
+        };
+        let queue = SOAK_QUEUES[rng.random_range(0..SOAK_QUEUES.len())];
+        if kind == Stop::Freeze {
+            let looking = Instant::now();
+            while looking.elapsed() < Duration::from_secs(3)
+                && committing_sessions(&db).await.unwrap_or(0) == 0
+            {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let Ok(Some((holder, term, true))) = lease_of(&db, queue).await else {
+            continue;
+        };
+        let Some(victim) = replicas.iter_mut().find(|r| r.holder() == holder) else {
+            continue;
+        };
+        let stopped_at = Instant::now();
+        let mut limit = bound;
+        match kind {
+            Stop::Term => {
+                victim.terminate(Duration::from_secs(10));
+                victim.restart()?;
+                faults.terms += 1;
+            }
+            Stop::Kill => {
+                victim.kill();
+                victim.restart()?;
+                faults.kills += 1;
+            }
+            Stop::Freeze => {
+                victim.pause();
+                faults.freezes += 1;
+                if committing_sessions(&db).await.unwrap_or(0) > 0 {
+                    faults.freezes_in_commit += 1;
+                }
+                limit = freeze_bound;
+            }
+        }
+        let took = wait_for_new_term(&db, queue, term, limit * 3).await;
+        if kind == Stop::Freeze {
+            victim.resume();
+        }
+        match took {
+            Some((_, new_holder, _)) => {
+                let took = stopped_at.elapsed();
+                faults.takeovers.push((kind, took));
+                if took > limit {
+                    faults.slow_takeovers += 1;
+                }
+                println!(
+                    "cycle {cycle}: {kind:?} leader {holder} of {queue}; {new_holder} leads \
+                     after {:.2} s",
+                    took.as_secs_f64()
+                );
+            }
+            None => {
+                faults.slow_takeovers += 1;
+                eprintln!(
+                    "cycle {cycle}: {kind:?} {holder}: nobody took over {queue} within {:?}",
+                    limit * 3
+                );
+            }
+        }
+    }
+
+    // Drain: no more clients, let the queues finish what they can, stop the replicas.
+    let _ = stop_tx.send(true);
+    clients.extend(load.await.context("client load task")?);
+    wait_for_quiet(&db, Duration::from_secs(4), Duration::from_secs(30)).await;
+    let mut unexpected_exits = 0;
+    for replica in replicas.iter_mut() {
+        replica.check_alive();
+        unexpected_exits += replica.unexpected_exits;
+        replica.terminate(Duration::from_secs(10));
+    }
+    let result = audit::audit(&db, clients.expected()).await?;
+    let broken_by_cancel: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(dropped_by_cancel), 0)::bigint FROM rounds")
+            .fetch_one(&db)
+            .await?;
+    let elapsed = started.elapsed();
+
+    let max_takeover = |kind: Stop| {
+        let took = faults.takeovers.iter().filter(|(k, _)| *k == kind);
+        match took.map(|(_, d)| *d).max() {
+            Some(d) => format!("{:.2} s", d.as_secs_f64()),
+            None => "-".into(),
+        }
+    };
+    let mut table: Vec<(String, String)> = vec![
+        ("time".into(), format!("{:.1} s", elapsed.as_secs_f64())),
+        ("SIGKILLs of a leader".into(), faults.kills.to_string()),
+        ("SIGTERMs of a leader".into(), faults.terms.to_string()),
+        (
+            "leaders frozen (SIGSTOP; with a commit in flight)".into(),
+            format!("{} ({})", faults.freezes, faults.freezes_in_commit),
+        ),
+        (
+            "PostgreSQL restarts".into(),
+            if faults.restarts.is_empty() {
+                "0".into()
+            } else {
+                format!(
+                    "{} ({})",
+                    faults.restarts.len(),
+                    faults
+                        .restarts
+                        .iter()
+                        .map(|m| format!("{m:?}").to_lowercase())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+        ),
+        (
+            "cancel storms (120 players, 100 cancels)".into(),
+            faults.storms.to_string(),
+        ),
+        (
+            "client calls failed (database down)".into(),
+            clients.errors.to_string(),
+        ),
+        (
+            "cancels answered (of them too late: 0 cancelled)".into(),
+            format!("{} ({})", clients.cancels, clients.cancels_too_late),
+        ),
+        (
+            "players of matches dropped at commit (a mate left)".into(),
+            broken_by_cancel.to_string(),
+        ),
+        (
+            format!(
+                "takeover after SIGKILL, max (bound {:.1} s)",
+                bound.as_secs_f64()
+            ),
+            max_takeover(Stop::Kill),
+        ),
+        (
+            format!(
+                "takeover after SIGTERM, max (bound {:.1} s)",
+                bound.as_secs_f64()
+            ),
+            max_takeover(Stop::Term),
+        ),
+        (
+            format!(
+                "takeover after a freeze, max (bound {:.1} s)",
+                freeze_bound.as_secs_f64()
+            ),
+            max_takeover(Stop::Freeze),
+        ),
+    ];
+    for (name, n) in result.totals() {
+        table.push((name.to_string(), n.to_string()));
+    }
+    let extra_violations = [
+        ("slow takeovers", i64::from(faults.slow_takeovers)),
+        (
+            "rounds not resumed after a restart",
+            i64::from(faults.stalls_after_restart),
+        ),
+        (
+            "replica exits we did not cause",
+            i64::from(unexpected_exits),
+        ),
+    ];
+    println!();
+    for (name, value) in &table {
+        println!("  {name:<50} {value:>12}");
+    }
+    println!("  violations (all must be 0):");
+    let mut violations = 0;
+    for (name, n) in result.violations().into_iter().chain(extra_violations) {
+        println!("  {name:<50} {n:>12}");
+        violations += n;
+    }
+
+    drop(replicas);
+    db.close().await;
+    if let Some(server) = server {
+        server.stop().await?;
+    }
+    let clean = violations == 0 && unreached.is_none();
+    if let Some((url, name)) = scratch
+        && clean
+    {
+        let admin = db::connect_with(&url, 1).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&admin)
+        .await?;
+        admin.close().await;
+    }
+    if clean && !keep_work {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    if let Some(rounds) = unreached {
+        anyhow::bail!(
+            "only {rounds} of {} rounds within --max-time {:?} (logs: {})",
+            args.rounds,
+            args.max_time,
+            work.display()
+        );
+    }
+    if violations > 0 {
+        anyhow::bail!("{violations} violations (replica logs: {})", work.display());
+    }
+    Ok(())
+}
+
+/// `20s` / `-1m 5s` for `--clock-skew`.
+fn format_skew(skew: chrono::Duration) -> String {
+    let magnitude = skew.abs().to_std().unwrap_or_default();
+    let sign = if skew < chrono::Duration::zero() {
+        "-"
+    } else {
+        ""
+    };
+    format!("{sign}{}", humantime::format_duration(magnitude))
+}
+
+/// `url` with its database replaced by `name`.
+fn database_in(url: &str, name: &str) -> anyhow::Result<String> {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let base = match base[scheme_end..].find('/') {
+        Some(slash) => &base[..scheme_end + slash],
+        None => base,
+    };
+    anyhow::ensure!(
+        scheme_end > 0,
+        "DATABASE_URL is not a URL: {}",
+        db::redact(url)
+    );
+    Ok(match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_database_url_keeps_host_and_parameters() {
+        assert_eq!(
+            database_in("postgres://u:p@h:5432/app?sslmode=require", "s").unwrap(),
+            "postgres://u:p@h:5432/s?sslmode=require"
+        );
+        assert_eq!(database_in("postgres://h", "s").unwrap(), "postgres://h/s");
+        assert!(database_in("nonsense", "s").is_err());
+    }
+
+    #[test]
+    fn soak_config_is_valid() {
+        let config = crate::config::Config::from_toml_str(SOAK_CONFIG).unwrap();
+        assert_eq!(config.daemon.lease_ttl, LEASE_TTL);
+        assert_eq!(config.daemon.lease_renew, LEASE_RENEW);
+        let queues: Vec<&str> = config.queues.keys().map(String::as_str).collect();
+        let mut expected = SOAK_QUEUES.to_vec();
+        expected.sort();
+        assert_eq!(queues, expected);
+    }
+
+    #[test]
+    fn holders_name_their_replica() {
+        let spec = ReplicaSpec {
+            exe: "true".into(),
+            database_url: String::new(),
+            config: PathBuf::new(),
+            name: "r1".into(),
+            clock_skew: None,
+            log_dir: PathBuf::new(),
+        };
+        let replica = Replica {
+            spec,
+            incarnation: 3,
+            child: None,
+            unexpected_exits: 0,
+        };
+        assert_eq!(replica.holder(), "r1.3");
+        assert!(replica.owns_holder("r1.1"));
+        assert!(!replica.owns_holder("r10.1"));
+        assert!(!replica.owns_holder("skewed.1"));
+    }
+}
