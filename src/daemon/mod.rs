@@ -126,7 +126,7 @@ pub async fn run(
         };
         // Also every poll interval: a retire that failed (a worker's, or this one: an
         // enqueue held open past the lock timeout) is tried again until it succeeds.
-        if let Err(e) = retire_unlisted(&db, &options.holder, &names, ttl).await {
+        if let Err(e) = db::queues::retire_unlisted(&db, &options.holder, &names, ttl).await {
             tracing::warn!(error = %e, "could not retire queues removed from the config; retrying in {poll:?}");
         }
 
@@ -274,29 +274,6 @@ async fn queue_task(
     if let Err(e) = worker.release().await {
         tracing::warn!(queue, error = %e, "could not release the lease; it expires by itself");
     }
-}
-
-/// Retire the queues that no running config lists: published queues dropped from the
-/// config while no daemon ran, and queued entries of queues never served. Only a queue
-/// whose lease is free is touched (we take it for the moment): a replica that still runs
-/// the queue keeps its lease renewed, so its queue is left alone.
-async fn retire_unlisted(
-    db: &PgPool,
-    holder: &str,
-    configured: &[String],
-    ttl: Duration,
-) -> Result<(), db::DbError> {
-    for queue in db::queues::unlisted_queues(db, configured).await? {
-        let Some(lease) = db::acquire_lease(db, &queue, holder, ttl, None).await? else {
-            continue;
-        };
-        let reason = format!("queue {queue} is not served: no matchmaker config lists it");
-        let rejected = db::queues::retire_queue(db, &queue, &reason).await;
-        db::release_lease(db, &lease, None).await?;
-        let rejected = rejected?;
-        tracing::info!(queue, rejected, "queue retired: no config lists it");
-    }
-    Ok(())
 }
 
 async fn wait_for_wake(wake: &mut broadcast::Receiver<String>, queue: &str) {

@@ -36,7 +36,7 @@ pub async fn publish_queue(
              max_wait = EXCLUDED.max_wait, config_hash = EXCLUDED.config_hash,
              published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
              retired_at = NULL, retired_reason = NULL
-         -- Unchanged: no write, so a reader's FOR KEY SHARE never meets this update.
+         -- Unchanged: no write (no dead row version for every poll).
          WHERE (queues.active, queues.config_hash) IS DISTINCT FROM (true, EXCLUDED.config_hash)",
     )
     .bind(queue)
@@ -56,24 +56,23 @@ pub async fn publish_queue(
     Ok(())
 }
 
-/// How long retiring a queue waits for enqueues in flight into it.
+/// How long retiring a queue waits for a row lock (a client's open `cancel` or
+/// `keep_alive` transaction holds its entries' rows); the caller retries later.
 pub const RETIRE_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Retire `queue`: enqueues into it are refused from now on, and its queued entries are
 /// rejected with `reason`. The caller holds the queue's lease. Returns the entries
 /// rejected.
+///
+/// An enqueue already running when this commits (it read the queue as active) can still
+/// commit its entry after the sweep below: enqueue() takes no lock on the queue's row
+/// (migration 0010; that lock cost a tenth of every enqueue). [`retire_unlisted`], which
+/// the supervisor runs every poll interval, rejects such an entry with the same kind of
+/// reason.
 pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64, DbError> {
     let mut tx = db.begin().await?;
-    // FOR UPDATE waits for enqueues in flight (they hold FOR KEY SHARE on the row), so no
-    // entry slips in after the sweep below. A client may hold its enqueue's transaction
-    // open as long as it likes: the wait is bounded here, and the caller retries later
-    // (an error, not a daemon stuck behind a client).
     sqlx::query("SELECT set_config('lock_timeout', $1, true)")
         .bind(format!("{}ms", RETIRE_LOCK_TIMEOUT.as_millis()))
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("SELECT 1 FROM queues WHERE queue = $1 FOR UPDATE")
-        .bind(queue)
         .execute(&mut *tx)
         .await?;
     sqlx::query(
@@ -95,6 +94,31 @@ pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64,
     .rows_affected();
     tx.commit().await?;
     Ok(rejected)
+}
+
+/// Retire the queues that no running config lists: published queues dropped from the
+/// config while no daemon ran, and queued entries of queues never served. Only a queue
+/// whose lease is free is touched (we take it for the moment): a replica that still runs
+/// the queue keeps its lease renewed, so its queue is left alone. The supervisor runs this
+/// at start and every poll interval: it also rejects an enqueue that raced a retirement
+/// (enqueue() takes no lock on the queue's row; migration 0010).
+pub async fn retire_unlisted(
+    db: &PgPool,
+    holder: &str,
+    configured: &[String],
+    ttl: std::time::Duration,
+) -> Result<(), DbError> {
+    for queue in unlisted_queues(db, configured).await? {
+        let Some(lease) = super::acquire_lease(db, &queue, holder, ttl, None).await? else {
+            continue;
+        };
+        let reason = format!("queue {queue} is not served: no matchmaker config lists it");
+        let rejected = retire_queue(db, &queue, &reason).await;
+        super::release_lease(db, &lease, None).await?;
+        let rejected = rejected?;
+        tracing::info!(queue, rejected, "queue retired: no config lists it");
+    }
+    Ok(())
 }
 
 /// Queues with something to retire that `configured` does not list: active published

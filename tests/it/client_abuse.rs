@@ -399,7 +399,7 @@ async fn a_client_transaction_holding_locks_never_holds_up_a_round() {
     .await;
 
     // (b) A cancel and a keep_alive in open transactions hold their rows; an enqueue in an
-    // open transaction holds the queue's row (FOR KEY SHARE) and an uncommitted entry.
+    // open transaction holds an uncommitted entry.
     let mut cancelling = client.begin().await.unwrap();
     let n: i32 = sqlx::query_scalar("SELECT cancel('alice')")
         .fetch_one(&mut *cancelling)
@@ -491,50 +491,40 @@ async fn a_client_transaction_holding_locks_never_holds_up_a_round() {
 }
 
 #[tokio::test]
-async fn an_open_enqueue_delays_retiring_its_queue_by_the_lock_timeout_at_most() {
+async fn an_enqueue_racing_the_retirement_of_its_queue_is_rejected_by_the_next_sweep() {
     let w = World::new().await;
     let (_, client) = client_login(&w.tdb, 1).await;
+    // The client's enqueue reads queue r as active, and stays open while r is retired.
     let mut enqueueing = client.begin().await.unwrap();
     sqlx::query("SELECT enqueue('r', 'late', 1500)")
         .execute(&mut *enqueueing)
         .await
         .unwrap();
-
-    let started = Instant::now();
-    let result = tokio::time::timeout(
+    let rejected = tokio::time::timeout(
         secs(10),
         db::queues::retire_queue(w.db(), "r", "queue r was removed from the config"),
     )
     .await
-    .expect("retiring never waits for a client without bound");
-    let waited = started.elapsed();
-    let err = result.expect_err("the client's open enqueue holds the queue's row");
-    assert!(
-        err.to_string().contains("lock timeout"),
-        "the wait ends with the lock timeout: {err}"
-    );
-    assert!(
-        waited >= db::queues::RETIRE_LOCK_TIMEOUT && waited < secs(6),
-        "{waited:?}"
-    );
-    let active: bool = sqlx::query_scalar("SELECT active FROM queues WHERE queue = 'r'")
-        .fetch_one(w.db())
-        .await
-        .unwrap();
-    assert!(active, "nothing retired by the failed attempt");
-
-    // The client commits; the retry retires the queue and rejects the entry with it.
+    .expect("retiring never waits for a client's enqueue")
+    .unwrap();
+    assert_eq!(rejected, 0, "the open enqueue's entry is not visible yet");
     enqueueing.commit().await.unwrap();
-    let rejected = db::queues::retire_queue(w.db(), "r", "queue r was removed from the config")
+    assert_eq!(
+        status_of(w.db(), "late").await,
+        [("r".into(), "queued".into(), None)],
+        "the race: an entry in a retired queue"
+    );
+
+    // The supervisor's sweep (every poll interval) finds it and rejects it with a reason.
+    db::queues::retire_unlisted(w.db(), "sweeper", &["q".into()], secs(15))
         .await
         .unwrap();
-    assert_eq!(rejected, 1);
     assert_eq!(
         status_of(w.db(), "late").await,
         [(
             "r".into(),
             "rejected".into(),
-            Some("queue r was removed from the config".into())
+            Some("queue r is not served: no matchmaker config lists it".into())
         )]
     );
     refused(
@@ -543,6 +533,56 @@ async fn an_open_enqueue_delays_retiring_its_queue_by_the_lock_timeout_at_most()
         &["queue = 'r': unknown queue; queues: q"],
     )
     .await;
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn retiring_a_queue_waits_for_a_clients_row_lock_by_the_lock_timeout_at_most() {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 1).await;
+    sqlx::query("SELECT enqueue('r', 'held', 1500)")
+        .execute(&client)
+        .await
+        .unwrap();
+    // A keep_alive in an open transaction holds the entry's row.
+    let mut refreshing = client.begin().await.unwrap();
+    let n: i32 = sqlx::query_scalar("SELECT keep_alive('{held}', 'r')")
+        .fetch_one(&mut *refreshing)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+
+    let err = tokio::time::timeout(
+        secs(10),
+        db::queues::retire_queue(w.db(), "r", "queue r was removed from the config"),
+    )
+    .await
+    .expect("retiring never waits for a client without bound")
+    .expect_err("the client's open keep_alive holds the entry's row");
+    assert!(
+        err.to_string().contains("lock timeout"),
+        "the wait ends with the lock timeout: {err}"
+    );
+    let active: bool = sqlx::query_scalar("SELECT active FROM queues WHERE queue = 'r'")
+        .fetch_one(w.db())
+        .await
+        .unwrap();
+    assert!(active, "nothing retired by the failed attempt");
+
+    // The client commits; the retry retires the queue and rejects the entry with it.
+    refreshing.commit().await.unwrap();
+    let rejected = db::queues::retire_queue(w.db(), "r", "queue r was removed from the config")
+        .await
+        .unwrap();
+    assert_eq!(rejected, 1);
+    assert_eq!(
+        status_of(w.db(), "held").await,
+        [(
+            "r".into(),
+            "rejected".into(),
+            Some("queue r was removed from the config".into())
+        )]
+    );
     assert_contract_invariants(w.db()).await;
 }
 
