@@ -18,12 +18,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cli::simulate::{LoadArgs, LoadDefaults, fit_to_queue, progress_line};
-use crate::cli::status::{read_status, render};
+use crate::cli::status::{StatusView, read_status, render_for};
+use crate::cli::term::{Output, table_text};
 use crate::config::Config;
 use crate::daemon::DaemonOptions;
 use crate::db::local_pg::LocalPostgres;
 use crate::sim::population::Population;
-use crate::sim::simulator::{SimProgress, run_simulator};
+use crate::sim::simulator::{SimError, SimProgress, SimReport, run_simulator};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemoArgs {
@@ -69,7 +70,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         Some(url) => url.clone(),
         None => {
             let started = with_progress(
-                "starting a private PostgreSQL (initdb on first use takes a few seconds)",
+                "starting a private PostgreSQL (initdb takes a few seconds)",
                 LocalPostgres::start_temporary(),
             )
             .await
@@ -149,23 +150,27 @@ async fn run_with_database(
         simulators.push((name.clone(), progress_rx, task));
     }
 
-    // 4. The live view until Ctrl-C or --duration.
+    // 4. The live view until Ctrl-C or --duration. On a terminal it is redrawn every
+    // second; piped (a log, CI) a frame is printed only when a round lands, plain, so
+    // the log holds each round once instead of a page a second of screen codes.
+    let out = Output::stdout();
     let started = Instant::now();
     let mut interrupted = false;
+    let mut shown_round = None;
     loop {
         let view = read_status(&db, None, 6).await?;
         let left = args.duration.saturating_sub(started.elapsed());
-        print!("\x1b[H\x1b[2J{}", render(&view, true));
-        println!();
-        for (name, progress, _) in &simulators {
-            println!("{name:<16} {}", progress_line(&progress.borrow()));
+        let newest = view.rounds.first().map(|r| r.round_id);
+        if out.live || shown_round != Some(newest) {
+            shown_round = Some(newest);
+            let gap = if out.live { "" } else { "\n" };
+            print!(
+                "{}{gap}{}",
+                out.clear(),
+                demo_frame(&view, &simulators, left, url, &out)
+            );
+            let _ = std::io::stdout().flush();
         }
-        println!(
-            "\x1b[2mdemo: {} left; Ctrl-C stops. Meanwhile, from another terminal: \
-             psql {}\x1b[0m",
-            humantime::format_duration(Duration::from_secs(left.as_secs())),
-            crate::db::redact(url)
-        );
         if left.is_zero() {
             break;
         }
@@ -174,13 +179,19 @@ async fn run_with_database(
             _ = interrupt.wait_for(|i| *i) => { interrupted = true; break; }
         }
     }
+    let why = if interrupted {
+        "Ctrl-C:"
+    } else {
+        "time is up:"
+    };
     println!(
-        "\n{} stopping the daemon (a round in flight commits), then the simulators...",
-        if interrupted {
-            "Ctrl-C:"
-        } else {
-            "time is up:"
-        }
+        "\n{}",
+        out.wrap(
+            &format!(
+                "{why} stopping the daemon (a round in flight commits), then the simulators..."
+            ),
+            ""
+        )
     );
     let _ = stop_daemon.send(true);
     let daemon_result = daemon.await.context("daemon task");
@@ -193,14 +204,43 @@ async fn run_with_database(
 
     // 5. Where to look next.
     let view = read_status(&db, None, 6).await?;
-    println!("\n{}", render(&view, false));
+    println!("\n{}", render_for(&view, &out));
     for (name, report) in &reports {
-        println!("simulator {name}: {report}");
+        println!("{}", out.wrap(&format!("simulator {name}: {report}"), "  "));
     }
     println!();
-    print_next_steps(&db, args.database_url.is_some()).await?;
+    print_next_steps(&db, args.database_url.is_some(), &out).await?;
     Ok(())
 }
+
+/// One frame of the live view: the status tables, the simulators' progress, and how
+/// long the demo goes on.
+fn demo_frame(
+    view: &StatusView,
+    simulators: &[(String, watch::Receiver<SimProgress>, SimTask)],
+    left: Duration,
+    url: &str,
+    out: &Output,
+) -> String {
+    let (_, dim, reset) = out.styles();
+    let mut frame = render_for(view, out);
+    frame.push('\n');
+    let mut table = out.table(&["SIMULATOR", "PLAYERS"], &[]);
+    for (name, progress, _) in simulators {
+        table.add_row(vec![name.clone(), progress_line(&progress.borrow())]);
+    }
+    frame.push_str(&table_text(&table));
+    let footer = format!(
+        "demo: {} left; Ctrl-C stops. Meanwhile, from another terminal: psql {}",
+        humantime::format_duration(Duration::from_secs(left.as_secs())),
+        crate::db::redact(url)
+    );
+    frame.push_str(&format!("{dim}{}{reset}\n", out.wrap(&footer, "  ")));
+    frame
+}
+
+/// A simulator's task: its report, or why it failed.
+type SimTask = tokio::task::JoinHandle<Result<SimReport, SimError>>;
 
 /// The demo's queue setup: every queue on a fast fixed schedule, small enough minimum
 /// pools that the first round comes within one interval, and tickets that expire after
@@ -239,7 +279,8 @@ async fn start_daemon(
     crate::daemon::run(db, config, options, shutdown).await
 }
 
-/// The SQL an operator runs next: (title, query, its columns in display order).
+/// The SQL an operator runs next: (title, query, its columns in display order). Each
+/// line fits 80 columns: the demo prints them for copying into psql.
 const NEXT_STEPS: [(&str, &str, &[&str]); 3] = [
     (
         "the last rounds",
@@ -258,10 +299,12 @@ const NEXT_STEPS: [(&str, &str, &[&str]); 3] = [
         ],
     ),
     (
-        "the weakest matches of the last round that made any, and why (per-factor scores)",
+        "the weakest matches of the last round that made any, and why",
         "SELECT DISTINCT ON (match_score, match_id) match_id, queue,
        round(match_score::numeric, 3) AS score, region,
-       (SELECT jsonb_object_agg(f.key, round(f.value::numeric, 2))
+       -- per-factor scores, as text that wraps: 'enemy_ping 0.70, ...'
+       (SELECT string_agg(f.key || ' ' || round(f.value::numeric, 2), ', '
+                          ORDER BY f.key)
           FROM jsonb_each_text(factors) f) AS factors
   FROM match_details
  WHERE round_id = (SELECT max(round_id) FROM rounds WHERE match_count > 0)
@@ -271,8 +314,10 @@ const NEXT_STEPS: [(&str, &str, &[&str]); 3] = [
     (
         "wait from enqueue to match, per round (seconds)",
         "SELECT round_id,
-       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY waited_seconds)::numeric, 1) AS p50,
-       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY waited_seconds)::numeric, 1) AS p90,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY waited_seconds)
+             ::numeric, 1) AS p50,
+       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY waited_seconds)
+             ::numeric, 1) AS p90,
        round(max(waited_seconds)::numeric, 1) AS max
   FROM match_details GROUP BY round_id ORDER BY round_id DESC LIMIT 5;",
         &["round_id", "p50", "p90", "max"],
@@ -280,7 +325,7 @@ const NEXT_STEPS: [(&str, &str, &[&str]); 3] = [
 ];
 
 /// Prints the SQL an operator runs next, each with its result on the demo's data.
-async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
+async fn print_next_steps(db: &PgPool, kept: bool, out: &Output) -> anyhow::Result<()> {
     println!("Where to look next: the rounds are in the database, explained in SQL.");
     for (title, sql, columns) in NEXT_STEPS {
         println!("\n-- {title}\n{sql}");
@@ -290,62 +335,44 @@ async fn print_next_steps(db: &PgPool, kept: bool) -> anyhow::Result<()> {
         )))
         .fetch_all(db)
         .await?;
-        print!("{}", format_table(columns, &rows));
+        print!("{}", format_table(columns, &rows, out));
     }
     println!();
-    if kept {
-        println!("Run these with psql against the same DATABASE_URL; the rounds stay there.");
+    let last = if kept {
+        "Run these with psql against the same DATABASE_URL; the rounds stay there."
     } else {
-        println!(
-            "The private server is removed now. To keep the rounds, run the demo against a \
-             server of yours (DATABASE_URL=postgres://... matchmaker demo), or the daemon \
-             with its persistent local server (matchmaker run)."
-        );
-    }
+        "The private server is removed now. To keep the rounds, run the demo against a \
+         server of yours (DATABASE_URL=postgres://... matchmaker demo), or the daemon \
+         with its persistent local server (matchmaker run)."
+    };
+    println!("{}", out.wrap(last, ""));
     Ok(())
 }
 
-/// A psql-like table of JSON rows, columns in the given order.
-fn format_table(columns: &[&str], rows: &[serde_json::Value]) -> String {
+/// A psql-like table of JSON rows, columns in the given order, fitted to the width.
+fn format_table(columns: &[&str], rows: &[serde_json::Value], out: &Output) -> String {
     let cell = |row: &serde_json::Value, column: &str| match row.get(column) {
         None | Some(serde_json::Value::Null) => String::new(),
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
     };
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| columns.iter().map(|c| cell(row, c)).collect())
-        .collect();
-    let widths: Vec<usize> = columns
-        .iter()
-        .enumerate()
-        .map(|(k, c)| {
-            cells
-                .iter()
-                .map(|r| r[k].chars().count())
-                .chain([c.len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |values: Vec<&str>| {
-        let padded: Vec<String> = values
-            .iter()
-            .zip(&widths)
-            .map(|(v, w)| format!("{v:<w$}"))
-            .collect();
-        format!("   {}\n", padded.join(" | ").trim_end())
+    // Indented under the SQL: the table gets the width less the indent.
+    let indented = Output {
+        width: out.width.saturating_sub(3),
+        ..*out
     };
-    let mut out = line(columns.to_vec());
-    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&format!("   {}\n", rule.join("-+-")));
-    for row in &cells {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    let mut table = indented.table(columns, &[]);
+    for row in rows {
+        table.add_row(columns.iter().map(|c| cell(row, c)).collect::<Vec<_>>());
     }
-    if cells.is_empty() {
-        out.push_str("   (no rows)\n");
+    let mut text = String::new();
+    for line in table_text(&table).lines() {
+        text.push_str(&format!("   {line}\n"));
     }
-    out
+    if rows.is_empty() {
+        text.push_str("   (no rows)\n");
+    }
+    text
 }
 
 /// The daemon's log lines go to a file: the terminal belongs to the live view.

@@ -10,6 +10,7 @@ pub mod run;
 pub mod simulate;
 pub mod soak;
 pub mod status;
+pub mod term;
 
 use crate::db;
 

@@ -68,7 +68,9 @@ pub fn parse_skew(text: &str) -> Result<chrono::Duration, String> {
     Ok(d * sign)
 }
 
-/// Install the tracing subscriber (RUST_LOG filters; default `info`).
+/// Install the tracing subscriber (RUST_LOG filters; default `info`). Text lines are
+/// coloured only when stderr is a terminal and NO_COLOR is unset: the journal, a pipe
+/// or a file gets plain lines. JSON is never coloured (one object a line).
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -76,8 +78,10 @@ pub fn init_logging(format: LogFormat) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder
+            .with_ansi(crate::cli::term::stderr_colors())
+            .try_init(),
+        LogFormat::Json => builder.json().with_ansi(false).try_init(),
     };
 }
 

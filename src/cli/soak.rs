@@ -708,6 +708,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(crate::cli::term::stderr_colors())
         .try_init();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(soak(args))

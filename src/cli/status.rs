@@ -3,8 +3,9 @@
 //! next round, and a summary of each recent round (players, matches, left over, score,
 //! per-factor averages, wait-time percentiles, solve time).
 //!
-//! Plain ANSI escapes (clear screen, bold, dim) rather than a TUI crate: the view is a
-//! redrawn page of text, which also prints cleanly with `--once` into a file or a pipe.
+//! The view is a redrawn page of text: tables from `comfy-table` fitted to the width
+//! (see [`crate::cli::term`]), cleared and styled only on a terminal; piped or with
+//! `--once` it prints plain lines that fit 80 columns (or `COLUMNS`).
 //! The queries read the ops read models (`queue_state`, `round_summaries`,
 //! `match_details`) and are the same an operator can run in `psql`.
 
@@ -16,6 +17,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Row};
 
 use crate::cli::run::{DatabaseArgs, open_database, require_schema};
+use crate::cli::term::{Output, table_text};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
@@ -95,15 +97,19 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
 
 async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
     require_schema(db).await?;
+    let out = Output::stdout();
+    let (_, dim, reset) = out.styles();
     loop {
         let view = read_status(db, args.queue.as_deref(), args.rounds).await?;
         if args.once {
-            print!("{}", render(&view, false));
+            print!("{}", render_for(&view, &out));
             return Ok(());
         }
-        print!("{CLEAR}{}", render(&view, true));
+        // Piped (a log, `| tee`), each frame follows the last, plain: no screen codes.
+        let gap = if out.live { "" } else { "\n" };
+        print!("{}{gap}{}", out.clear(), render_for(&view, &out));
         println!(
-            "{DIM}refresh every {}; Ctrl-C quits{RESET}",
+            "{dim}refresh every {}; Ctrl-C quits{reset}",
             humantime::format_duration(args.interval)
         );
         tokio::select! {
@@ -217,68 +223,63 @@ pub async fn read_status(
     Ok(StatusView { at, queues, rounds })
 }
 
-const CLEAR: &str = "\x1b[H\x1b[2J";
-const BOLD: &str = "\x1b[1m";
-const DIM: &str = "\x1b[2m";
-const RESET: &str = "\x1b[0m";
-
-/// The view as text; `ansi` adds bold / dim styling.
+/// The view as text at 80 columns; `ansi` adds bold / dim styling. (The commands use
+/// [`render_for`], which also knows the width.)
 pub fn render(view: &StatusView, ansi: bool) -> String {
-    let (bold, dim, reset) = if ansi {
-        (BOLD, DIM, RESET)
-    } else {
-        ("", "", "")
-    };
-    let mut out = String::new();
+    let mut out = Output::plain(80);
+    out.color = ansi;
+    render_for(view, &out)
+}
+
+/// The view as text for `out`: every line fits `out.width` (comfy-table wraps the wide
+/// cells: a long NEXT ROUND or LEADER goes on two lines), styling only when
+/// `out.color`. Three tables: queues, recent rounds, and the rounds' per-factor averages
+/// with one column per round (as many rounds as fit the width, newest first).
+pub fn render_for(view: &StatusView, out: &Output) -> String {
+    let (bold, dim, reset) = out.styles();
+    let mut text = String::new();
     let _ = writeln!(
-        out,
+        text,
         "{bold}matchmaker status{reset}  {}",
         view.at.format("%Y-%m-%d %H:%M:%S UTC")
     );
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{bold}{:<16} {:>6}  {:<34} LEADER{reset}",
-        "QUEUE", "POOL", "NEXT ROUND"
-    );
+    let _ = writeln!(text);
+    let mut queues = out.table(&["QUEUE", "POOL", "NEXT ROUND", "LEADER"], &[1]);
+    for q in &view.queues {
+        queues.add_row(vec![
+            q.queue.clone(),
+            q.pool_size.to_string(),
+            countdown(q),
+            q.leader.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    text.push_str(&table_text(&queues));
     if view.queues.is_empty() {
         let _ = writeln!(
-            out,
+            text,
             "{dim}(no queue has state or waiting players yet){reset}"
         );
     }
-    for q in &view.queues {
-        let _ = writeln!(
-            out,
-            "{:<16} {:>6}  {:<34} {}",
-            q.queue,
-            q.pool_size,
-            countdown(q),
-            q.leader.as_deref().unwrap_or("-")
-        );
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{bold}{:>6} {:<14} {:<9} {:>8} {:>5} {:>5} {:>5} {:>6}  {:>17} {:>8}{reset}",
-        "ROUND",
-        "QUEUE",
-        "TRIGGER",
-        "AT",
-        "POOL",
-        "MATCH",
-        "LEFT",
-        "SCORE",
-        "WAIT p50/p90/max",
-        "SOLVE"
+    let _ = writeln!(text);
+    let mut rounds = out.table(
+        &[
+            "ROUND",
+            "QUEUE",
+            "TRIGGER",
+            "AT",
+            "POOL",
+            "MATCH",
+            "LEFT",
+            "SCORE",
+            "WAIT s\np50/p90/max",
+            "SOLVE\nms",
+        ],
+        &[0, 4, 5, 6, 7, 9],
     );
-    if view.rounds.is_empty() {
-        let _ = writeln!(out, "{dim}(no rounds yet){reset}");
-    }
     for r in &view.rounds {
         let wait = r
             .wait_secs
-            .map(|(a, b, c)| format!("{a:.0}/{b:.0}/{c:.0} s"))
+            .map(|(a, b, c)| format!("{a:.0}/{b:.0}/{c:.0}"))
             .unwrap_or_else(|| "-".into());
         let score = r
             .score
@@ -288,30 +289,66 @@ pub fn render(view: &StatusView, ansi: bool) -> String {
         if r.rejected > 0 {
             left = format!("{left}+{}r", r.rejected);
         }
-        let _ = writeln!(
-            out,
-            "{:>6} {:<14} {:<9} {:>8} {:>5} {:>5} {:>5} {:>6}  {:>17} {:>5.0} ms",
-            r.round_id,
-            truncate(&r.queue, 14),
-            truncate(&r.trigger, 9),
-            r.committed_at.format("%H:%M:%S"),
-            r.pool_size,
-            r.match_count,
+        rounds.add_row(vec![
+            r.round_id.to_string(),
+            r.queue.clone(),
+            r.trigger.clone(),
+            r.committed_at.format("%H:%M:%S").to_string(),
+            r.pool_size.to_string(),
+            r.match_count.to_string(),
             left,
             score,
             wait,
-            r.solve_ms
-        );
-        if !r.factors.is_empty() {
-            let factors: Vec<String> = r
-                .factors
-                .iter()
-                .map(|(name, v)| format!("{name} {v:.2}"))
-                .collect();
-            let _ = writeln!(out, "{dim}{:>6} {}{reset}", "", factors.join("  "));
+            format!("{:.0}", r.solve_ms),
+        ]);
+    }
+    text.push_str(&table_text(&rounds));
+    if view.rounds.is_empty() {
+        let _ = writeln!(text, "{dim}(no rounds yet){reset}");
+    }
+    let factors = factor_table(&view.rounds, out);
+    if !factors.is_empty() {
+        let _ = writeln!(text);
+        text.push_str(&factors);
+    }
+    text
+}
+
+/// Factor name per row, one column of averages per round (newest first), as many
+/// rounds as fit: the factor names take up to 20 columns, each round 6.
+fn factor_table(rounds: &[RoundLine], out: &Output) -> String {
+    let fit = (usize::from(out.width).saturating_sub(20) / 6).max(1);
+    let shown: Vec<&RoundLine> = rounds
+        .iter()
+        .filter(|r| !r.factors.is_empty())
+        .take(fit)
+        .collect();
+    if shown.is_empty() {
+        return String::new();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for r in &shown {
+        for (name, _) in &r.factors {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
         }
     }
-    out
+    names.sort_unstable();
+    let ids: Vec<String> = shown.iter().map(|r| format!("#{}", r.round_id)).collect();
+    let mut header = vec!["FACTOR AVERAGES"];
+    header.extend(ids.iter().map(String::as_str));
+    let right: Vec<usize> = (1..header.len()).collect();
+    let mut table = out.table(&header, &right);
+    for name in names {
+        let mut row = vec![name.to_string()];
+        for r in &shown {
+            let value = r.factors.iter().find(|(n, _)| n == name);
+            row.push(value.map_or("-".into(), |(_, v)| format!("{v:.2}")));
+        }
+        table.add_row(row);
+    }
+    table_text(&table)
 }
 
 fn countdown(q: &QueueLine) -> String {
@@ -332,14 +369,6 @@ fn countdown(q: &QueueLine) -> String {
         ("players", _) => "waiting for enough players for one match".into(),
         (other, Some(s)) => format!("in {s} s ({other})"),
         (other, None) => other.to_string(),
-    }
-}
-
-fn truncate(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        s.to_string()
-    } else {
-        s.chars().take(width - 1).chain(['~']).collect()
     }
 }
 
@@ -380,15 +409,86 @@ mod tests {
             }],
         };
         let text = render(&view, false);
-        assert!(
-            text.contains("ranked_3v3           42  in 17 s (or at 150 players)"),
-            "{text}"
-        );
+        assert!(text.contains("in 17 s (or at 150 players)"), "{text}");
         assert!(text.contains("host-a-17 (term 2)"), "{text}");
         assert!(text.contains("0.873"), "{text}");
-        assert!(text.contains("21/38/55 s"), "{text}");
+        assert!(text.contains("21/38/55"), "{text}");
         assert!(text.contains("6+1r"), "{text}");
-        assert!(text.contains("equal_teams 0.95  enemy_ping 0.70"), "{text}");
+        let factor_row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        };
+        assert_eq!(factor_row("equal_teams"), Some(vec!["equal_teams", "0.95"]));
+        assert_eq!(factor_row("enemy_ping"), Some(vec!["enemy_ping", "0.70"]));
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "over 80 columns: {line:?}");
+        }
         assert!(!text.contains('\x1b'), "no escapes without ansi");
+    }
+
+    #[test]
+    fn long_names_wrap_inside_80_columns() {
+        let at = Utc.with_ymd_and_hms(2026, 1, 14, 20, 0, 0).unwrap();
+        let queue = |name: &str, waiting_for: &str| QueueLine {
+            queue: name.into(),
+            pool_size: 123_456,
+            seconds_to_next: Some(86_399),
+            waiting_for: waiting_for.into(),
+            target_pool: Some(1_000_000),
+            min_pool: Some(600),
+            leader: Some("matchmaker-replica-eu-west-1b-7f9c4d-12345 (term 1234)".into()),
+        };
+        let round = |id: i64| RoundLine {
+            round_id: id,
+            queue: "ranked_competitive_5v5_season_twelve".into(),
+            trigger: "pool_size".into(),
+            committed_at: at,
+            pool_size: 12_000,
+            match_count: 1_200,
+            matched: 11_990,
+            left_over: 10,
+            rejected: 123,
+            score: Some(0.9),
+            factors: vec![
+                ("opponent_variation".into(), 1.0),
+                ("two_hosts".into(), 0.5),
+            ],
+            solve_ms: 12_345.0,
+            wait_secs: Some((1234.0, 5678.0, 9999.0)),
+        };
+        let view = StatusView {
+            at,
+            queues: vec![
+                queue("ranked_competitive_5v5_season_twelve", "schedule"),
+                queue("casual", "min_pool"),
+                queue("arena", "players"),
+            ],
+            rounds: (1..=12).rev().map(round).collect(),
+        };
+        for width in [80, 100] {
+            let text = render_for(&view, &Output::plain(width));
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= usize::from(width),
+                    "over {width} columns: {line:?}\n{text}"
+                );
+            }
+            assert!(
+                text.contains("#12"),
+                "newest round in the factor table:\n{text}"
+            );
+        }
+        let narrow = render_for(&view, &Output::plain(80));
+        let wide = render_for(&view, &Output::plain(100));
+        let columns = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with("FACTOR AVERAGES"))
+                .map(|l| l.matches('#').count())
+        };
+        assert!(
+            columns(&wide) > columns(&narrow),
+            "more rounds fit 100 columns"
+        );
     }
 }

@@ -8,8 +8,8 @@
 //! so when we are root every command runs as the `postgres` system user (`runuser`) and
 //! the directory is handed to that user.
 //!
-//! * [`LocalPostgres::start_temporary`]: a fresh server in a temporary directory, removed
-//!   when stopped or dropped (tests).
+//! * [`LocalPostgres::start_temporary`]: a fresh server in a new directory under the
+//!   system temp dir, removed when stopped or dropped (tests, `demo`, `bench-db`, `soak`).
 //! * [`LocalPostgres::start_persistent`]: state survives restarts (`matchmaker run`
 //!   without `DATABASE_URL` keeps it in `.local-pg/`). A server already running in that
 //!   directory (another `matchmaker run`) is reused and left running.
@@ -38,6 +38,14 @@ pub enum LocalPgError {
          DATABASE_URL"
     )]
     NoPostgresUser,
+    #[error(
+        "the `postgres` system user (PostgreSQL refuses to run as root) cannot enter \
+         {dir}: a parent directory is closed to it (a checkout under /root or in a \
+         `mktemp -d` folder is); put the server where that user can reach it: TMPDIR \
+         for a temporary server (default /tmp), --local-pg-dir for `matchmaker run`, \
+         or set DATABASE_URL"
+    )]
+    Unreachable { dir: String },
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -83,7 +91,8 @@ pub struct LocalPostgres {
 }
 
 impl LocalPostgres {
-    /// Start a fresh server in a new temporary directory (removed on stop / drop).
+    /// Start a fresh server in a new directory under the system temp dir (removed on
+    /// stop / drop).
     pub async fn start_temporary() -> Result<Self, LocalPgError> {
         tokio::task::spawn_blocking(Self::start_temporary_blocking)
             .await
@@ -248,6 +257,7 @@ impl LocalPostgres {
             stopped: true, // nothing to stop until `start` succeeds
             run_as_postgres,
         };
+        let created = !base.exists();
         for dir in [base.to_path_buf(), server.socket_dir()] {
             std::fs::create_dir_all(&dir).map_err(io_err(format!("create {}", dir.display())))?;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
@@ -256,6 +266,14 @@ impl LocalPostgres {
                 std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
                     .map_err(io_err(format!("chown {} to postgres", dir.display())))?;
             }
+        }
+        if run_as_postgres && !server.reachable_by_server_user() {
+            if temporary || created {
+                let _ = std::fs::remove_dir_all(base);
+            }
+            return Err(LocalPgError::Unreachable {
+                dir: base.display().to_string(),
+            });
         }
         if !server.data_dir().join("PG_VERSION").exists() {
             let data = server.data_dir();
@@ -324,6 +342,20 @@ impl LocalPostgres {
             let _ = std::fs::remove_dir_all(&self.base_dir);
         }
         Err(last_err.expect("at least one attempt"))
+    }
+
+    /// Whether the `postgres` user may enter and write `base_dir`: `access(2)` checks
+    /// every parent on the way, which is where a root-only checkout closes the path.
+    fn reachable_by_server_user(&self) -> bool {
+        Command::new("runuser")
+            .args(["-u", "postgres", "--", "test", "-x"])
+            .arg(&self.base_dir)
+            .args(["-a", "-w"])
+            .arg(&self.base_dir)
+            // `/`: our own working directory may be closed to that user too.
+            .current_dir("/")
+            .output()
+            .is_ok_and(|out| out.status.success())
     }
 
     /// The port of a server already running in our data directory, if any.

@@ -2,6 +2,7 @@
 //! PostgreSQL shared by the database tests).
 
 mod cli_hygiene;
+mod cli_output;
 mod client_abuse;
 mod client_contract;
 mod client_lifecycle;

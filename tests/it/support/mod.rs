@@ -2,8 +2,10 @@
 //!
 //! `DATABASE_URL` set: tests use that server. Otherwise ONE private server is started from
 //! the local binaries the first time a test needs it (shared by the whole test binary) and
-//! stopped when the binary exits; its directory lives under the target dir, and leftovers
-//! of a killed earlier run are removed at the next start. Each test gets its own fresh
+//! stopped when the binary exits; its directory lives under the system temp dir (see
+//! [`server_parent`]: never in the checkout, which the `postgres` user of a root run may
+//! not be able to enter), and leftovers of a killed earlier run are removed at the next
+//! start. Each test gets its own fresh
 //! database with the migrations applied, so tests run in parallel without seeing each
 //! other. Tests never skip: without binaries or a server they fail with the reason.
 
@@ -88,8 +90,7 @@ pub fn server_url() -> &'static str {
             unsafe { atexit(drop_databases_at_exit) };
             return url;
         }
-        let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("it-pg");
-        std::fs::create_dir_all(&parent).expect("create the test server directory");
+        let parent = server_parent();
         remove_stale_servers(&parent);
         let server = LocalPostgres::start_temporary_in_blocking(&parent).unwrap_or_else(|e| {
             panic!("no DATABASE_URL and cannot start a private PostgreSQL for tests: {e}")
@@ -104,6 +105,40 @@ pub fn server_url() -> &'static str {
 }
 
 static SERVER: Mutex<Option<LocalPostgres>> = Mutex::new(None);
+
+/// The directory of the shared server: `base_dir` of the private server, `None` when
+/// the tests use DATABASE_URL.
+pub fn server_base_dir() -> Option<std::path::PathBuf> {
+    server_url();
+    let server = SERVER.lock().unwrap();
+    server.as_ref().map(|s| s.base_dir().to_path_buf())
+}
+
+/// Where the test servers of this user live: `<system temp dir>/matchmaker-it-pg-<uid>`,
+/// mode 0755 so that the `postgres` user of a root run can pass through to its own 0700
+/// server directory inside. Not under the target dir: a checkout under /root or in a
+/// 0700 `mktemp -d` folder is closed to that user (initdb: Permission denied). The
+/// directory must be ours (a name in a shared /tmp could be planted by someone else).
+pub fn server_parent() -> std::path::PathBuf {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    let parent = std::env::temp_dir().join(format!("matchmaker-it-pg-{uid}"));
+    match std::fs::create_dir(&parent) {
+        Ok(()) => std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the test server directory"),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => panic!("create the test server directory {}: {e}", parent.display()),
+    }
+    let meta = std::fs::symlink_metadata(&parent).expect("stat the test server directory");
+    assert!(
+        meta.is_dir() && meta.uid() == uid,
+        "{} is not a directory of uid {uid}: remove it, or set TMPDIR elsewhere",
+        parent.display()
+    );
+    parent
+}
 
 unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
