@@ -365,11 +365,12 @@ fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
         "a round was shown:\n{stdout}"
     );
     assert!(stdout.contains("Where to look next"), "{stdout}");
-    // Piped, a frame per round rather than a page a second: 12 s at most 4 rounds of
-    // each of 2 queues, plus the first frame.
+    // Piped, a frame per round rather than a page a second: in 12 s at most 4 rounds
+    // of each of 2 queues, the first frame and the final view make 10, with room for an
+    // early-start round; a page a second would make 14.
     let frames = stdout.matches("matchmaker status").count();
     assert!(
-        (2..=10).contains(&frames),
+        (2..=12).contains(&frames),
         "{frames} frames, not one a second:\n{stdout}"
     );
 }
