@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::health::Health;
 use crate::config::{Config, ConfigError};
 
 /// Load `path`; publish it if valid and different. `Ok(true)`: a new config is live.
@@ -16,7 +17,9 @@ pub fn reload_config(
     path: &Path,
     current: &watch::Sender<Arc<Config>>,
 ) -> Result<bool, ConfigError> {
-    match Config::load(path) {
+    let loaded = Config::load(path);
+    super::metrics::record_config_reload(loaded.is_ok());
+    match loaded {
         Ok(new) => {
             if **current.borrow() == new {
                 tracing::debug!(path = %path.display(), "config unchanged");
@@ -30,11 +33,24 @@ pub fn reload_config(
                     .map(|(name, q)| format!("{name}={}", q.hash()))
                     .collect()
             };
+            let (old_addr, new_addr) = (
+                current.borrow().daemon.metrics_addr,
+                new.daemon.metrics_addr,
+            );
+            if old_addr != new_addr {
+                // The listener is bound once, at start (like the session limits).
+                tracing::warn!(
+                    from = ?old_addr,
+                    to = ?new_addr,
+                    "daemon.metrics_addr changed: takes effect at the next restart"
+                );
+            }
             current.send_replace(Arc::new(new));
             tracing::info!(path = %path.display(), changed = ?changed, "config reloaded; applies from each queue's next round");
             Ok(true)
         }
         Err(e) => {
+            super::metrics::record_error(super::metrics::ErrorKind::ConfigRefused);
             tracing::error!(path = %path.display(), error = %e, "config refused; keeping the running config");
             Err(e)
         }
@@ -46,6 +62,7 @@ pub async fn watch_config(
     path: PathBuf,
     current: watch::Sender<Arc<Config>>,
     mut stop: watch::Receiver<bool>,
+    health: Arc<Health>,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(16);
     // Watch the directory: editors replace the file (write new, rename), which a watch on
@@ -103,6 +120,7 @@ pub async fn watch_config(
                 tracing::info!("SIGHUP: reloading config");
             }
         }
-        let _ = reload_config(&path, &current);
+        let result = reload_config(&path, &current);
+        health.config_reload(result.err().map(|e| e.to_string()));
     }
 }

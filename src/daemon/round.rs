@@ -89,6 +89,12 @@ pub struct RoundReport {
     pub commit_ms: f64,
     pub elapsed_ms: f64,
     pub next_round_at: Option<DateTime<Utc>>,
+    /// The score of each committed match.
+    pub match_scores: Vec<f64>,
+    /// Each matched player's wait, enqueue to commit, seconds.
+    pub wait_seconds: Vec<f64>,
+    /// Per-factor means over the committed matches.
+    pub factor_averages: std::collections::BTreeMap<String, f64>,
 }
 
 /// Runs rounds against one database with one clock.
@@ -247,6 +253,9 @@ impl RoundRunner {
             commit_ms: report.commit_ms,
             elapsed_ms: p.started.elapsed().as_secs_f64() * 1000.0,
             next_round_at: next_state.next_round_at,
+            match_scores: report.match_scores,
+            wait_seconds: report.wait_seconds,
+            factor_averages: report.factor_averages,
         };
         tracing::info!(
             queue = %report.queue,
@@ -267,6 +276,7 @@ impl RoundRunner {
             elapsed_ms = report.elapsed_ms.round(),
             "round committed"
         );
+        super::metrics::record_round(&report);
         Ok(report)
     }
 }
