@@ -256,7 +256,7 @@ async fn wait_for_schema(
                     tracing::error!(error = %reason, "waiting for the schema; /readyz answers 503 until it is current");
                     logged = Some(reason.clone());
                 }
-                health.waiting_for_schema(Some(reason));
+                health.waiting_for_schema(true);
             }
             Err(e) => return Err(e.into()),
         }
@@ -268,7 +268,7 @@ async fn wait_for_schema(
     if logged.is_some() {
         tracing::info!("schema is current; starting the daemon");
     }
-    health.waiting_for_schema(None);
+    health.waiting_for_schema(false);
     Ok(true)
 }
 

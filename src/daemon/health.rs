@@ -38,8 +38,8 @@ struct QueueHealth {
 
 #[derive(Debug)]
 struct State {
-    /// Set while the daemon waits for the schema, with the reason.
-    waiting_for_schema: Option<String>,
+    /// Set while the daemon waits for the schema (the schema line says why).
+    waiting_for_schema: bool,
     /// The supervisor's last pass and its poll interval.
     supervisor_beat: Option<(Instant, Duration)>,
     queues: BTreeMap<String, QueueHealth>,
@@ -58,7 +58,7 @@ impl Default for Health {
     fn default() -> Self {
         Health {
             state: Mutex::new(State {
-                waiting_for_schema: None,
+                waiting_for_schema: false,
                 supervisor_beat: None,
                 queues: BTreeMap::new(),
                 reload_refused: None,
@@ -93,8 +93,8 @@ impl Health {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn waiting_for_schema(&self, reason: Option<String>) {
-        self.lock().waiting_for_schema = reason;
+    pub fn waiting_for_schema(&self, waiting: bool) {
+        self.lock().waiting_for_schema = waiting;
     }
 
     /// The supervisor's pass: the configured queues and its poll interval. Queues no
@@ -174,9 +174,9 @@ impl Health {
         if s.stopping {
             ready = false;
             lines.push("supervisor: shutting down".into());
-        } else if let Some(reason) = &s.waiting_for_schema {
+        } else if s.waiting_for_schema {
             ready = false;
-            lines.push(format!("supervisor: waiting for the schema ({reason})"));
+            lines.push("supervisor: waiting for the schema before starting the queues".into());
         } else {
             match s.supervisor_beat {
                 None => {
@@ -256,7 +256,7 @@ mod tests {
         h.config_reload(Some("config key `daemon.poll_interval`: bad".into()));
         let r = h.readiness(Ok(9));
         assert!(r.ready && r.body().contains("was refused"), "{}", r.body());
-        h.waiting_for_schema(Some("not migrated".into()));
+        h.waiting_for_schema(true);
         assert!(!h.readiness(Ok(9)).ready);
     }
 

@@ -15,7 +15,7 @@ use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gau
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::round::{RoundError, RoundReport};
-use crate::db::DbError;
+use crate::db::{CommitReport, DbError};
 
 pub const ROUNDS: &str = "matchmaker_rounds_total";
 pub const ROUND_PHASE: &str = "matchmaker_round_phase_duration_seconds";
@@ -209,7 +209,7 @@ pub fn record_error(kind: ErrorKind) {
     counter!(ERRORS, "kind" => kind.as_str()).increment(1);
 }
 
-/// A committed round: counters, phase histograms, scores and waits.
+/// A committed round: counters and phase histograms.
 pub fn record_round(report: &RoundReport) {
     let queue = report.queue.clone();
     counter!(ROUNDS, "queue" => queue.clone(), "trigger" => report.trigger.as_str()).increment(1);
@@ -227,20 +227,24 @@ pub fn record_round(report: &RoundReport) {
     counter!(REJECTED, "queue" => queue.clone()).increment(report.rejected as u64);
     counter!(DROPPED_BY_CANCEL, "queue" => queue.clone())
         .increment(report.dropped_by_cancel as u64);
+}
+
+/// What a round's commit wrote: match scores, waits, the round's score and per-factor
+/// means.
+pub fn record_commit(queue: &str, commit: &CommitReport) {
+    let queue = queue.to_string();
     let scores = histogram!(MATCH_SCORE, "queue" => queue.clone());
-    for score in &report.match_scores {
+    for score in &commit.match_scores {
         scores.record(*score);
     }
     let waits = histogram!(WAIT, "queue" => queue.clone());
-    for wait in &report.wait_seconds {
+    for wait in &commit.wait_seconds {
         waits.record(*wait);
     }
-    if let Some(score) = report.score {
+    if let Some(score) = commit.score {
         gauge!(ROUND_SCORE, "queue" => queue.clone()).set(score);
     }
-    record_factor_averages(&queue, &report.factor_averages);
-    // The pool as the round left it.
-    gauge!(POOL_SIZE, "queue" => queue).set(report.left_over as f64);
+    record_factor_averages(&queue, &commit.factor_averages);
 }
 
 fn record_factor_averages(queue: &str, averages: &BTreeMap<String, f64>) {

@@ -39,10 +39,13 @@ pub fn reload_config(
             );
             if old_addr != new_addr {
                 // The listener is bound once, at start (like the session limits).
+                let show =
+                    |a: Option<std::net::SocketAddr>| a.map_or("none".into(), |a| a.to_string());
                 tracing::warn!(
-                    from = ?old_addr,
-                    to = ?new_addr,
-                    "daemon.metrics_addr changed: takes effect at the next restart"
+                    from = %show(old_addr),
+                    to = %show(new_addr),
+                    "daemon.metrics_addr changed: the endpoints stay where they are until a restart \
+                     (--metrics-addr or MATCHMAKER_METRICS_ADDR, if given, override the file)"
                 );
             }
             current.send_replace(Arc::new(new));
@@ -54,6 +57,16 @@ pub fn reload_config(
             tracing::error!(path = %path.display(), error = %e, "config refused; keeping the running config");
             Err(e)
         }
+    }
+}
+
+/// A change to the file (created, written, renamed, removed), not a read of it.
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
     }
 }
 
@@ -76,7 +89,11 @@ pub async fn watch_config(
     let watcher = {
         let tx = tx.clone();
         notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            // Opening or reading the file is not a change: our own reload reads it, and
+            // counting that would reload again every 200 ms, forever (and log a bad file
+            // each time). A write that completes is.
             if let Ok(event) = event
+                && is_change(&event.kind)
                 && event
                     .paths
                     .iter()

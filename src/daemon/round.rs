@@ -89,12 +89,6 @@ pub struct RoundReport {
     pub commit_ms: f64,
     pub elapsed_ms: f64,
     pub next_round_at: Option<DateTime<Utc>>,
-    /// The score of each committed match.
-    pub match_scores: Vec<f64>,
-    /// Each matched player's wait, enqueue to commit, seconds.
-    pub wait_seconds: Vec<f64>,
-    /// Per-factor means over the committed matches.
-    pub factor_averages: std::collections::BTreeMap<String, f64>,
 }
 
 /// Runs rounds against one database with one clock.
@@ -235,6 +229,7 @@ impl RoundRunner {
             },
         )
         .await?;
+        super::metrics::record_commit(&p.queue, &report);
         let report = RoundReport {
             queue: p.queue.clone(),
             trigger: p.trigger,
@@ -253,9 +248,6 @@ impl RoundRunner {
             commit_ms: report.commit_ms,
             elapsed_ms: p.started.elapsed().as_secs_f64() * 1000.0,
             next_round_at: next_state.next_round_at,
-            match_scores: report.match_scores,
-            wait_seconds: report.wait_seconds,
-            factor_averages: report.factor_averages,
         };
         tracing::info!(
             queue = %report.queue,

@@ -31,11 +31,13 @@ struct Daemon {
     child: Child,
     addr: SocketAddr,
     log: Arc<Mutex<String>>,
+    /// The config file it runs (and reloads).
+    config: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Daemon {
-    fn start(url: &str, extra: &[&str]) -> Daemon {
+    fn start(url: &str, holder: &str, extra: &[&str]) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("matchmaker.toml");
         std::fs::write(&config, CONFIG).unwrap();
@@ -43,7 +45,7 @@ impl Daemon {
             .args(["run", "--database-url", url, "--log-format", "json"])
             .arg("--config")
             .arg(&config)
-            .args(["--metrics-addr", "127.0.0.1:0", "--holder", "metrics-test"])
+            .args(["--metrics-addr", "127.0.0.1:0", "--holder", holder])
             .args(extra)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -81,6 +83,7 @@ impl Daemon {
             child,
             addr,
             log,
+            config,
             _dir: dir,
         }
     }
@@ -245,6 +248,31 @@ fn scrape(daemon: &Daemon) -> (Vec<Sample>, BTreeMap<String, String>, String) {
     (samples, types, answer.body)
 }
 
+/// The `matchmaker_*` names in the expressions of `deploy/grafana`'s dashboard.
+fn dashboard_metrics() -> Vec<String> {
+    let text = include_str!("../../deploy/grafana/matchmaker-dashboard.json");
+    let dashboard: serde_json::Value = serde_json::from_str(text).expect("dashboard is JSON");
+    let mut names = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().expect("a PromQL expression");
+            let mut rest = expr;
+            while let Some(at) = rest.find("matchmaker_") {
+                let tail = &rest[at..];
+                let end = tail
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(tail.len());
+                names.push(tail[..end].to_string());
+                rest = &tail[end..];
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 10, "dashboard metrics: {names:?}");
+    names
+}
+
 fn probe(url: &str) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_matchmaker"))
         .args(["health", "--url", url])
@@ -256,7 +284,7 @@ fn probe(url: &str) -> std::process::Output {
 async fn metrics_after_two_rounds_agree_with_the_rounds_table() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    let daemon = Daemon::start(&tdb.url(), &[]);
+    let daemon = Daemon::start(&tdb.url(), "replica-a", &[]);
     let ready = daemon
         .wait_for("/readyz", "readiness", |a| a.status == 200)
         .await;
@@ -400,10 +428,77 @@ async fn metrics_after_two_rounds_agree_with_the_rounds_table() {
     assert_eq!(m("matchmaker_errors_total", &[]), 0.0, "{body}");
     assert_eq!(types["matchmaker_rounds_total"], "counter");
     assert_eq!(types["matchmaker_leases_held"], "gauge");
+    // Every metric the shipped Grafana dashboard charts is one this daemon exports.
+    for name in dashboard_metrics() {
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| {
+                name.strip_suffix(suffix)
+                    .filter(|f| types.get(*f).is_some_and(|t| t == "histogram"))
+            })
+            .unwrap_or(name.as_str());
+        assert!(
+            types.contains_key(family),
+            "the dashboard charts {name}, which /metrics does not have"
+        );
+    }
 
     let out = probe(&daemon.url("/readyz"));
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("ready\n"));
+
+    // A second replica stands by: ready, no lease, and no figures of a queue it does not
+    // lead (NaN, so that `max by (queue)` over replicas gives the leader's).
+    let standby = Daemon::start(&tdb.url(), "replica-b", &[]);
+    let ready = standby
+        .wait_for("/readyz", "the standby's readiness", |a| a.status == 200)
+        .await;
+    assert!(
+        ready.body.contains("queue q: standing by"),
+        "{}",
+        ready.body
+    );
+    let (samples, _, body) = scrape(&standby);
+    let s = |name: &str| total(&samples, name, &[("queue", "q")]);
+    assert_eq!(s("matchmaker_leases_held"), 0.0, "{body}");
+    assert!(s("matchmaker_pool_size").is_nan(), "{body}");
+    assert!(s("matchmaker_next_round_in_seconds").is_nan(), "{body}");
+    assert_eq!(total(&samples, "matchmaker_rounds_total", &[]), 0.0);
+    drop(standby);
+
+    // A bad edit: refused once (not again at each read of the file), reported by
+    // /readyz and the metrics, and the daemon stays ready on its running config.
+    std::fs::write(&daemon.config, "this is [not toml").unwrap();
+    let refused = daemon
+        .wait_for("/readyz", "the refusal in /readyz", |a| {
+            a.body.contains("was refused")
+        })
+        .await;
+    assert_eq!(refused.status, 200, "{}", refused.body);
+    // No reload loop: reading the file is not a change (it was: a reload every 200 ms,
+    // each logging the refusal again). One write is one refusal, or two if a loaded
+    // machine splits the write's events across the 200 ms debounce; then no more.
+    let refusals = |samples: &[Sample]| {
+        total(
+            samples,
+            "matchmaker_errors_total",
+            &[("kind", "config_refused")],
+        )
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (before, _, _) = scrape(&daemon);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (samples, _, body) = scrape(&daemon);
+    assert!(
+        (1.0..=2.0).contains(&refusals(&before)) && refusals(&samples) == refusals(&before),
+        "refusals {} then {}:\n{body}",
+        refusals(&before),
+        refusals(&samples)
+    );
+    assert_eq!(
+        total(&samples, "matchmaker_config_last_reload_successful", &[]),
+        0.0
+    );
 }
 
 /// A new database without any migration: its URL and name.
@@ -444,7 +539,7 @@ async fn drop_db(name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_is_503_on_an_unmigrated_database_until_it_is_migrated() {
     let (url, name) = unmigrated_db().await;
-    let mut daemon = Daemon::start(&url, &["--no-migrate"]);
+    let mut daemon = Daemon::start(&url, "replica-a", &["--no-migrate"]);
 
     let not_ready = daemon.get("/readyz");
     assert_eq!(not_ready.status, 503, "{}", not_ready.body);
@@ -496,4 +591,27 @@ async fn readyz_is_503_on_an_unmigrated_database_until_it_is_migrated() {
     pool.close().await;
     drop(daemon);
     drop_db(&name).await;
+}
+
+#[test]
+fn metrics_addr_is_read_from_the_config_file_and_checked() {
+    use matchmaker::config::Config;
+    let config =
+        Config::from_toml_str("[daemon]\nmetrics_addr = \"127.0.0.1:9310\"\n[queues.q]\n").unwrap();
+    assert_eq!(
+        config.daemon.metrics_addr,
+        Some("127.0.0.1:9310".parse().unwrap())
+    );
+    assert_eq!(
+        Config::embedded_default().daemon.metrics_addr,
+        None,
+        "off by default"
+    );
+    let err =
+        Config::from_toml_str("[daemon]\nmetrics_addr = \"localhost\"\n[queues.q]\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("config key `daemon`: invalid socket address"),
+        "{err}"
+    );
 }
