@@ -19,7 +19,7 @@ use crate::support::*;
 
 /// Rounds only when 6 players are queued (the hourly tick never comes within a test); the
 /// workers look every second, so a round follows an enqueue without relying on NOTIFY.
-const CONFIG: &str = "[daemon]\npoll_interval = \"1s\"\nlease_ttl = \"3s\"\nlease_renew = \"1s\"\n\
+const CONFIG: &str = "[daemon]\npoll_interval = \"1s\"\nlease_ttl = \"10s\"\nlease_renew = \"1s\"\n\
                       [queues.q.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = 6\n";
 
 /// Generous bound on a loaded machine for the daemon to start, run a round, or notice
@@ -563,8 +563,19 @@ async fn readyz_is_503_on_an_unmigrated_database_until_it_is_migrated() {
         String::from_utf8_lossy(&out.stderr).contains("answered 503"),
         "{out:?}"
     );
-    let (samples, _, _) = scrape(&daemon);
-    assert!(total(&samples, "matchmaker_errors_total", &[("kind", "schema")]) >= 1.0);
+    // Each check while waiting (every poll_interval) counts; the log says it once.
+    daemon
+        .wait_for("/metrics", "two schema checks counted", |a| {
+            let (samples, _) = parse_exposition(&a.body);
+            total(&samples, "matchmaker_errors_total", &[("kind", "schema")]) >= 2.0
+        })
+        .await;
+    let log = daemon.log();
+    assert_eq!(
+        log.matches("waiting for the schema").count(),
+        1,
+        "logged once, not every poll:\n{log}"
+    );
     assert!(
         daemon.child.try_wait().unwrap().is_none(),
         "the daemon waits for the schema, it does not exit:\n{}",
@@ -582,12 +593,38 @@ async fn readyz_is_503_on_an_unmigrated_database_until_it_is_migrated() {
     assert!(ready.body.contains("schema: current"), "{}", ready.body);
     assert!(ready.body.contains("queue q: leading"), "{}", ready.body);
     assert!(probe(&daemon.url("/readyz")).status.success());
-    let log = daemon.log();
-    assert_eq!(
-        log.matches("waiting for the schema").count(),
-        1,
-        "logged once, not every poll:\n{log}"
+
+    // The issue's stuck daemon: a table gone under a running daemon. Every look fails
+    // (`relation "leases" does not exist`); it is alive but not ready, and says why.
+    sqlx::query("ALTER TABLE leases RENAME TO leases_away")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let failing = daemon
+        .wait_for("/readyz", "503 for the missing table", |a| a.status == 503)
+        .await;
+    assert!(
+        failing
+            .body
+            .contains("queue q: failing: relation \"leases\" does not exist"),
+        "{}",
+        failing.body
     );
+    assert_eq!(daemon.get("/healthz").status, 200, "alive all the same");
+    let (samples, _, body) = scrape(&daemon);
+    assert!(
+        total(&samples, "matchmaker_errors_total", &[("kind", "round_db")]) >= 1.0,
+        "{body}"
+    );
+    sqlx::query("ALTER TABLE leases_away RENAME TO leases")
+        .execute(&pool)
+        .await
+        .unwrap();
+    daemon
+        .wait_for("/readyz", "readiness once the table is back", |a| {
+            a.status == 200
+        })
+        .await;
     pool.close().await;
     drop(daemon);
     drop_db(&name).await;
