@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod bench_db;
 pub mod demo;
+pub mod health;
 pub mod migrate;
 pub mod optimize;
 pub mod run;

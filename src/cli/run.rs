@@ -55,6 +55,12 @@ pub struct RunArgs {
     /// leases do not, they use the database's clock.
     #[arg(long, hide = true, value_parser = parse_skew, allow_hyphen_values = true)]
     pub clock_skew: Option<chrono::Duration>,
+    /// Serve /metrics (Prometheus), /healthz and /readyz on this address, e.g.
+    /// 127.0.0.1:9310 (port 0: any free port; the bound address is logged). Overrides
+    /// `[daemon] metrics_addr`. With it, `--no-migrate` on a database that lacks
+    /// migrations waits for them (/readyz answers 503) instead of exiting.
+    #[arg(long, env = "MATCHMAKER_METRICS_ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// `20s`, `1m 5s`, `-20s`: a signed humantime duration.
@@ -128,16 +134,44 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         None => Config::embedded_default(),
     };
     tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
+    // SIGTERM / SIGINT, seen by the daemon, the schema wait and the endpoints alike.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
     let (pool, server) = open_database(&args.database).await?;
+    let health = Arc::new(daemon::health::Health::default());
     let result = async {
+        let metrics_addr = args.metrics_addr.or(config.daemon.metrics_addr);
+        let endpoints = match metrics_addr {
+            Some(addr) => Some(
+                serve_endpoints(addr, pool.clone(), health.clone(), stopped()).await?,
+            ),
+            None => None,
+        };
         if args.no_migrate {
-            require_schema(&pool).await?;
+            if endpoints.is_some() {
+                let poll = config.daemon.poll_interval;
+                if !wait_for_schema(&pool, &health, poll, stopped()).await? {
+                    return Ok(());
+                }
+            } else {
+                require_schema(&pool).await?;
+            }
         } else {
             db::migrate(&pool).await?;
         }
         let mut options = DaemonOptions {
             holder: args.holder.unwrap_or_else(daemon::default_holder),
             config_path,
+            health: health.clone(),
             ..DaemonOptions::default()
         };
         if let Some(offset) = args.clock_skew {
@@ -151,8 +185,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         // call and no stuck statement holds a round, a lease renewal or a takeover.
         let limits = config.daemon.session_limits();
         let daemon_pool = db::connect_limited(&pool, &limits).await?;
-        let result = daemon::run(daemon_pool.clone(), config, options, shutdown_signal()).await;
+        let result = daemon::run(daemon_pool.clone(), config, options, stopped()).await;
         daemon_pool.close().await;
+        if let Some(endpoints) = endpoints {
+            // Stopped by the same signal; it answers until then.
+            let _ = endpoints.await;
+        }
         result
     }
     .await;
@@ -162,6 +200,80 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         server.stop().await?;
     }
     result
+}
+
+/// Bind `addr` and serve the endpoints (and the metrics recorder, installed here) until
+/// `shutdown`. Fails at once if the address cannot be bound.
+async fn serve_endpoints(
+    addr: std::net::SocketAddr,
+    pool: PgPool,
+    health: Arc<daemon::health::Health>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let handle = daemon::metrics::install_recorder()
+        .context("installing the Prometheus metrics recorder")?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} for /metrics, /healthz, /readyz"))?;
+    let bound = listener.local_addr()?;
+    tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
+    // Histograms are drained at each scrape too; this bounds their buffers between scrapes.
+    let upkeep = handle.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            upkeep.run_upkeep();
+        }
+    });
+    let endpoints = daemon::endpoints::Endpoints {
+        metrics: Some(handle),
+        health,
+        db: pool,
+    };
+    Ok(tokio::spawn(async move {
+        if let Err(e) = daemon::endpoints::serve(listener, endpoints, shutdown).await {
+            tracing::error!(error = %e, "the /metrics endpoint stopped");
+        }
+    }))
+}
+
+/// `--no-migrate` with the endpoints served: wait (re-checking every `poll`) until the
+/// schema has this binary's migrations, answering /readyz with 503 and the reason
+/// meanwhile. `Ok(false)`: stopped while waiting. Errors other than a schema behind (the
+/// database unreachable, a role that cannot read `_sqlx_migrations`) end the start.
+async fn wait_for_schema(
+    pool: &PgPool,
+    health: &daemon::health::Health,
+    poll: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<bool> {
+    tokio::pin!(shutdown);
+    let mut logged: Option<String> = None;
+    loop {
+        match require_schema(pool).await {
+            Ok(()) => break,
+            Err(e @ db::DbError::SchemaBehind { .. }) => {
+                let reason = e.to_string();
+                daemon::metrics::record_error(daemon::metrics::ErrorKind::Schema);
+                // Once per distinct state, not every poll.
+                if logged.as_ref() != Some(&reason) {
+                    tracing::error!(error = %reason, "waiting for the schema; /readyz answers 503 until it is current");
+                    logged = Some(reason.clone());
+                }
+                health.waiting_for_schema(true);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tokio::select! {
+            _ = &mut shutdown => return Ok(false),
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
+    if logged.is_some() {
+        tracing::info!("schema is current; starting the daemon");
+    }
+    health.waiting_for_schema(false);
+    Ok(true)
 }
 
 /// SIGTERM or SIGINT (Ctrl-C).

@@ -87,6 +87,11 @@ pub struct DaemonConfig {
     /// The longest any one statement of the daemon may run (read at start).
     #[serde(with = "humantime_serde")]
     pub statement_timeout: Duration,
+    /// Serve `/metrics`, `/healthz` and `/readyz` on this address (`IP:PORT`; port 0: any
+    /// free port, logged). `run --metrics-addr` overrides it. Absent: not served. Read at
+    /// start: a reload that changes it logs that it takes effect at the next restart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for DaemonConfig {
@@ -97,6 +102,7 @@ impl Default for DaemonConfig {
             lease_renew: Duration::from_secs(5),
             lock_timeout: Duration::from_secs(2),
             statement_timeout: Duration::from_secs(60),
+            metrics_addr: None,
         }
     }
 }

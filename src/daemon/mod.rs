@@ -23,6 +23,9 @@
 
 pub mod clock;
 pub mod countdown;
+pub mod endpoints;
+pub mod health;
+pub mod metrics;
 pub mod reload;
 pub mod round;
 pub mod trigger;
@@ -42,6 +45,8 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::db;
 use clock::Clock;
+use health::{Health, QueueRole};
+use metrics::ErrorKind;
 use round::RoundRunner;
 use worker::{QueueWorker, StepOutcome};
 
@@ -60,6 +65,8 @@ pub struct DaemonOptions {
     /// Watched for hot reload (and re-read on SIGHUP). None: no reload.
     pub config_path: Option<PathBuf>,
     pub clock: Arc<dyn Clock>,
+    /// What `/readyz` reports; the daemon keeps it up to date.
+    pub health: Arc<Health>,
 }
 
 impl Default for DaemonOptions {
@@ -68,6 +75,7 @@ impl Default for DaemonOptions {
             holder: default_holder(),
             config_path: None,
             clock: Arc::new(clock::SystemClock),
+            health: Arc::new(Health::default()),
         }
     }
 }
@@ -99,6 +107,7 @@ pub async fn run(
             path,
             config_tx.clone(),
             stop_rx.clone(),
+            options.health.clone(),
         )));
     }
     background.push(tokio::spawn(listen_enqueues(
@@ -126,7 +135,9 @@ pub async fn run(
         };
         // Also every poll interval: a retire that failed (a worker's, or this one: an
         // enqueue held open past the lock timeout) is tried again until it succeeds.
+        options.health.supervisor_pass(&names, poll);
         if let Err(e) = db::queues::retire_unlisted(&db, &options.holder, &names, ttl).await {
+            metrics::record_error(ErrorKind::Retire);
             tracing::warn!(error = %e, "could not retire queues removed from the config; retrying in {poll:?}");
         }
 
@@ -139,6 +150,7 @@ pub async fn run(
                     config_rx.clone(),
                     wake_tx.subscribe(),
                     stop_rx.clone(),
+                    options.health.clone(),
                 )));
             }
         }
@@ -150,6 +162,7 @@ pub async fn run(
     }
 
     tracing::info!("shutting down: no new rounds; finishing rounds in flight");
+    options.health.stopping();
     let _ = stop_tx.send(true);
     for (_, handle) in workers {
         let _ = handle.await;
@@ -169,6 +182,7 @@ async fn queue_task(
     config: watch::Receiver<Arc<Config>>,
     mut wake: broadcast::Receiver<String>,
     mut stop: watch::Receiver<bool>,
+    health: Arc<Health>,
 ) {
     let (queue_config, daemon) = {
         let c = config.borrow();
@@ -219,7 +233,10 @@ async fn queue_task(
                             Err(e) => tracing::warn!(queue, error = %e, "reading the lease failed"),
                         }
                     }
-                    Err(e) => tracing::warn!(queue, error = %e, "lease renewal failed"),
+                    Err(e) => {
+                        metrics::record_error(ErrorKind::Lease);
+                        tracing::warn!(queue, error = %e, "lease renewal failed")
+                    }
                 }
             }
         })
@@ -243,12 +260,29 @@ async fn queue_task(
             }
         };
         worker.set_config(queue_config);
-        let wake_at = match worker.step().await {
-            Ok(StepOutcome::Waiting { next_round_at, .. }) => next_round_at,
+        let step = worker.step().await;
+        let role = match (&step, worker.lease_handle().current().await) {
+            (Err(e), _) => QueueRole::Failing(e.to_string()),
+            (Ok(StepOutcome::Standby), _) | (Ok(_), None) => QueueRole::Standby,
+            (Ok(_), Some(lease)) => QueueRole::Leading { term: lease.term },
+        };
+        if role == QueueRole::Standby {
+            metrics::record_pool_size(&queue, None);
+        }
+        health.queue_role(&queue, role);
+        let wake_at = match step {
+            Ok(StepOutcome::Waiting { next_round_at, .. }) => {
+                health.next_round(&queue, next_round_at, runner.clock.now());
+                next_round_at
+            }
             // Right after a round, look again soon (the next trigger may already hold).
-            Ok(StepOutcome::Ran(_)) => Some(runner.clock.now()),
+            Ok(StepOutcome::Ran(report)) => {
+                health.next_round(&queue, report.next_round_at, runner.clock.now());
+                Some(runner.clock.now())
+            }
             Ok(StepOutcome::Standby) => None,
             Err(e) => {
+                metrics::record_error(ErrorKind::of_round(&e));
                 tracing::error!(queue, error = %format!("{e:#}"), "round failed");
                 None
             }
@@ -269,11 +303,15 @@ async fn queue_task(
     }
     keeper.abort();
     if removed && let Err(e) = worker.retire().await {
+        metrics::record_error(ErrorKind::Retire);
         tracing::warn!(queue, error = %e, "could not retire the removed queue; retried at the next reload or start");
     }
     if let Err(e) = worker.release().await {
         tracing::warn!(queue, error = %e, "could not release the lease; it expires by itself");
     }
+    // No longer this replica's figures.
+    metrics::record_lease(&queue, false);
+    metrics::record_pool_size(&queue, None);
 }
 
 async fn wait_for_wake(wake: &mut broadcast::Receiver<String>, queue: &str) {
@@ -299,6 +337,7 @@ async fn listen_enqueues(
         let mut listener = match PgListener::connect_with(&db).await {
             Ok(l) => l,
             Err(e) => {
+                metrics::record_error(ErrorKind::Listen);
                 tracing::warn!(error = %e, "LISTEN connection failed; polling until it is back");
                 tokio::select! {
                     _ = stop.changed() => return,
@@ -307,6 +346,7 @@ async fn listen_enqueues(
             }
         };
         if let Err(e) = listener.listen(ENQUEUE_CHANNEL).await {
+            metrics::record_error(ErrorKind::Listen);
             tracing::warn!(error = %e, "LISTEN failed; polling");
             tokio::select! {
                 _ = stop.changed() => return,
@@ -319,6 +359,7 @@ async fn listen_enqueues(
                 n = listener.recv() => match n {
                     Ok(n) => { let _ = wake.send(n.payload().to_string()); }
                     Err(e) => {
+                        metrics::record_error(ErrorKind::Listen);
                         tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
                         break;
                     }

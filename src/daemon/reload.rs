@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::health::Health;
 use crate::config::{Config, ConfigError};
 
 /// Load `path`; publish it if valid and different. `Ok(true)`: a new config is live.
@@ -16,7 +17,9 @@ pub fn reload_config(
     path: &Path,
     current: &watch::Sender<Arc<Config>>,
 ) -> Result<bool, ConfigError> {
-    match Config::load(path) {
+    let loaded = Config::load(path);
+    super::metrics::record_config_reload(loaded.is_ok());
+    match loaded {
         Ok(new) => {
             if **current.borrow() == new {
                 tracing::debug!(path = %path.display(), "config unchanged");
@@ -30,14 +33,40 @@ pub fn reload_config(
                     .map(|(name, q)| format!("{name}={}", q.hash()))
                     .collect()
             };
+            let (old_addr, new_addr) = (
+                current.borrow().daemon.metrics_addr,
+                new.daemon.metrics_addr,
+            );
+            if old_addr != new_addr {
+                // The listener is bound once, at start (like the session limits).
+                let show =
+                    |a: Option<std::net::SocketAddr>| a.map_or("none".into(), |a| a.to_string());
+                tracing::warn!(
+                    from = %show(old_addr),
+                    to = %show(new_addr),
+                    "daemon.metrics_addr changed: the endpoints stay where they are until a restart \
+                     (--metrics-addr or MATCHMAKER_METRICS_ADDR, if given, override the file)"
+                );
+            }
             current.send_replace(Arc::new(new));
             tracing::info!(path = %path.display(), changed = ?changed, "config reloaded; applies from each queue's next round");
             Ok(true)
         }
         Err(e) => {
+            super::metrics::record_error(super::metrics::ErrorKind::ConfigRefused);
             tracing::error!(path = %path.display(), error = %e, "config refused; keeping the running config");
             Err(e)
         }
+    }
+}
+
+/// A change to the file (created, written, renamed, removed), not a read of it.
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
     }
 }
 
@@ -46,6 +75,7 @@ pub async fn watch_config(
     path: PathBuf,
     current: watch::Sender<Arc<Config>>,
     mut stop: watch::Receiver<bool>,
+    health: Arc<Health>,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(16);
     // Watch the directory: editors replace the file (write new, rename), which a watch on
@@ -59,7 +89,11 @@ pub async fn watch_config(
     let watcher = {
         let tx = tx.clone();
         notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            // Opening or reading the file is not a change: our own reload reads it, and
+            // counting that would reload again every 200 ms, forever (and log a bad file
+            // each time). A write that completes is.
             if let Ok(event) = event
+                && is_change(&event.kind)
                 && event
                     .paths
                     .iter()
@@ -103,6 +137,7 @@ pub async fn watch_config(
                 tracing::info!("SIGHUP: reloading config");
             }
         }
-        let _ = reload_config(&path, &current);
+        let result = reload_config(&path, &current);
+        health.config_reload(result.err().map(|e| e.to_string()));
     }
 }

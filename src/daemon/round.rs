@@ -229,6 +229,7 @@ impl RoundRunner {
             },
         )
         .await?;
+        super::metrics::record_commit(&p.queue, &report);
         let report = RoundReport {
             queue: p.queue.clone(),
             trigger: p.trigger,
@@ -267,6 +268,7 @@ impl RoundRunner {
             elapsed_ms = report.elapsed_ms.round(),
             "round committed"
         );
+        super::metrics::record_round(&report);
         Ok(report)
     }
 }

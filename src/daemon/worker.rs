@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Mutex;
 
 use super::countdown;
+use super::metrics::{self, ErrorKind};
 use super::round::{RoundError, RoundReport, RoundRunner};
 use super::trigger::{Decision, QueueView, decide};
 use crate::config::QueueConfig;
@@ -56,6 +57,7 @@ pub async fn keep_lease(
         );
         *current = Some(lease);
     }
+    metrics::record_lease(queue, current.is_some());
     Ok(current.clone())
 }
 
@@ -88,6 +90,8 @@ pub struct QueueWorker {
     /// The config hash we last published in `queues` under our current term.
     published: Option<String>,
     last_tidy: Option<std::time::Instant>,
+    /// The highest entry id seen by this leader's enqueue count (see `db::entries_since`).
+    enqueue_mark: Option<i64>,
 }
 
 /// How often a leader expires tickets and closes broken parties between rounds.
@@ -116,6 +120,7 @@ impl QueueWorker {
             last_pool_size: None,
             published: None,
             last_tidy: None,
+            enqueue_mark: None,
         }
     }
 
@@ -123,6 +128,7 @@ impl QueueWorker {
     async fn tidy(&mut self) -> Result<(), DbError> {
         let tidied = db::tickets::tidy_queue(&self.runner.db, &self.queue).await?;
         self.last_tidy = Some(std::time::Instant::now());
+        metrics::record_tidied(&self.queue, tidied.expired, tidied.party_closed);
         if tidied != db::tickets::Tidied::default() {
             tracing::info!(
                 queue = %self.queue,
@@ -221,9 +227,15 @@ impl QueueWorker {
             });
             self.pool_after_last_round = None;
             self.last_written = None;
+            // Count from here: what arrived before this term was the last leader's.
+            self.enqueue_mark = None;
         }
         let next_due = self.next_due.unwrap_or(now);
+        let (new, mark) = db::entries_since(db, &self.queue, self.enqueue_mark).await?;
+        metrics::record_enqueued(&self.queue, new);
+        self.enqueue_mark = Some(mark);
         let stats = db::pool_stats(db, &self.queue).await?;
+        metrics::record_pool_size(&self.queue, Some(stats.size));
         let view = QueueView {
             now,
             pool_size: stats.size,
@@ -247,13 +259,16 @@ impl QueueWorker {
                     Ok(report) => {
                         self.next_due = report.next_round_at;
                         self.last_round_at = Some(self.runner.clock.now());
-                        self.pool_after_last_round =
-                            Some(db::pool_stats(&self.runner.db, &self.queue).await?.size);
+                        let left = db::pool_stats(&self.runner.db, &self.queue).await?.size;
+                        metrics::record_pool_size(&self.queue, Some(left));
+                        self.pool_after_last_round = Some(left);
                         self.last_written = None;
                         Ok(StepOutcome::Ran(report))
                     }
                     Err(e) if e.is_lease_lost() => {
                         tracing::warn!(queue = %self.queue, "round abandoned: {e}");
+                        metrics::record_error(ErrorKind::LeaseLost);
+                        metrics::record_lease(&self.queue, false);
                         *self.lease.0.lock().await = None;
                         self.term = None;
                         Ok(StepOutcome::Standby)
@@ -303,6 +318,7 @@ impl QueueWorker {
     pub async fn release(&self) -> Result<(), DbError> {
         if let Some(lease) = self.lease.0.lock().await.take() {
             db::release_lease(&self.runner.db, &lease, self.runner.clock.lease_now()).await?;
+            metrics::record_lease(&self.queue, false);
             tracing::info!(queue = %self.queue, term = lease.term, "lease released");
         }
         Ok(())

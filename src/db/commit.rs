@@ -91,6 +91,12 @@ pub struct CommitReport {
     pub withdrawn: usize,
     pub score: Option<f64>,
     pub commit_ms: f64,
+    /// The score of each committed match (for the metrics).
+    pub match_scores: Vec<f64>,
+    /// Each matched player's wait, enqueue to commit, in seconds (for the metrics).
+    pub wait_seconds: Vec<f64>,
+    /// Per-factor means over the committed matches (`rounds.factor_averages`).
+    pub factor_averages: BTreeMap<String, f64>,
 }
 
 /// Write the round. Fails with [`DbError::LeaseLost`] (writing nothing) if `lease` is no
@@ -416,6 +422,18 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .await?;
     tx.commit().await?;
 
+    let enqueued_at: HashMap<&str, DateTime<Utc>> = r
+        .snapshot
+        .entries
+        .iter()
+        .map(|e| (e.player_id.as_str(), e.enqueued_at))
+        .collect();
+    let wait_seconds = kept
+        .iter()
+        .flat_map(|m| m.teams.iter().flatten())
+        .filter_map(|p| enqueued_at.get(p.as_str()))
+        .map(|at| ((r.committed_at - *at).num_milliseconds() as f64 / 1000.0).max(0.0))
+        .collect();
     Ok(CommitReport {
         round_id,
         match_count: kept.len(),
@@ -426,6 +444,9 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         withdrawn,
         score,
         commit_ms: started.elapsed().as_secs_f64() * 1000.0,
+        match_scores: kept.iter().map(|m| m.score).collect(),
+        wait_seconds,
+        factor_averages,
     })
 }
 

@@ -16,7 +16,9 @@ pub mod tickets;
 
 pub use commit::{CommitReport, RoundRecord, RoundTrigger, commit_round};
 pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
-pub use queue_state::{PoolStats, QueueStateRow, WaitingFor, pool_stats, write_queue_state};
+pub use queue_state::{
+    PoolStats, QueueStateRow, WaitingFor, entries_since, pool_stats, write_queue_state,
+};
 pub use snapshot::{QueuedEntry, Snapshot, snapshot_pool};
 
 use std::str::FromStr;

@@ -65,6 +65,37 @@ pub async fn pool_stats(db: &PgPool, queue: &str) -> Result<PoolStats, DbError> 
     })
 }
 
+/// Entries of `queue` that arrived since `mark` (an entry id), and the new mark: the
+/// highest entry id now (of any queue). Without a mark, nothing is counted and the mark is
+/// set. The leader's count of enqueues for the metrics: a range scan of the primary key
+/// over the rows added since its last look.
+///
+/// An entry whose INSERT commits after a higher-numbered one was already seen is not
+/// counted (ids are taken at insert, rows become visible at commit): a window of one
+/// `enqueue()` transaction, microseconds. Entries that arrive while no replica leads the
+/// queue are not counted either.
+pub async fn entries_since(
+    db: &PgPool,
+    queue: &str,
+    mark: Option<i64>,
+) -> Result<(u64, i64), DbError> {
+    let Some(mark) = mark else {
+        let max: Option<i64> = sqlx::query_scalar("SELECT max(entry_id) FROM queue_entries")
+            .fetch_one(db)
+            .await?;
+        return Ok((0, max.unwrap_or(0)));
+    };
+    let (new, max): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE queue = $1), max(entry_id) FROM queue_entries
+          WHERE entry_id > $2",
+    )
+    .bind(queue)
+    .bind(mark)
+    .fetch_one(db)
+    .await?;
+    Ok((new as u64, max.unwrap_or(mark)))
+}
+
 /// Insert or update the row (and recount the pool); `last_round` is set by a round
 /// commit only.
 pub async fn write_queue_state<'e>(
