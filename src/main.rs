@@ -37,6 +37,11 @@ enum Command {
     /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
     /// cancel storms under client load; then an audit of the contract's invariants.
     Soak(cli::soak::SoakArgs),
+    /// Re-solve a past round from its stored snapshot, side by side with what it did;
+    /// what-if with --config / --set; a whole time range with --from / --to.
+    Replay(cli::replay::ReplayArgs),
+    /// A player's last rounds: matched, or left over and why.
+    Explain(cli::explain::ExplainArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +56,8 @@ fn main() -> std::process::ExitCode {
         Command::Status(args) => cli::status::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Soak(args) => cli::soak::run(args),
+        Command::Replay(args) => cli::replay::run(args),
+        Command::Explain(args) => cli::explain::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,8 +4,10 @@
 pub mod bench;
 pub mod bench_db;
 pub mod demo;
+pub mod explain;
 pub mod migrate;
 pub mod optimize;
+pub mod replay;
 pub mod run;
 pub mod simulate;
 pub mod soak;

@@ -11,12 +11,14 @@ pub mod lease;
 pub mod local_pg;
 pub mod queue_state;
 pub mod queues;
+pub mod round_snapshot;
 pub mod snapshot;
 pub mod tickets;
 
 pub use commit::{CommitReport, RoundRecord, RoundTrigger, commit_round};
 pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
 pub use queue_state::{PoolStats, QueueStateRow, WaitingFor, pool_stats, write_queue_state};
+pub use round_snapshot::{BudgetRecord, ReplayRecord, StoredRound, load_round, rounds_between};
 pub use snapshot::{QueuedEntry, Snapshot, snapshot_pool};
 
 use std::str::FromStr;
@@ -51,6 +53,10 @@ pub enum DbError {
     },
     #[error("{}", describe_sql_error(.0))]
     Sql(sqlx::Error),
+    /// A stored record this build cannot use (a round without a snapshot, a snapshot of an
+    /// unknown format); the message says which and why.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 // By hand rather than `#[from]`, which would also make the error the `source()`.
