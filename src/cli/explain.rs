@@ -131,7 +131,11 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!("player {}: no entries and no rounds\n", e.player));
         return out;
     }
-    out.push_str(&format!("player {}: last {} rounds\n", e.player, e.rounds.len()));
+    out.push_str(&format!(
+        "player {}: last {} rounds\n",
+        e.player,
+        e.rounds.len()
+    ));
     for r in &e.rounds {
         let what = match (r.outcome.as_str(), r.match_id) {
             ("matched", Some(m)) => {

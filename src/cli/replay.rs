@@ -212,11 +212,12 @@ pub fn effective_config(stored: &StoredRound, args: &ReplayArgs) -> anyhow::Resu
     let queue = &stored.queue;
     let base = Config::from_toml_str(&stored.config_toml)
         .with_context(|| format!("round {}: the stored config", stored.round_id))?;
-    let mut config = base
-        .queues
-        .get(queue)
-        .cloned()
-        .with_context(|| format!("round {}: the stored config lacks queue {queue}", stored.round_id))?;
+    let mut config = base.queues.get(queue).cloned().with_context(|| {
+        format!(
+            "round {}: the stored config lacks queue {queue}",
+            stored.round_id
+        )
+    })?;
     if let Some(path) = &args.config {
         let file = Config::load(path)?;
         let Some(q) = file.queues.get(queue) else {
@@ -236,7 +237,11 @@ pub fn effective_config(stored: &StoredRound, args: &ReplayArgs) -> anyhow::Resu
 
 /// `--set queue.KEY=VALUE`, each on the queue's config as a TOML table, then validated
 /// like any config file.
-pub fn apply_sets(config: &QueueConfig, queue: &str, sets: &[String]) -> anyhow::Result<QueueConfig> {
+pub fn apply_sets(
+    config: &QueueConfig,
+    queue: &str,
+    sets: &[String],
+) -> anyhow::Result<QueueConfig> {
     let mut file: toml::Table = toml::from_str(&config.to_toml(queue))?;
     for set in sets {
         let Some((key, raw)) = set.split_once('=') else {
@@ -276,7 +281,8 @@ pub fn apply_sets(config: &QueueConfig, queue: &str, sets: &[String]) -> anyhow:
         table.insert(last.to_string(), value);
     }
     let text = toml::to_string(&file)?;
-    let changed = Config::from_toml_str(&text).with_context(|| format!("--set {}", sets.join(" --set ")))?;
+    let changed =
+        Config::from_toml_str(&text).with_context(|| format!("--set {}", sets.join(" --set ")))?;
     Ok(changed.queues[queue].clone())
 }
 
@@ -301,7 +307,11 @@ pub fn replay_round(
         what_if.push(format!("--restarts {n}"));
     }
     // A what-if that sets the round's own budget keys takes them.
-    if args.set.iter().any(|s| s.contains("round.restarts") || s.contains("round.budget")) {
+    if args
+        .set
+        .iter()
+        .any(|s| s.contains("round.restarts") || s.contains("round.budget"))
+    {
         budget = BudgetRecord::new(config.round.solve_budget(), config.round.moves_per_restart);
     }
     let options = SolveOptions {
@@ -314,21 +324,34 @@ pub fn replay_round(
     };
     let started = std::time::Instant::now();
     let (outcome, malformed, pool) =
-        solve_rejecting_malformed(stored.pool.clone(), &config.model, &options)
-            .map_err(|e| anyhow::anyhow!("round {}: the core refused the replay: {e}", stored.round_id))?;
+        solve_rejecting_malformed(stored.pool.clone(), &config.model, &options).map_err(|e| {
+            anyhow::anyhow!(
+                "round {}: the core refused the replay: {e}",
+                stored.round_id
+            )
+        })?;
     let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
     let left_over = core::explain_left_over(&pool, &config.model, &outcome)?;
 
     let stored_side = stored_side(stored);
-    let replay_side = replay_side(&stored.pool, &outcome, malformed.len(), &left_over, solve_ms);
+    let replay_side = replay_side(
+        &stored.pool,
+        &outcome,
+        malformed.len(),
+        &left_over,
+        solve_ms,
+    );
     let stored_sets: Vec<Vec<Vec<String>>> = stored
         .matches
         .iter()
         .map(|m| canonical(&m.teams))
         .chain(stored.dropped_matches.iter().map(|t| canonical(t)))
         .collect();
-    let mut replay_sets: Vec<Vec<Vec<String>>> =
-        outcome.matches.iter().map(|m| canonical(&m.teams)).collect();
+    let mut replay_sets: Vec<Vec<Vec<String>>> = outcome
+        .matches
+        .iter()
+        .map(|m| canonical(&m.teams))
+        .collect();
     replay_sets.sort();
     let same = stored_sets
         .iter()
@@ -355,7 +378,10 @@ pub fn replay_round(
         replay_match_factors: outcome.matches.iter().map(|m| m.factors.clone()).collect(),
         replay_waits: wait_list(
             &stored.pool,
-            outcome.matches.iter().flat_map(|m| m.teams.iter().flatten().cloned()),
+            outcome
+                .matches
+                .iter()
+                .flat_map(|m| m.teams.iter().flatten().cloned()),
         ),
     })
 }
@@ -394,7 +420,9 @@ fn stored_side(s: &StoredRound) -> Side {
     let mut by_outcome = BTreeMap::new();
     for l in s.left_over.values() {
         if l.outcome != LeftOverKind::Rejected {
-            *by_outcome.entry(l.outcome.as_str().to_string()).or_default() += 1;
+            *by_outcome
+                .entry(l.outcome.as_str().to_string())
+                .or_default() += 1;
         }
     }
     Side {
@@ -406,7 +434,9 @@ fn stored_side(s: &StoredRound) -> Side {
         factors: s.factor_averages.clone(),
         waits: waits(
             &s.pool,
-            s.matches.iter().flat_map(|m| m.teams.iter().flatten().cloned()),
+            s.matches
+                .iter()
+                .flat_map(|m| m.teams.iter().flatten().cloned()),
         ),
         left_over_by_outcome: by_outcome,
         solve_ms: s.solve_ms,
@@ -434,14 +464,24 @@ fn replay_side(
     }
     Side {
         matches: outcome.matches.len(),
-        matched: outcome.matches.iter().map(|m| m.teams.iter().flatten().count()).sum(),
+        matched: outcome
+            .matches
+            .iter()
+            .map(|m| m.teams.iter().flatten().count())
+            .sum(),
         left_over: outcome.unmatched.len(),
         rejected: outcome.rejected.len() + malformed,
         score: (!outcome.matches.is_empty()).then_some(outcome.score),
-        factors: sums.into_iter().map(|(f, (s, n))| (f, s / n as f64)).collect(),
+        factors: sums
+            .into_iter()
+            .map(|(f, (s, n))| (f, s / n as f64))
+            .collect(),
         waits: waits(
             pool,
-            outcome.matches.iter().flat_map(|m| m.teams.iter().flatten().cloned()),
+            outcome
+                .matches
+                .iter()
+                .flat_map(|m| m.teams.iter().flatten().cloned()),
         ),
         left_over_by_outcome: by_outcome,
         solve_ms,
@@ -482,19 +522,45 @@ pub fn render(r: &Replay) -> String {
     }
     out.push_str(&format!("{:<24} {:>12} {:>12}\n", "", "stored", "replay"));
     let (s, p) = (&r.stored, &r.replay);
-    line(&mut out, "matches", s.matches.to_string(), p.matches.to_string());
-    line(&mut out, "matched", s.matched.to_string(), p.matched.to_string());
-    line(&mut out, "left over", s.left_over.to_string(), p.left_over.to_string());
+    line(
+        &mut out,
+        "matches",
+        s.matches.to_string(),
+        p.matches.to_string(),
+    );
+    line(
+        &mut out,
+        "matched",
+        s.matched.to_string(),
+        p.matched.to_string(),
+    );
+    line(
+        &mut out,
+        "left over",
+        s.left_over.to_string(),
+        p.left_over.to_string(),
+    );
     let kinds: std::collections::BTreeSet<&String> = s
         .left_over_by_outcome
         .keys()
         .chain(p.left_over_by_outcome.keys())
         .collect();
     for k in kinds {
-        let n = |side: &Side| side.left_over_by_outcome.get(k).copied().unwrap_or(0).to_string();
+        let n = |side: &Side| {
+            side.left_over_by_outcome
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .to_string()
+        };
         line(&mut out, &format!("  {k}"), n(s), n(p));
     }
-    line(&mut out, "rejected", s.rejected.to_string(), p.rejected.to_string());
+    line(
+        &mut out,
+        "rejected",
+        s.rejected.to_string(),
+        p.rejected.to_string(),
+    );
     let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.5}"));
     line(&mut out, "score", num(s.score), num(p.score));
     let factors: std::collections::BTreeSet<&String> =
@@ -508,19 +574,45 @@ pub fn render(r: &Replay) -> String {
         );
     }
     let wait = |side: &Side, pick: fn(&Waits) -> f64| {
-        side.waits.as_ref().map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
+        side.waits
+            .as_ref()
+            .map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
     };
-    line(&mut out, "wait mean s", wait(s, |w| w.mean), wait(p, |w| w.mean));
-    line(&mut out, "wait p50 s", wait(s, |w| w.p50), wait(p, |w| w.p50));
-    line(&mut out, "wait p90 s", wait(s, |w| w.p90), wait(p, |w| w.p90));
-    line(&mut out, "wait max s", wait(s, |w| w.max), wait(p, |w| w.max));
+    line(
+        &mut out,
+        "wait mean s",
+        wait(s, |w| w.mean),
+        wait(p, |w| w.mean),
+    );
+    line(
+        &mut out,
+        "wait p50 s",
+        wait(s, |w| w.p50),
+        wait(p, |w| w.p50),
+    );
+    line(
+        &mut out,
+        "wait p90 s",
+        wait(s, |w| w.p90),
+        wait(p, |w| w.p90),
+    );
+    line(
+        &mut out,
+        "wait max s",
+        wait(s, |w| w.max),
+        wait(p, |w| w.max),
+    );
     out.push_str(&format!(
         "{:<24} {:>12.0} {:>12.0}\n",
         "solve ms", s.solve_ms, p.solve_ms
     ));
     out.push_str(&format!(
         "matches: {} ({} of the stored round's {} made again; the replay made {})\n",
-        if r.identical { "identical" } else { "different" },
+        if r.identical {
+            "identical"
+        } else {
+            "different"
+        },
         r.same_matches,
         r.stored_matches,
         r.replay.matches
@@ -579,7 +671,13 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, side: &Side, pool: usize, match_factors: &[BTreeMap<String, f64>], waits: Vec<f64>) {
+    fn add(
+        &mut self,
+        side: &Side,
+        pool: usize,
+        match_factors: &[BTreeMap<String, f64>],
+        waits: Vec<f64>,
+    ) {
         let t = &mut self.totals;
         t.rounds += 1;
         t.players += pool;
@@ -602,7 +700,8 @@ impl Acc {
     }
 
     fn finish(mut self) -> Totals {
-        self.totals.mean_round_score = (self.scored > 0).then(|| self.score_sum / self.scored as f64);
+        self.totals.mean_round_score =
+            (self.scored > 0).then(|| self.score_sum / self.scored as f64);
         self.totals.factors = self
             .factor_sums
             .into_iter()
@@ -623,7 +722,10 @@ fn wait_list(pool: &Pool, players: impl Iterator<Item = String>) -> Vec<f64> {
         .filter_map(|p| p.enqueued_at.map(|t| (p.id.as_str(), t)))
         .collect();
     players
-        .filter_map(|p| at.get(p.as_str()).map(|t| ((now - *t).num_milliseconds() as f64 / 1000.0).max(0.0)))
+        .filter_map(|p| {
+            at.get(p.as_str())
+                .map(|t| ((now - *t).num_milliseconds() as f64 / 1000.0).max(0.0))
+        })
         .collect()
 }
 
@@ -636,7 +738,10 @@ async fn replay_range(db: &PgPool, args: &ReplayArgs) -> anyhow::Result<()> {
     if ids.is_empty() {
         bail!(
             "no round with a snapshot was committed between {from} and {to}{}",
-            args.queue.as_deref().map(|q| format!(" in queue {q}")).unwrap_or_default()
+            args.queue
+                .as_deref()
+                .map(|q| format!(" in queue {q}"))
+                .unwrap_or_default()
         );
     }
     let (mut stored_acc, mut replay_acc) = (Acc::default(), Acc::default());
@@ -660,8 +765,18 @@ async fn replay_range(db: &PgPool, args: &ReplayArgs) -> anyhow::Result<()> {
         stored_acc.add(
             &replay.stored,
             replay.pool,
-            &stored.matches.iter().map(|m| m.factors.clone()).collect::<Vec<_>>(),
-            wait_list(&stored.pool, stored.matches.iter().flat_map(|m| m.teams.iter().flatten().cloned())),
+            &stored
+                .matches
+                .iter()
+                .map(|m| m.factors.clone())
+                .collect::<Vec<_>>(),
+            wait_list(
+                &stored.pool,
+                stored
+                    .matches
+                    .iter()
+                    .flat_map(|m| m.teams.iter().flatten().cloned()),
+            ),
         );
         replay_acc.add(
             &replay.replay,
@@ -718,25 +833,61 @@ fn render_totals(r: &RangeReport) -> String {
         r.stored.rounds,
         r.from.format("%Y-%m-%d %H:%M:%S"),
         r.to.format("%Y-%m-%d %H:%M:%S UTC"),
-        r.queue.as_deref().map(|q| format!(" (queue {q})")).unwrap_or_default(),
+        r.queue
+            .as_deref()
+            .map(|q| format!(" (queue {q})"))
+            .unwrap_or_default(),
         r.identical_rounds
     ));
     if !r.what_if.is_empty() {
         out.push_str(&format!("what-if: {}\n", r.what_if.join(" ")));
     }
-    out.push_str(&format!("{:<24} {:>12} {:>12}\n", "totals", "stored", "replay"));
+    out.push_str(&format!(
+        "{:<24} {:>12} {:>12}\n",
+        "totals", "stored", "replay"
+    ));
     let (s, p) = (&r.stored, &r.replay);
     let line = |out: &mut String, name: &str, a: String, b: String| {
         let mark = if a != b { "  *" } else { "" };
         out.push_str(&format!("{name:<24} {a:>12} {b:>12}{mark}\n"));
     };
-    line(&mut out, "players pooled", s.players.to_string(), p.players.to_string());
-    line(&mut out, "matches", s.matches.to_string(), p.matches.to_string());
-    line(&mut out, "matched", s.matched.to_string(), p.matched.to_string());
-    line(&mut out, "left over", s.left_over.to_string(), p.left_over.to_string());
-    line(&mut out, "rejected", s.rejected.to_string(), p.rejected.to_string());
+    line(
+        &mut out,
+        "players pooled",
+        s.players.to_string(),
+        p.players.to_string(),
+    );
+    line(
+        &mut out,
+        "matches",
+        s.matches.to_string(),
+        p.matches.to_string(),
+    );
+    line(
+        &mut out,
+        "matched",
+        s.matched.to_string(),
+        p.matched.to_string(),
+    );
+    line(
+        &mut out,
+        "left over",
+        s.left_over.to_string(),
+        p.left_over.to_string(),
+    );
+    line(
+        &mut out,
+        "rejected",
+        s.rejected.to_string(),
+        p.rejected.to_string(),
+    );
     let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.5}"));
-    line(&mut out, "mean round score", num(s.mean_round_score), num(p.mean_round_score));
+    line(
+        &mut out,
+        "mean round score",
+        num(s.mean_round_score),
+        num(p.mean_round_score),
+    );
     let factors: std::collections::BTreeSet<&String> =
         s.factors.keys().chain(p.factors.keys()).collect();
     for f in factors {
@@ -748,10 +899,27 @@ fn render_totals(r: &RangeReport) -> String {
         );
     }
     let wait = |t: &Totals, pick: fn(&Waits) -> f64| {
-        t.waits.as_ref().map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
+        t.waits
+            .as_ref()
+            .map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
     };
-    line(&mut out, "wait p50 s", wait(s, |w| w.p50), wait(p, |w| w.p50));
-    line(&mut out, "wait p90 s", wait(s, |w| w.p90), wait(p, |w| w.p90));
-    line(&mut out, "wait max s", wait(s, |w| w.max), wait(p, |w| w.max));
+    line(
+        &mut out,
+        "wait p50 s",
+        wait(s, |w| w.p50),
+        wait(p, |w| w.p50),
+    );
+    line(
+        &mut out,
+        "wait p90 s",
+        wait(s, |w| w.p90),
+        wait(p, |w| w.p90),
+    );
+    line(
+        &mut out,
+        "wait max s",
+        wait(s, |w| w.max),
+        wait(p, |w| w.max),
+    );
     out
 }

@@ -516,7 +516,10 @@ impl QueueConfig {
             return Err(invalid(key("round.restarts"), "must be at least 1"));
         }
         if r.moves_per_restart == Some(0) {
-            return Err(invalid(key("round.moves_per_restart"), "must be at least 1"));
+            return Err(invalid(
+                key("round.moves_per_restart"),
+                "must be at least 1",
+            ));
         }
         if r.threads == Some(0) {
             return Err(invalid(key("round.threads"), "must be at least 1"));

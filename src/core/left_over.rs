@@ -111,8 +111,14 @@ pub fn explain_left_over(
                     units.push(u);
                 }
             }
-            let players: Vec<u32> = m.teams.iter().flatten().filter_map(|id| index.get(id.as_str()).copied()).collect();
-            let mean = players.iter().map(|&p| ix.skill[p as usize]).sum::<f64>() / players.len().max(1) as f64;
+            let players: Vec<u32> = m
+                .teams
+                .iter()
+                .flatten()
+                .filter_map(|id| index.get(id.as_str()).copied())
+                .collect();
+            let mean = players.iter().map(|&p| ix.skill[p as usize]).sum::<f64>()
+                / players.len().max(1) as f64;
             Some((units, mean, m.score))
         })
         .collect();

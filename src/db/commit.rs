@@ -401,8 +401,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         let left_over = left_over_record(r, replay, &dropped, &failed, &free, &rejected);
         let dropped_teams: Vec<&Vec<Vec<String>>> =
             dropped.iter().chain(&failed).map(|m| &m.teams).collect();
-        write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams)
-            .await?;
+        write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
     }
 
     write_queue_state(

@@ -164,6 +164,14 @@ type SnapshotRow = (
     sqlx::types::Json<Vec<Vec<Vec<String>>>>,
 );
 
+type MatchPlayerRow = (
+    i64,
+    f64,
+    sqlx::types::Json<BTreeMap<String, f64>>,
+    i32,
+    String,
+);
+
 /// Read a round and its replay record. `Ok(None)`: no such round; a round without a
 /// snapshot (committed before migration 0011, or written by an older build) is an error
 /// that says so.
@@ -198,27 +206,24 @@ pub async fn load_round(db: &PgPool, round_id: i64) -> Result<Option<StoredRound
             s.0
         )));
     }
-    let pool = decompress_pool(&s.1)
-        .map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
-    let strategy: Strategy = s
-        .4
-        .parse()
-        .map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
-    let seed: u64 = r
-        .11
-        .parse()
-        .map_err(|e| DbError::Invalid(format!("round {round_id}: seed {}: {e}", r.11)))?;
+    let pool =
+        decompress_pool(&s.1).map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
+    let strategy: Strategy =
+        s.4.parse()
+            .map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
+    let seed: u64 =
+        r.11.parse()
+            .map_err(|e| DbError::Invalid(format!("round {round_id}: seed {}: {e}", r.11)))?;
 
-    let rows: Vec<(i64, f64, sqlx::types::Json<BTreeMap<String, f64>>, i32, String)> =
-        sqlx::query_as(
-            "SELECT m.match_id, m.score, m.factors, mp.team, mp.player_id
+    let rows: Vec<MatchPlayerRow> = sqlx::query_as(
+        "SELECT m.match_id, m.score, m.factors, mp.team, mp.player_id
                FROM matches m JOIN match_players mp USING (match_id)
               WHERE m.round_id = $1
               ORDER BY m.match_id, mp.team, mp.player_id",
-        )
-        .bind(round_id)
-        .fetch_all(db)
-        .await?;
+    )
+    .bind(round_id)
+    .fetch_all(db)
+    .await?;
     let mut matches: Vec<StoredMatch> = Vec::new();
     for (match_id, score, factors, team, player) in rows {
         if matches.last().is_none_or(|m| m.match_id != match_id) {
