@@ -131,10 +131,11 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!("player {}: no entries and no rounds\n", e.player));
         return out;
     }
+    let n = e.rounds.len();
     out.push_str(&format!(
-        "player {}: last {} rounds\n",
+        "player {}: {n} round{}, newest first\n",
         e.player,
-        e.rounds.len()
+        if n == 1 { "" } else { "s" }
     ));
     for r in &e.rounds {
         let what = match (r.outcome.as_str(), r.match_id) {

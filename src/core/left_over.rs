@@ -149,7 +149,7 @@ pub fn explain_left_over(
             (
                 LeftOverKind::NoValidMatch,
                 format!(
-                    "no valid match: the pool had {} players, fewer than one match ({per_match})",
+                    "the pool had {} players, fewer than one match ({per_match})",
                     ix.ids.len()
                 ),
             )
@@ -157,12 +157,17 @@ pub fn explain_left_over(
             in_place_of(&sc, &matches, u, unit.skill, &mut evaluations)
         {
             let out: Vec<String> = swapped.iter().map(|&v| name(v)).collect();
+            // the match, named by a player who stays in it
+            let stays = matches[m]
+                .0
+                .iter()
+                .find(|v| !swapped.contains(v))
+                .map_or_else(String::new, |&v| format!(" in the match of {}", name(v)));
             (
                 LeftOverKind::Outscored,
                 format!(
-                    "outscored: a valid match with them existed (in place of {} in the match of {}), scoring {score:.3} against that match's {:.3}; the round scored higher without it",
+                    "a valid match with them existed (in place of {}{stays}), scoring {score:.3} against that match's {:.3}; the round scored higher without it",
                     out.join(", "),
-                    name(matches[m].0[0]),
                     matches[m].2
                 ),
             )
@@ -181,7 +186,7 @@ pub fn explain_left_over(
             (
                 LeftOverKind::NoValidMatch,
                 format!(
-                    "no valid match: {} in place of players of the {tried} nearest matches, or with the other left-over players, breaks the queue's rules ({})",
+                    "{} in place of players of the {tried} nearest matches, or with the other left-over players, breaks the queue's rules ({})",
                     if size == 1 {
                         "the player".to_string()
                     } else {
