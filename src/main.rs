@@ -40,6 +40,11 @@ enum Command {
     /// Ask a running daemon's /readyz or /healthz; exit 0 only on a 2xx answer (the
     /// probe of container health checks and the systemd unit).
     Health(cli::health::HealthArgs),
+    /// Re-solve a past round from its stored snapshot, side by side with what it did;
+    /// what-if with --config / --set; a whole time range with --from / --to.
+    Replay(cli::replay::ReplayArgs),
+    /// A player's last rounds: matched, or left over and why.
+    Explain(cli::explain::ExplainArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -55,6 +60,8 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => cli::demo::run(args),
         Command::Soak(args) => cli::soak::run(args),
         Command::Health(args) => cli::health::run(args),
+        Command::Replay(args) => cli::replay::run(args),
+        Command::Explain(args) => cli::explain::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

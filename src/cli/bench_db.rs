@@ -160,26 +160,29 @@ async fn timed_round(
     let snapshot_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (core_pool, rejected) = snapshot.to_pool(started_at);
     let model = config.model.clone();
-    let outcome = tokio::task::spawn_blocking(move || {
-        core::solve(
-            &core_pool,
-            &model,
-            &SolveOptions {
-                strategy: Strategy::Chunk,
-                budget: Budget::Time(Duration::from_millis(200)),
-                seed: 1,
-                threads: Some(1),
-                ..SolveOptions::default()
-            },
-        )
-    })
-    .await??;
+    let options = SolveOptions {
+        strategy: Strategy::Chunk,
+        budget: Budget::Time(Duration::from_millis(200)),
+        seed: 1,
+        threads: Some(1),
+        ..SolveOptions::default()
+    };
+    let (outcome, core_pool) = {
+        let options = options.clone();
+        tokio::task::spawn_blocking(move || {
+            core::solve(&core_pool, &model, &options).map(|o| (o, core_pool))
+        })
+        .await??
+    };
     let now = chrono::Utc::now();
     let next_state = crate::daemon::countdown::after_round(QUEUE, config, now);
     let config_json = config.to_json();
     let mut all_rejected = rejected;
     all_rejected.extend(outcome.rejected.iter().cloned());
+    // Timed with the commit: the replay record (left-overs explained, the pool
+    // compressed) is round work the daemon does between the solve and the commit.
     let t = Instant::now();
+    let replay = crate::daemon::round::replay_record(QUEUE, config, &options, &core_pool, &outcome);
     let report = db::commit_round(
         pool,
         &RoundRecord {
@@ -198,6 +201,7 @@ async fn timed_round(
             snapshot_ms,
             solve_ms: 0.0,
             next_state: &next_state,
+            replay: Some(&replay),
         },
     )
     .await?;

@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::core::{QueueModel, Strategy};
+use crate::core::{Budget, QueueModel, Strategy};
 pub use schedule::Schedule;
 
 /// The embedded default configuration (`config/matchmaker.toml`).
@@ -180,6 +180,15 @@ pub struct RoundConfig {
     /// Wall-clock time the solver may spend on one round.
     #[serde(with = "humantime_serde")]
     pub budget: Duration,
+    /// A deterministic budget: exactly this many solver restarts instead of the time
+    /// `budget`, so the round gives the same matches on any machine and any number of
+    /// threads, and `matchmaker replay` reproduces it exactly. Absent: the time budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<u64>,
+    /// Steps of one annealing restart. Absent: 2,000 per unit of the pool (at least
+    /// 20,000) with `restarts`, the whole time budget without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves_per_restart: Option<u64>,
     /// Search strategy of the core.
     pub strategy: Strategy,
     /// Fixed solver seed. Absent: each round derives its seed from its start time. Either
@@ -205,6 +214,8 @@ impl Default for RoundConfig {
             min_pool: None,
             max_round_size: 10_000,
             budget: Duration::from_secs(2),
+            restarts: None,
+            moves_per_restart: None,
             strategy: Strategy::Default,
             seed: None,
             threads: None,
@@ -214,6 +225,14 @@ impl Default for RoundConfig {
 }
 
 impl RoundConfig {
+    /// The solver's budget: `restarts` when set (deterministic), else the time `budget`.
+    pub fn solve_budget(&self) -> Budget {
+        match self.restarts {
+            Some(n) => Budget::Restarts(n),
+            None => Budget::Time(self.budget),
+        }
+    }
+
     /// The schedule (valid once the config was validated).
     pub fn schedule(&self) -> Result<Schedule, String> {
         match (&self.every, &self.cron) {
@@ -252,6 +271,29 @@ impl QueueConfig {
         value
     }
 
+    /// The effective config as a config file that holds this queue only (named `name`,
+    /// every default written out), which `Config::from_toml_str`, `optimize --config` and
+    /// `replay --config` read back to the same [`QueueConfig`] (and the same hash).
+    pub fn to_toml(&self, name: &str) -> String {
+        let mut queue = without_nulls(self.to_json());
+        // The round table last: TOML writes plain keys before sub-tables either way, but
+        // a reader finds the scoring keys first.
+        if let serde_json::Value::Object(map) = &mut queue
+            && let Some(round) = map.remove("round")
+        {
+            map.insert("round".into(), round);
+        }
+        let file = serde_json::json!({
+            "default_queue": name,
+            "queues": { name: queue },
+        });
+        let text = toml::to_string(&file).expect("a queue config is representable in TOML");
+        format!(
+            "# The effective config of queue {name} as a round used it (every default \
+             written out).\n{text}"
+        )
+    }
+
     /// A short version tag of the effective config: FNV-1a 64 of its JSON (hex). Stable
     /// across builds (unlike std's hasher), which is all a version tag needs.
     pub fn hash(&self) -> String {
@@ -262,6 +304,20 @@ impl QueueConfig {
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
         format!("{h:016x}")
+    }
+}
+
+/// TOML has no null: optional keys that are unset are left out.
+fn without_nulls(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => map
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k, without_nulls(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        serde_json::Value::Array(items) => items.into_iter().map(without_nulls).collect(),
+        other => other,
     }
 }
 
@@ -462,6 +518,15 @@ impl QueueConfig {
         if r.budget.is_zero() {
             return Err(invalid(key("round.budget"), "must be greater than 0"));
         }
+        if r.restarts == Some(0) {
+            return Err(invalid(key("round.restarts"), "must be at least 1"));
+        }
+        if r.moves_per_restart == Some(0) {
+            return Err(invalid(
+                key("round.moves_per_restart"),
+                "must be at least 1",
+            ));
+        }
         if r.threads == Some(0) {
             return Err(invalid(key("round.threads"), "must be at least 1"));
         }
@@ -514,4 +579,24 @@ pub fn resolve_path(flag: Option<PathBuf>) -> Option<PathBuf> {
             let local = PathBuf::from("config/matchmaker.toml");
             local.exists().then_some(local)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_config_reads_back_from_its_toml() {
+        let config = Config::embedded_default();
+        for (name, queue) in &config.queues {
+            let mut queue = queue.clone();
+            queue.round.restarts = Some(4);
+            queue.model.equal_teams.p = crate::core::model::Exponent::INFINITE;
+            let text = queue.to_toml(name);
+            let back = Config::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(back.default_queue, *name);
+            assert_eq!(back.queues[name], queue, "{text}");
+            assert_eq!(back.queues[name].hash(), queue.hash());
+        }
+    }
 }

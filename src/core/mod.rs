@@ -17,6 +17,7 @@ pub mod deadline;
 pub mod error;
 pub mod factors;
 pub mod index;
+pub mod left_over;
 pub mod model;
 pub mod pool;
 pub mod round;
@@ -27,6 +28,7 @@ pub mod split;
 
 pub use deadline::{Budget, Deadline, StopReason};
 pub use error::PoolError;
+pub use left_over::{LeftOver, LeftOverKind, explain_left_over};
 pub use model::{Network, QueueModel, RoleMode, Weights};
 pub use pool::{BrokenParty, PastMatch, Player, Pool, reject_parties};
 pub use round::{MatchOutcome, Rejection, RoundOutcome, SolveStats};

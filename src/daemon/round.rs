@@ -17,7 +17,7 @@ use tracing::Instrument;
 use super::clock::Clock;
 use super::countdown;
 use crate::config::QueueConfig;
-use crate::core::{self, Budget, Pool, PoolError, Rejection, RoundOutcome, SolveOptions};
+use crate::core::{self, Pool, PoolError, Rejection, RoundOutcome, SolveOptions};
 use crate::db::{self, DbError, Lease, RoundRecord, RoundTrigger, Snapshot};
 
 #[derive(Debug, Error)]
@@ -65,6 +65,8 @@ pub struct SolvedRound {
     pub rejected: Vec<Rejection>,
     pub seed: u64,
     pub solve_ms: f64,
+    /// What the solver saw, stored with the round for replay and explain.
+    pub replay: db::ReplayRecord,
 }
 
 /// What a committed round did: the summary line of the log.
@@ -169,20 +171,28 @@ impl RoundRunner {
             .unwrap_or_else(|| derive_seed(&prepared.queue, prepared.started_at));
         let options = SolveOptions {
             strategy: config.round.strategy,
-            budget: Budget::Time(config.round.budget),
+            budget: config.round.solve_budget(),
             seed,
             threads: config.round.threads,
+            moves_per_restart: config.round.moves_per_restart,
             ..SolveOptions::default()
         };
         let pool = prepared.pool.clone();
+        let queue = prepared.queue.clone();
         let span = tracing::Span::current();
         let started = Instant::now();
         let result = tokio::task::spawn_blocking(move || {
-            span.in_scope(|| solve_rejecting_malformed(pool, &config.model, &options))
+            span.in_scope(|| {
+                let (outcome, malformed, pool) =
+                    solve_rejecting_malformed(pool, &config.model, &options)?;
+                let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
+                // After the solve, on the same thread: what `replay` and `explain` need.
+                let replay = replay_record(&queue, &config, &options, &pool, &outcome);
+                Ok::<_, PoolError>((outcome, malformed, replay, solve_ms))
+            })
         })
         .await?;
-        let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let (outcome, malformed) = result.map_err(|source| RoundError::Core {
+        let (outcome, malformed, replay, solve_ms) = result.map_err(|source| RoundError::Core {
             queue: prepared.queue.clone(),
             source,
         })?;
@@ -195,6 +205,7 @@ impl RoundRunner {
             rejected,
             seed,
             solve_ms,
+            replay,
         })
     }
 
@@ -226,6 +237,7 @@ impl RoundRunner {
                 snapshot_ms: p.snapshot_ms,
                 solve_ms: solved.solve_ms,
                 next_state: &next_state,
+                replay: Some(&solved.replay),
             },
         )
         .await?;
@@ -273,17 +285,45 @@ impl RoundRunner {
     }
 }
 
+/// The round's replay record: the pool the solver was given, the effective config as a
+/// config file, the budget, and why each left-over player was not matched.
+pub fn replay_record(
+    queue: &str,
+    config: &QueueConfig,
+    options: &SolveOptions,
+    pool: &Pool,
+    outcome: &RoundOutcome,
+) -> db::ReplayRecord {
+    let left_over = core::explain_left_over(pool, &config.model, outcome).unwrap_or_else(|e| {
+        // The pool was just solved, so this is not expected; the round still commits.
+        tracing::warn!(error = %e, "left-over players not explained");
+        Vec::new()
+    });
+    let (pool_lz4, pool_json_bytes) = db::round_snapshot::compress_pool(pool);
+    db::ReplayRecord {
+        pool_lz4,
+        pool_players: pool.players.len(),
+        pool_json_bytes,
+        config_toml: config.to_toml(queue),
+        budget: db::BudgetRecord::new(options.budget, options.moves_per_restart),
+        strategy: options.strategy,
+        threads: options.threads,
+        left_over,
+    }
+}
+
 /// Solve; a player the core refuses as malformed is rejected with the core's message and
 /// the round is solved again without them (never the whole round lost for one row).
-fn solve_rejecting_malformed(
+/// Returns the pool the successful solve was given.
+pub fn solve_rejecting_malformed(
     mut pool: Pool,
     model: &core::QueueModel,
     options: &SolveOptions,
-) -> Result<(RoundOutcome, Vec<Rejection>), PoolError> {
+) -> Result<(RoundOutcome, Vec<Rejection>, Pool), PoolError> {
     let mut rejected = Vec::new();
     loop {
         let (id, reason) = match core::solve(&pool, model, options) {
-            Ok(outcome) => return Ok((outcome, rejected)),
+            Ok(outcome) => return Ok((outcome, rejected, pool)),
             Err(PoolError::Player { id, field, problem }) => (id, format!("{field}: {problem}")),
             Err(PoolError::PlayerIndex { index, problem }) if index < pool.players.len() => {
                 (pool.players[index].id.clone(), format!("id: {problem}"))

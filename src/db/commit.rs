@@ -20,8 +20,9 @@ use sqlx::PgPool;
 use super::DbError;
 use super::lease::Lease;
 use super::queue_state::{QueueStateRow, write_queue_state};
+use super::round_snapshot::{ReplayRecord, StoredLeftOver, write_round_snapshot};
 use super::snapshot::Snapshot;
-use crate::core::{MatchOutcome, Rejection, RoundOutcome};
+use crate::core::{LeftOverKind, MatchOutcome, Rejection, RoundOutcome};
 
 /// Why a round ran; `rounds.trigger`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,9 @@ pub struct RoundRecord<'a> {
     pub solve_ms: f64,
     /// The countdown after this round.
     pub next_state: &'a QueueStateRow,
+    /// What the solver saw, for `matchmaker replay` and `explain` (`round_snapshots`);
+    /// None writes no snapshot.
+    pub replay: Option<&'a ReplayRecord>,
 }
 
 /// What the commit wrote.
@@ -213,6 +217,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
 
     // Keep a match only if every one of its players is still ours.
     let mut kept = Vec::new();
+    let mut dropped = Vec::new();
     let mut dropped_by_cancel = 0;
     for m in &r.outcome.matches {
         let players = m.teams.iter().flatten();
@@ -220,8 +225,11 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             kept.push(m);
         } else {
             dropped_by_cancel += players.filter(|p| free(p)).count();
+            dropped.push(m);
         }
     }
+    // Matches whose rows failed the commit (below), their players left queued.
+    let mut failed: Vec<&MatchOutcome> = Vec::new();
 
     let match_ids: Vec<i64> = sqlx::query_scalar(
         "SELECT nextval(pg_get_serial_sequence('matches', 'match_id'))
@@ -338,6 +346,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
                 }
             }
             dropped_by_cancel += m.teams.iter().flatten().count() - (rejected.len() - before);
+            failed.push(m);
         }
         written = ok;
     }
@@ -394,6 +403,13 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         .await?;
     }
 
+    if let Some(replay) = r.replay {
+        let left_over = left_over_record(r, replay, &dropped, &failed, &free, &rejected);
+        let dropped_teams: Vec<&Vec<Vec<String>>> =
+            dropped.iter().chain(&failed).map(|m| &m.teams).collect();
+        write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
+    }
+
     write_queue_state(
         &mut *tx,
         r.next_state,
@@ -448,6 +464,68 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         wait_seconds,
         factor_averages,
     })
+}
+
+/// Every pooled player the round did not match, and why: the solver's left-overs as the
+/// core explained them, then what the commit learnt (later entries win): players of
+/// dropped matches, parties that sat out, rejections.
+fn left_over_record<'a>(
+    r: &'a RoundRecord<'_>,
+    replay: &'a ReplayRecord,
+    dropped: &[&'a MatchOutcome],
+    failed: &[&'a MatchOutcome],
+    free: &dyn Fn(&str) -> bool,
+    rejected: &'a [Rejection],
+) -> BTreeMap<&'a str, StoredLeftOver> {
+    let mut out: BTreeMap<&str, StoredLeftOver> = BTreeMap::new();
+    let mut put = |player: &'a str, outcome: LeftOverKind, reason: String| {
+        out.insert(player, StoredLeftOver { outcome, reason });
+    };
+    for l in &replay.left_over {
+        put(&l.player, l.kind, l.reason.clone());
+    }
+    for m in dropped {
+        let players: Vec<&String> = m.teams.iter().flatten().collect();
+        let gone: Vec<&str> = players
+            .iter()
+            .filter(|p| !free(p))
+            .map(|p| p.as_str())
+            .collect();
+        for p in players {
+            if free(p) {
+                put(
+                    p,
+                    LeftOverKind::MatchDropped,
+                    format!(
+                        "their match was dropped: {} left the queue or was busy while the solver ran; still queued",
+                        gone.join(", ")
+                    ),
+                );
+            } else {
+                put(
+                    p,
+                    LeftOverKind::LeftDuringSolve,
+                    "their entry left this queue (cancelled, expired, matched in another queue) or was held by a client call while the solver ran; their match was dropped".to_string(),
+                );
+            }
+        }
+    }
+    for m in failed {
+        for p in m.teams.iter().flatten() {
+            put(
+                p,
+                LeftOverKind::MatchDropped,
+                "their match was dropped: a row of it failed the commit (that player is rejected); still queued".to_string(),
+            );
+        }
+    }
+    for (p, why) in &r.snapshot.sat_out_players {
+        put(p, LeftOverKind::PartySatOut, why.clone());
+    }
+    for x in rejected {
+        put(&x.id, LeftOverKind::Rejected, x.reason.clone());
+    }
+    out
 }
 
 /// Round score and per-factor means of the kept matches. The core's round score stands

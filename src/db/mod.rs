@@ -11,6 +11,7 @@ pub mod lease;
 pub mod local_pg;
 pub mod queue_state;
 pub mod queues;
+pub mod round_snapshot;
 pub mod snapshot;
 pub mod tickets;
 
@@ -19,6 +20,7 @@ pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
 pub use queue_state::{
     PoolStats, QueueStateRow, WaitingFor, entries_since, pool_stats, write_queue_state,
 };
+pub use round_snapshot::{BudgetRecord, ReplayRecord, StoredRound, load_round, rounds_between};
 pub use snapshot::{QueuedEntry, Snapshot, snapshot_pool};
 
 use std::str::FromStr;
@@ -53,6 +55,10 @@ pub enum DbError {
     },
     #[error("{}", describe_sql_error(.0))]
     Sql(sqlx::Error),
+    /// A stored record this build cannot use (a round without a snapshot, a snapshot of an
+    /// unknown format); the message says which and why.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 // By hand rather than `#[from]`, which would also make the error the `source()`.

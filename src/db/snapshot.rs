@@ -45,6 +45,8 @@ pub struct Snapshot {
     /// Queued players left out of this round because their party was incomplete (a member
     /// locked or gone); they stay queued.
     pub sat_out: usize,
+    /// Those players, with why (for the round's left-over record).
+    pub sat_out_players: Vec<(String, String)>,
 }
 
 /// Most regions / peers a stored row may name before the round refuses it: the enqueue
@@ -114,7 +116,7 @@ async fn try_snapshot(
     .bind(max_players as i64)
     .fetch_all(&mut *tx)
     .await?;
-    let (entries, sat_out) = whole_parties(entries);
+    let (entries, sat_out_players) = whole_parties(entries);
 
     let history = if history_matches == 0 || entries.is_empty() {
         Vec::new()
@@ -147,27 +149,40 @@ async fn try_snapshot(
         queue: queue.to_string(),
         entries,
         history,
-        sat_out,
+        sat_out: sat_out_players.len(),
+        sat_out_players,
     })
 }
 
-/// Keep solos, and parties whose every member was read; returns the rest's count.
-fn whole_parties(entries: Vec<QueuedEntry>) -> (Vec<QueuedEntry>, usize) {
+/// Keep solos, and parties whose every member was read; returns the rest's players with
+/// why they sat out.
+fn whole_parties(entries: Vec<QueuedEntry>) -> (Vec<QueuedEntry>, Vec<(String, String)>) {
     let mut read: HashMap<i64, i32> = HashMap::new();
     for e in &entries {
         if let Some(key) = e.party_key {
             *read.entry(key).or_default() += 1;
         }
     }
-    let before = entries.len();
+    let mut sat_out = Vec::new();
     let kept: Vec<QueuedEntry> = entries
         .into_iter()
         .filter(|e| match (e.party_key, e.party_size) {
-            (Some(key), Some(size)) => read.get(&key) == Some(&size),
+            (Some(key), Some(size)) => {
+                let got = read.get(&key).copied().unwrap_or(0);
+                if got != size {
+                    sat_out.push((
+                        e.player_id.clone(),
+                        format!(
+                            "party {} sat out: {got} of its {size} members were free in the snapshot (the others were in a client call, or gone)",
+                            e.party_id.as_deref().unwrap_or("?")
+                        ),
+                    ));
+                }
+                got == size
+            }
             _ => true,
         })
         .collect();
-    let sat_out = before - kept.len();
     (kept, sat_out)
 }
 

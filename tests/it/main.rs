@@ -20,6 +20,7 @@ mod ops_queries;
 mod optimizer;
 mod optimizer_factors;
 mod optimizer_search;
+mod replay;
 mod sim;
 mod sim_demo;
 mod sim_deploy;

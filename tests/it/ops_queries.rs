@@ -152,6 +152,7 @@ async fn every_ops_query_runs_and_answers() {
             snapshot_ms: 0.0,
             solve_ms: 0.0,
             next_state: &state,
+            replay: None,
         },
     )
     .await

@@ -1,0 +1,399 @@
+//! Why a player was left over: what `matchmaker explain` tells an operator and a player.
+//!
+//! The solver returns the players it did not place (`RoundOutcome::unmatched`). For each
+//! of their units (a solo or a whole party) this module looks for a valid match that
+//! includes them, with the queue's own rules (`Scorer::evaluate`: team sizes, parties on
+//! one team, strict roles):
+//!
+//! - in place of one to three units of a match the round made (the nearest matches in
+//!   skill first): found, the unit was **outscored**, the round was better with that
+//!   match as it was;
+//! - among the other left-over players: found, a valid match existed that the search did
+//!   not form within its budget (**not_found**; the objective always prefers one more
+//!   match, so only the budget explains it);
+//! - neither: **no_valid_match**, with what was tried.
+//!
+//! Pure and bounded: at most [`MATCHES_TRIED`] matches per unit and [`EVALUATIONS`]
+//! match evaluations per round, so a round with a large bench costs milliseconds.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::PoolError;
+use super::index::IndexedPool;
+use super::model::{QueueModel, RoleMode};
+use super::pool::Pool;
+use super::round::RoundOutcome;
+use super::score::Scorer;
+
+/// Matches (nearest in mean skill first) in which a left-over unit is tried.
+pub const MATCHES_TRIED: usize = 64;
+/// Match evaluations for the whole round's explanation.
+pub const EVALUATIONS: usize = 200_000;
+
+/// What became of a pooled player who was not matched. The solver's own answers come
+/// from [`explain_left_over`]; the commit adds the rest (it knows who left meanwhile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeftOverKind {
+    /// No valid match could include them (too few players, party shape, strict roles).
+    NoValidMatch,
+    /// A valid match with them existed, but the round scored higher without it.
+    Outscored,
+    /// A valid match existed among the left-over players; the search's budget ended
+    /// before it formed it.
+    NotFound,
+    /// Their party was incomplete in the snapshot (a member locked by a client call, or
+    /// gone): the whole party sat this round out.
+    PartySatOut,
+    /// The queue cannot use the entry (the reason says why).
+    Rejected,
+    /// Their entry left the queue (cancel, expiry, matched in another queue) or was held
+    /// by a client call while the solver ran: their match was dropped.
+    LeftDuringSolve,
+    /// A match-mate left during the solve: their match was dropped; they stay queued.
+    MatchDropped,
+}
+
+impl LeftOverKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeftOverKind::NoValidMatch => "no_valid_match",
+            LeftOverKind::Outscored => "outscored",
+            LeftOverKind::NotFound => "not_found",
+            LeftOverKind::PartySatOut => "party_sat_out",
+            LeftOverKind::Rejected => "rejected",
+            LeftOverKind::LeftDuringSolve => "left_during_solve",
+            LeftOverKind::MatchDropped => "match_dropped",
+        }
+    }
+}
+
+/// One pooled player who was not matched, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeftOver {
+    pub player: String,
+    pub kind: LeftOverKind,
+    /// For people: what was tried or what happened.
+    pub reason: String,
+}
+
+/// Explain every player of `outcome.unmatched` (the solver's left-overs of `pool`).
+pub fn explain_left_over(
+    pool: &Pool,
+    model: &QueueModel,
+    outcome: &RoundOutcome,
+) -> Result<Vec<LeftOver>, PoolError> {
+    if outcome.unmatched.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ix = IndexedPool::build(pool, model)?;
+    let sc = Scorer::new(&ix, model);
+    let index: HashMap<&str, u32> = ix
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i as u32))
+        .collect();
+    let unit_of = |id: &str| index.get(id).map(|&p| ix.unit_of[p as usize]);
+    let per_match = model.players_per_match();
+
+    // The round's matches as units, with their mean skill and score.
+    let matches: Vec<(Vec<u32>, f64, f64)> = outcome
+        .matches
+        .iter()
+        .filter_map(|m| {
+            let mut units: Vec<u32> = Vec::new();
+            for id in m.teams.iter().flatten() {
+                let u = unit_of(id)?;
+                if !units.contains(&u) {
+                    units.push(u);
+                }
+            }
+            let players: Vec<u32> = m
+                .teams
+                .iter()
+                .flatten()
+                .filter_map(|id| index.get(id.as_str()).copied())
+                .collect();
+            let mean = players.iter().map(|&p| ix.skill[p as usize]).sum::<f64>()
+                / players.len().max(1) as f64;
+            Some((units, mean, m.score))
+        })
+        .collect();
+    let mut bench: Vec<u32> = Vec::new();
+    for id in &outcome.unmatched {
+        if let Some(u) = unit_of(id)
+            && !bench.contains(&u)
+        {
+            bench.push(u);
+        }
+    }
+
+    let mut evaluations = 0usize;
+    let mut out = Vec::new();
+    let name = |u: u32| -> String {
+        let members = &ix.units[u as usize].members;
+        let first = &ix.ids[members[0] as usize];
+        if members.len() == 1 {
+            first.clone()
+        } else {
+            format!("{first} (party of {})", members.len())
+        }
+    };
+    for &u in &bench {
+        let unit = &ix.units[u as usize];
+        let size = unit.size();
+        let (kind, mut reason) = if ix.ids.len() < per_match {
+            (
+                LeftOverKind::NoValidMatch,
+                format!(
+                    "the pool had {} players, fewer than one match ({per_match})",
+                    ix.ids.len()
+                ),
+            )
+        } else if let Some((swapped, m, score)) =
+            in_place_of(&sc, &matches, u, unit.skill, &mut evaluations)
+        {
+            let out: Vec<String> = swapped.iter().map(|&v| name(v)).collect();
+            // the match, named by a player who stays in it
+            let stays = matches[m]
+                .0
+                .iter()
+                .find(|v| !swapped.contains(v))
+                .map_or_else(String::new, |&v| format!(" in the match of {}", name(v)));
+            (
+                LeftOverKind::Outscored,
+                format!(
+                    "a valid match with them existed (in place of {}{stays}), scoring {score:.3} against that match's {:.3}; the round scored higher without it",
+                    out.join(", "),
+                    matches[m].2
+                ),
+            )
+        } else if among_left_over(&sc, &bench, u, per_match, &mut evaluations) {
+            (
+                LeftOverKind::NotFound,
+                "a valid match among the left-over players existed; the search's budget ended before it formed it"
+                    .to_string(),
+            )
+        } else {
+            let tried = matches.len().min(MATCHES_TRIED);
+            let mut rules = vec!["team sizes", "parties on one team"];
+            if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
+                rules.push("strict roles");
+            }
+            (
+                LeftOverKind::NoValidMatch,
+                format!(
+                    "{} in place of players of the {tried} nearest matches, or with the other left-over players, breaks the queue's rules ({})",
+                    if size == 1 {
+                        "the player".to_string()
+                    } else {
+                        format!("the party of {size}")
+                    },
+                    rules.join(", ")
+                ),
+            )
+        };
+        if unit.members.iter().any(|&p| ix.overdue[p as usize]) {
+            reason.push_str(" (waited past max_wait)");
+        }
+        for &p in &unit.members {
+            out.push(LeftOver {
+                player: ix.ids[p as usize].clone(),
+                kind,
+                reason: reason.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A match of the round in which unit `u` takes the place of one to three of its units
+/// of the same total size and the match stays valid: (the units replaced, the match's
+/// index, the new match's score).
+fn in_place_of(
+    sc: &Scorer,
+    matches: &[(Vec<u32>, f64, f64)],
+    u: u32,
+    skill: f64,
+    evaluations: &mut usize,
+) -> Option<(Vec<u32>, usize, f64)> {
+    let size = sc.ix.units[u as usize].size();
+    let mut order: Vec<usize> = (0..matches.len()).collect();
+    order.sort_by(|&a, &b| {
+        (matches[a].1 - skill)
+            .abs()
+            .total_cmp(&(matches[b].1 - skill).abs())
+            .then(a.cmp(&b))
+    });
+    let unit_size = |v: u32| sc.ix.units[v as usize].size();
+    for &m in order.iter().take(MATCHES_TRIED) {
+        let units = &matches[m].0;
+        let k = units.len();
+        let mut subsets: Vec<Vec<usize>> = Vec::new();
+        for a in 0..k {
+            subsets.push(vec![a]);
+            for b in a + 1..k {
+                subsets.push(vec![a, b]);
+                for c in b + 1..k {
+                    subsets.push(vec![a, b, c]);
+                }
+            }
+        }
+        for subset in subsets {
+            if subset.iter().map(|&i| unit_size(units[i])).sum::<usize>() != size {
+                continue;
+            }
+            if *evaluations >= EVALUATIONS {
+                return None;
+            }
+            *evaluations += 1;
+            let mut candidate: Vec<u32> = units
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !subset.contains(i))
+                .map(|(_, &v)| v)
+                .collect();
+            candidate.push(u);
+            let eval = sc.evaluate(&candidate);
+            if eval.feasible {
+                return Some((subset.iter().map(|&i| units[i]).collect(), m, eval.score));
+            }
+        }
+    }
+    None
+}
+
+/// Whether `u` and other left-over units form a valid match: filled greedily with the
+/// units nearest in skill, then with each other left-over unit as the last one.
+fn among_left_over(
+    sc: &Scorer,
+    bench: &[u32],
+    u: u32,
+    per_match: usize,
+    evaluations: &mut usize,
+) -> bool {
+    let units = &sc.ix.units;
+    let skill = units[u as usize].skill;
+    let mut others: Vec<u32> = bench.iter().copied().filter(|&v| v != u).collect();
+    others.sort_by(|&a, &b| {
+        (units[a as usize].skill - skill)
+            .abs()
+            .total_cmp(&(units[b as usize].skill - skill).abs())
+            .then(a.cmp(&b))
+    });
+    // skip each of the nearest few in turn: a party that does not fit the split may
+    // block the greedy fill
+    for skip in 0..=others.len().min(8) {
+        if *evaluations >= EVALUATIONS {
+            return false;
+        }
+        let mut candidate = vec![u];
+        let mut total = units[u as usize].size();
+        for (i, &v) in others.iter().enumerate() {
+            if i + 1 == skip {
+                continue;
+            }
+            let s = units[v as usize].size();
+            if total + s <= per_match {
+                candidate.push(v);
+                total += s;
+            }
+            if total == per_match {
+                break;
+            }
+        }
+        if total < per_match {
+            return false;
+        }
+        *evaluations += 1;
+        if sc.evaluate(&candidate).feasible {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Player, SolveOptions, solve};
+
+    fn player(id: &str, skill: f64, roles: &[&str]) -> Player {
+        Player {
+            id: id.into(),
+            party: None,
+            skill,
+            skill_sigma: None,
+            enqueued_at: None,
+            latencies: [("eu".to_string(), 20.0)].into_iter().collect(),
+            peer_pings: Default::default(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            side: None,
+        }
+    }
+
+    fn explain(pool: &Pool, model: &QueueModel) -> Vec<LeftOver> {
+        let outcome = solve(
+            pool,
+            model,
+            &SolveOptions {
+                budget: crate::core::Budget::Restarts(2),
+                threads: Some(1),
+                ..SolveOptions::default()
+            },
+        )
+        .unwrap();
+        explain_left_over(pool, model, &outcome).unwrap()
+    }
+
+    #[test]
+    fn a_seventh_solo_is_outscored_and_a_short_pool_has_no_match() {
+        let model = QueueModel::default();
+        let players: Vec<Player> = (0..7)
+            .map(|i| player(&format!("p{i}"), 1000.0 + 10.0 * i as f64, &[]))
+            .collect();
+        let pool = Pool {
+            players: players.clone(),
+            ..Pool::default()
+        };
+        let left = explain(&pool, &model);
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].kind, LeftOverKind::Outscored, "{left:?}");
+        assert!(left[0].reason.contains("in place of"), "{left:?}");
+
+        let short = Pool {
+            players: players[..4].to_vec(),
+            ..Pool::default()
+        };
+        let left = explain(&short, &model);
+        assert_eq!(left.len(), 4);
+        assert!(left.iter().all(|l| l.kind == LeftOverKind::NoValidMatch));
+        assert!(left[0].reason.contains("fewer than one match"), "{left:?}");
+    }
+
+    #[test]
+    fn parties_that_cannot_split_into_teams_have_no_valid_match() {
+        // three parties of two in a 3v3 queue: six players, but 2 + 2 + 2 has no 3 + 3
+        let model = QueueModel::default();
+        let players: Vec<Player> = (0..6)
+            .map(|i| Player {
+                party: Some(format!("duo{}", i / 2)),
+                ..player(&format!("p{i}"), 1000.0, &[])
+            })
+            .collect();
+        let pool = Pool {
+            players,
+            ..Pool::default()
+        };
+        let left = explain(&pool, &model);
+        assert_eq!(left.len(), 6, "{left:?}");
+        assert!(
+            left.iter().all(|l| l.kind == LeftOverKind::NoValidMatch),
+            "{left:?}"
+        );
+        assert!(left[0].reason.contains("the party of 2"), "{left:?}");
+    }
+}
