@@ -37,6 +37,9 @@ enum Command {
     /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
     /// cancel storms under client load; then an audit of the contract's invariants.
     Soak(cli::soak::SoakArgs),
+    /// Delete the history past the retention horizon (what the daemon does on a timer);
+    /// --dry-run prints what would go.
+    Prune(cli::prune::PruneArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +54,7 @@ fn main() -> std::process::ExitCode {
         Command::Status(args) => cli::status::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Soak(args) => cli::soak::run(args),
+        Command::Prune(args) => cli::prune::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -8,6 +8,7 @@
 //!  ├─ LISTEN matchmaker_enqueue             ──► wakes the queue's worker
 //!  └─ per queue:
 //!       ├─ lease keeper: renew / take the lease every `daemon.lease_renew`
+//!       ├─ retention: prune the queue's history past the horizon while leading it
 //!       └─ worker loop: step() on wake-up (next round time, poll interval, NOTIFY,
 //!          config change) until shutdown; then release the lease
 //! ```
@@ -24,6 +25,7 @@
 pub mod clock;
 pub mod countdown;
 pub mod reload;
+pub mod retention;
 pub mod round;
 pub mod trigger;
 pub mod worker;
@@ -225,6 +227,14 @@ async fn queue_task(
         })
     };
 
+    let pruner = tokio::spawn(retention::prune_while_leading(
+        runner.db.clone(),
+        queue.clone(),
+        worker.lease_handle(),
+        config.clone(),
+        stop.clone(),
+    ));
+
     let mut config_rx = config.clone();
     let mut removed = false;
     loop {
@@ -268,6 +278,7 @@ async fn queue_task(
         }
     }
     keeper.abort();
+    pruner.abort();
     if removed && let Err(e) = worker.retire().await {
         tracing::warn!(queue, error = %e, "could not retire the removed queue; retried at the next reload or start");
     }
