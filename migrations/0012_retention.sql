@@ -34,3 +34,9 @@ CREATE INDEX IF NOT EXISTS queue_entries_ended_unmatched
 -- reference rounds ON DELETE CASCADE are cleaned by the cascade, which runs with the
 -- privileges of the table's owner.)
 GRANT DELETE ON queue_entries, rounds, matches, match_players TO matchmaker_daemon;
+
+COMMENT ON TABLE queue_entries IS
+    'One row per player per enqueue, written by the client functions (enqueue, '
+    'enqueue_party); the daemon moves rows out of ''queued'' (matched, rejected, expired, '
+    'withdrawn; cancel() cancels), and deletes rows that ended before the retention horizon '
+    '([retention] horizon; never a queued row).';

@@ -109,7 +109,7 @@ async fn prune(
             "Pruning"
         },
         cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
-        humantime::format_duration(horizon),
+        config::format_horizon(horizon),
     );
     println!(
         "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>8}",

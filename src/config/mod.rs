@@ -125,12 +125,23 @@ impl RetentionConfig {
     }
 }
 
+/// A horizon as an operator writes it: whole days as `30d` (humantime would print
+/// `1month 9days 13h 26m 24s` for 40 days), anything else in humantime's format.
+pub fn format_horizon(horizon: Duration) -> String {
+    let secs = horizon.as_secs();
+    if secs > 0 && secs % 86_400 == 0 && horizon.subsec_nanos() == 0 {
+        format!("{}d", secs / 86_400)
+    } else {
+        humantime::format_duration(horizon).to_string()
+    }
+}
+
 /// A retention horizon is at least [`MIN_RETENTION_HORIZON`] (also `prune --horizon`).
 pub fn check_retention_horizon(horizon: Duration) -> Result<(), String> {
     if horizon < MIN_RETENTION_HORIZON {
         return Err(format!(
             "{} is shorter than the minimum of 1h (a horizon of days is usual: \"30d\")",
-            humantime::format_duration(horizon)
+            format_horizon(horizon)
         ));
     }
     Ok(())

@@ -75,7 +75,7 @@ pub async fn prune_while_leading(
         match result {
             Ok(pruned) if !pruned.is_empty() => tracing::info!(
                 queue,
-                horizon = %humantime::format_duration(horizon),
+                horizon = %crate::config::format_horizon(horizon),
                 %cutoff,
                 keep_matches_per_player = keep,
                 rounds = pruned.rounds,
