@@ -296,7 +296,7 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     let mut players = (rows / HISTORY_MATCHES_PER_PLAYER)
         .max(pooled.len() as u64 + 1)
         .max(per_match * 2);
-    if players % 7919 == 0 {
+    if players.is_multiple_of(7919) {
         players += 1;
     }
     let mut conn = pool.acquire().await?;

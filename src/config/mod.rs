@@ -129,7 +129,7 @@ impl RetentionConfig {
 /// `1month 9days 13h 26m 24s` for 40 days), anything else in humantime's format.
 pub fn format_horizon(horizon: Duration) -> String {
     let secs = horizon.as_secs();
-    if secs > 0 && secs % 86_400 == 0 && horizon.subsec_nanos() == 0 {
+    if secs > 0 && secs.is_multiple_of(86_400) && horizon.subsec_nanos() == 0 {
         format!("{}d", secs / 86_400)
     } else {
         humantime::format_duration(horizon).to_string()
