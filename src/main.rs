@@ -45,6 +45,9 @@ enum Command {
     Replay(cli::replay::ReplayArgs),
     /// A player's last rounds: matched, or left over and why.
     Explain(cli::explain::ExplainArgs),
+    /// Delete the history past the retention horizon (what the daemon does on a timer);
+    /// --dry-run prints what would go.
+    Prune(cli::prune::PruneArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -62,6 +65,7 @@ fn main() -> std::process::ExitCode {
         Command::Health(args) => cli::health::run(args),
         Command::Replay(args) => cli::replay::run(args),
         Command::Explain(args) => cli::explain::run(args),
+        Command::Prune(args) => cli::prune::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

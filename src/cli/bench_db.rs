@@ -11,6 +11,12 @@
 //!    before it, with the same players, and the ratio of the two rates is printed: the
 //!    price of the front door's checks, measured under the same host noise.
 //!
+//! With `--history-rows N`, the round measurement runs side by side (alternating
+//! repetitions, A B B A) on two scratch databases: one with an empty history and one
+//! filled beforehand with N rows of `match_players` history (with their matches, rounds
+//! and matched entries), in which the measured pools' players have past matches among
+//! many other players'. The ratio of the two says what a long history costs a round.
+//!
 //! Runs in a scratch database (created and dropped) on `--database-url`, or on a
 //! temporary private PostgreSQL when no URL is given. Absolute figures depend on the
 //! machine and the server's settings (fsync, shared_buffers); the output says which.
@@ -56,6 +62,14 @@ pub struct BenchDbArgs {
     /// Round size of the rounds running during the enqueue measurement.
     #[arg(long, default_value_t = 10_000)]
     pub load_round_size: usize,
+    /// Also measure the rounds against a second scratch database holding this many
+    /// `match_players` history rows (e.g. 10000000), filled by INSERT ... SELECT
+    /// generate_series before measuring, side by side with the empty history.
+    #[arg(long, default_value_t = 0)]
+    pub history_rows: u64,
+    /// Skip the enqueue measurement (the round measurement only).
+    #[arg(long)]
+    pub rounds_only: bool,
 }
 
 const QUEUE: &str = "bench";
@@ -93,6 +107,22 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
         .max_connections(args.connections as u32 + 4)
         .connect_with(options)
         .await?;
+    let history_name = format!("{name}_history");
+    let history_pool = if args.history_rows > 0 {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE {history_name}"
+        )))
+        .execute(&mut admin)
+        .await?;
+        Some(
+            PgPoolOptions::new()
+                .max_connections(4)
+                .connect_with(server_options.clone().database(&history_name))
+                .await?,
+        )
+    } else {
+        None
+    };
 
     let result = async {
         db::migrate(&pool).await?;
@@ -107,7 +137,16 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
                 "DATABASE_URL"
             }
         );
-        bench_rounds(&pool, &args).await?;
+        let mut databases = vec![(0, pool.clone())];
+        if let Some(history) = &history_pool {
+            db::migrate(history).await?;
+            fill_history(history, args.history_rows, &args.sizes).await?;
+            databases.push((args.history_rows, history.clone()));
+        }
+        bench_rounds(&databases, &args).await?;
+        if args.rounds_only {
+            return Ok(());
+        }
         bench_enqueue(&pool, &args).await
     }
     .await;
@@ -116,6 +155,12 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
     sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
         .execute(&mut admin)
         .await?;
+    if let Some(history) = history_pool {
+        history.close().await;
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {history_name}")))
+            .execute(&mut admin)
+            .await?;
+    }
     admin.close().await?;
     if let Some(server) = server {
         server.stop().await?;
@@ -216,52 +261,223 @@ fn bench_config() -> crate::config::QueueConfig {
     Config::embedded_default().queues["ranked_3v3"].clone()
 }
 
-async fn bench_rounds(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> {
+/// The players of the round measurement's pool of `size`.
+fn round_players(population: &Population, size: usize) -> Vec<crate::core::Player> {
+    let spec = PopulationSpec {
+        players: size,
+        network: Network::PeerToPeer,
+        id_prefix: format!("r{size}-"),
+        ..PopulationSpec::default()
+    };
+    population.generate_pool(&spec, 7).players
+}
+
+/// Matches per round of the synthetic history.
+const HISTORY_MATCHES_PER_ROUND: u64 = 1000;
+/// Past matches per player of the synthetic history, on average.
+const HISTORY_MATCHES_PER_PLAYER: u64 = 50;
+
+/// `rows` rows of match history in queue `bench`: matches of 6 over the last 60 days,
+/// each with its round and its players' matched entries, as the daemon leaves them. Among
+/// the players are those of the round measurement's pools, so their rounds read real
+/// history. One INSERT ... SELECT generate_series per table; then VACUUM ANALYZE, as
+/// autovacuum would have done on a database that grew this large.
+async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let population = Population::realistic();
+    let pooled: Vec<String> = sizes
+        .iter()
+        .flat_map(|&size| round_players(&population, size))
+        .map(|p| p.id)
+        .collect();
+    let per_match = bench_config().model.players_per_match() as u64;
+    let matches = rows.div_ceil(per_match);
+    let rows = matches * per_match;
+    let rounds = matches.div_ceil(HISTORY_MATCHES_PER_ROUND);
+    // Player k of match m is player (m * per_match + k) * 7919 mod P: distinct within a
+    // match while P is not a multiple of the prime 7919, and each player meets many
+    // different others.
+    let mut players = (rows / HISTORY_MATCHES_PER_PLAYER)
+        .max(pooled.len() as u64 + 1)
+        .max(per_match * 2);
+    if players.is_multiple_of(7919) {
+        players += 1;
+    }
+    let mut conn = pool.acquire().await?;
+    sqlx::query("SET synchronous_commit = off")
+        .execute(&mut *conn)
+        .await?;
+    // The rows are consistent by construction: a superuser skips the per-row foreign-key
+    // checks (and the enqueue NOTIFY); anyone else pays for them.
+    let _ = sqlx::query("SET session_replication_role = replica")
+        .execute(&mut *conn)
+        .await;
+    let first_round: i64 = sqlx::query_scalar(
+        "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
+                             committed_at, pool_size, match_count, matched, left_over,
+                             rejected, snapshot_ms, solve_ms, commit_ms, seed, config_hash,
+                             config)
+         SELECT 'bench', 'schedule', 'bench-history', 1, t, t, t, $2 * $3, $2, $2 * $3, 0, 0,
+                0, 0, 0, 1, 'history', '{}'
+           FROM generate_series(0, $1 - 1) r,
+                LATERAL (SELECT now() - interval '60 days'
+                                + (interval '60 days' * r / $1) AS t) at
+         ORDER BY r
+         RETURNING round_id",
+    )
+    .bind(rounds as i64)
+    .bind(HISTORY_MATCHES_PER_ROUND as i64)
+    .bind(per_match as i64)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .min()
+    .unwrap_or(1);
+    sqlx::query(
+        "INSERT INTO matches (match_id, round_id, queue, created_at, score)
+         OVERRIDING SYSTEM VALUE
+         SELECT m + 1, r.round_id, 'bench', r.committed_at, 0.8
+           FROM generate_series(0, $1 - 1) m
+           JOIN rounds r ON r.round_id = $2 + m / $3",
+    )
+    .bind(matches as i64)
+    .bind(first_round)
+    .bind(HISTORY_MATCHES_PER_ROUND as i64)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO queue_entries (entry_id, queue, player_id, skill, enqueued_at, status,
+                                    round_id, match_id, team, updated_at, expires_at)
+         OVERRIDING SYSTEM VALUE
+         SELECT k + 1, 'bench', p.player_id, 1500, m.created_at - interval '1 minute',
+                'matched', m.round_id, m.match_id, (k % $2) / ($2 / 2), m.created_at,
+                m.created_at
+           FROM generate_series(0, $1 - 1) k
+           JOIN matches m ON m.match_id = k / $2 + 1
+           CROSS JOIN LATERAL (
+                SELECT coalesce(($4::text[])[(k * 7919) % $3 + 1], 'h' || ((k * 7919) % $3))
+                       AS player_id) p",
+    )
+    .bind(rows as i64)
+    .bind(per_match as i64)
+    .bind(players as i64)
+    .bind(&pooled)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO match_players (match_id, entry_id, queue, player_id, team, skill,
+                                    enqueued_at, matched_at)
+         SELECT match_id, entry_id, queue, player_id, team, skill, enqueued_at, updated_at
+           FROM queue_entries WHERE status = 'matched'",
+    )
+    .execute(&mut *conn)
+    .await?;
+    for seq in [("matches", "match_id"), ("queue_entries", "entry_id")] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT setval(pg_get_serial_sequence('{0}', '{1}'), (SELECT max({1}) FROM {0}))",
+            seq.0, seq.1
+        )))
+        .execute(&mut *conn)
+        .await?;
+    }
+    sqlx::query("RESET session_replication_role")
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("VACUUM ANALYZE rounds, matches, queue_entries, match_players")
+        .execute(&mut *conn)
+        .await?;
+    let size: String =
+        sqlx::query_scalar("SELECT pg_size_pretty(pg_database_size(current_database()))")
+            .fetch_one(&mut *conn)
+            .await?;
+    println!(
+        "history: {rows} match_players rows ({matches} matches in {rounds} rounds, {players} \
+         players, each pooled player in about {} past matches), database {size}, filled in {:.0} s",
+        rows / players,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbArgs) -> anyhow::Result<()> {
     let population = Population::realistic();
     let config = bench_config();
-    let lease = bench_lease(pool).await?;
+    let mut leases = Vec::new();
+    for (_, pool) in databases {
+        leases.push(bench_lease(pool).await?);
+    }
+    let side_by_side = databases.len() > 1;
     println!();
     println!(
-        "Round database work (snapshot + commit, solve excluded), {} repetitions",
-        args.repeat
+        "Round database work (snapshot + commit, solve excluded), {} repetitions{}",
+        args.repeat,
+        if side_by_side {
+            " on each database, alternating (A B B A)"
+        } else {
+            ""
+        }
     );
     println!(
-        "{:>8} {:>9} {:>12} {:>12} {:>12} {:>12}",
-        "players", "matched", "snapshot ms", "commit ms", "total ms", "max total ms"
+        "{:>8} {:>13} {:>9} {:>12} {:>12} {:>12} {:>12}",
+        "players",
+        "history rows",
+        "matched",
+        "snapshot ms",
+        "commit ms",
+        "total ms",
+        "max total ms"
     );
     for &size in &args.sizes {
-        let spec = PopulationSpec {
-            players: size,
-            network: Network::PeerToPeer,
-            id_prefix: format!("r{size}-"),
-            ..PopulationSpec::default()
-        };
-        let players = population.generate_pool(&spec, 7).players;
-        let mut timings = Vec::new();
-        for _ in 0..args.repeat {
-            db::enqueue::enqueue_many(pool, QUEUE, &players, chrono::Utc::now()).await?;
-            timings.push(timed_round(pool, &lease, size, &config).await?);
-            // Leftovers and rejected rows out of the way: the next repetition starts from
-            // the same pool (and reads this repetition's matches as history).
-            sqlx::query("UPDATE queue_entries SET status = 'cancelled' WHERE status = 'queued'")
+        let players = round_players(&population, size);
+        let mut timings: Vec<Vec<RoundTiming>> = databases.iter().map(|_| Vec::new()).collect();
+        for rep in 0..args.repeat {
+            let mut order: Vec<usize> = (0..databases.len()).collect();
+            if rep % 2 == 1 {
+                order.reverse();
+            }
+            for d in order {
+                let pool = &databases[d].1;
+                db::enqueue::enqueue_many(pool, QUEUE, &players, chrono::Utc::now()).await?;
+                timings[d].push(timed_round(pool, &leases[d], size, &config).await?);
+                // Leftovers and rejected rows out of the way: the next repetition starts
+                // from the same pool (and reads this repetition's matches as history).
+                sqlx::query(
+                    "UPDATE queue_entries SET status = 'cancelled' WHERE status = 'queued'",
+                )
                 .execute(pool)
                 .await?;
+            }
         }
-        let n = timings.len() as f64;
-        let mean = |f: fn(&RoundTiming) -> f64| timings.iter().map(f).sum::<f64>() / n;
-        let max_total = timings
-            .iter()
-            .map(|t| t.snapshot_ms + t.commit_ms)
-            .fold(0.0, f64::max);
-        println!(
-            "{:>8} {:>9} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
-            size,
-            timings[0].matched,
-            mean(|t| t.snapshot_ms),
-            mean(|t| t.commit_ms),
-            mean(|t| t.snapshot_ms + t.commit_ms),
-            max_total
-        );
+        let mut totals = Vec::new();
+        for ((history, _), timings) in databases.iter().zip(&timings) {
+            let n = timings.len() as f64;
+            let mean = |f: fn(&RoundTiming) -> f64| timings.iter().map(f).sum::<f64>() / n;
+            let max_total = timings
+                .iter()
+                .map(|t| t.snapshot_ms + t.commit_ms)
+                .fold(0.0, f64::max);
+            totals.push(mean(|t| t.snapshot_ms + t.commit_ms));
+            println!(
+                "{:>8} {:>13} {:>9} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
+                size,
+                history,
+                timings[0].matched,
+                mean(|t| t.snapshot_ms),
+                mean(|t| t.commit_ms),
+                mean(|t| t.snapshot_ms + t.commit_ms),
+                max_total
+            );
+        }
+        if side_by_side {
+            println!(
+                "{:>8} history {} / empty: {:.1} / {:.1} ms = {:.3} (target <= 1.2)",
+                size,
+                databases[1].0,
+                totals[1],
+                totals[0],
+                totals[1] / totals[0]
+            );
+        }
     }
     Ok(())
 }

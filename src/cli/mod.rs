@@ -9,6 +9,7 @@ pub mod explain;
 pub mod migrate;
 pub mod optimize;
 pub mod replay;
+pub mod prune;
 pub mod run;
 pub mod simulate;
 pub mod soak;

@@ -8,6 +8,7 @@
 //!  ├─ LISTEN matchmaker_enqueue             ──► wakes the queue's worker
 //!  └─ per queue:
 //!       ├─ lease keeper: renew / take the lease every `daemon.lease_renew`
+//!       ├─ retention: prune the queue's history past the horizon while leading it
 //!       └─ worker loop: step() on wake-up (next round time, poll interval, NOTIFY,
 //!          config change) until shutdown; then release the lease
 //! ```
@@ -27,6 +28,7 @@ pub mod endpoints;
 pub mod health;
 pub mod metrics;
 pub mod reload;
+pub mod retention;
 pub mod round;
 pub mod trigger;
 pub mod worker;
@@ -242,6 +244,14 @@ async fn queue_task(
         })
     };
 
+    let pruner = tokio::spawn(retention::prune_while_leading(
+        runner.db.clone(),
+        queue.clone(),
+        worker.lease_handle(),
+        config.clone(),
+        stop.clone(),
+    ));
+
     let mut config_rx = config.clone();
     let mut removed = false;
     loop {
@@ -302,6 +312,7 @@ async fn queue_task(
         }
     }
     keeper.abort();
+    pruner.abort();
     if removed && let Err(e) = worker.retire().await {
         metrics::record_error(ErrorKind::Retire);
         tracing::warn!(queue, error = %e, "could not retire the removed queue; retried at the next reload or start");

@@ -12,6 +12,7 @@ pub mod local_pg;
 pub mod queue_state;
 pub mod queues;
 pub mod round_snapshot;
+pub mod retention;
 pub mod snapshot;
 pub mod tickets;
 

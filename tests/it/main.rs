@@ -21,6 +21,7 @@ mod optimizer;
 mod optimizer_factors;
 mod optimizer_search;
 mod replay;
+mod retention;
 mod sim;
 mod sim_demo;
 mod sim_deploy;

@@ -1,0 +1,526 @@
+//! Bounded history against a real PostgreSQL: pruning deletes what is past the horizon
+//! and nothing else, while a round runs; queued entries stay whatever their age; each
+//! player's last matches stay as long as the snapshot's history depth needs them; the
+//! dry run changes nothing; the daemon prunes on its own. Ages are set with the round
+//! clock (a manual clock in the past) or written directly, as the test's superuser.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use matchmaker::config::{Config, QueueConfig};
+use matchmaker::daemon::clock::{Clock, ManualClock};
+use matchmaker::daemon::round::RoundRunner;
+use matchmaker::daemon::{self, DaemonOptions};
+use matchmaker::db::retention::{self, Pruned, QueuePruner};
+use matchmaker::db::{self, RoundTrigger};
+
+use crate::support::*;
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+fn config(extra: &str) -> Arc<QueueConfig> {
+    let config = Config::from_toml_str(&format!(
+        "[queues.q]\n{extra}\n[queues.q.round]\nbudget = \"50ms\"\n"
+    ))
+    .expect("test config is valid");
+    Arc::new(config.queues["q"].clone())
+}
+
+async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
+    db::acquire_lease(db, "q", "test", secs(15), clock.lease_now())
+        .await
+        .unwrap()
+        .expect("free lease")
+}
+
+/// A round of queue `q` now, on the manual clock.
+async fn round(db: &sqlx::PgPool, clock: &ManualClock, config: &Arc<QueueConfig>) {
+    let lease = lead(db, clock).await;
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    runner
+        .run("q", config.clone(), RoundTrigger::Manual, &lease)
+        .await
+        .unwrap();
+    db::release_lease(db, &lease, clock.lease_now())
+        .await
+        .unwrap();
+}
+
+/// One pass over `queue`, every batch committed.
+async fn prune(db: &sqlx::PgPool, queue: &str, cutoff: DateTime<Utc>, keep: usize) -> Pruned {
+    let mut pruner = QueuePruner::new(queue, cutoff, keep, 3);
+    retention::prune_queue(db, &mut pruner, Duration::ZERO, || async { true })
+        .await
+        .unwrap()
+}
+
+async fn ids(db: &sqlx::PgPool, sql: &'static str) -> Vec<i64> {
+    sqlx::query_scalar(sql).fetch_all(db).await.unwrap()
+}
+
+/// Row counts and id sums of every table pruning touches.
+async fn fingerprint(db: &sqlx::PgPool) -> Vec<i64> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT count(*) FROM rounds",
+        "SELECT count(*) FROM matches",
+        "SELECT count(*) FROM match_players",
+        "SELECT count(*) FROM queue_entries",
+        "SELECT coalesce(sum(entry_id), 0)::bigint FROM queue_entries",
+        "SELECT coalesce(sum(match_id), 0)::bigint FROM match_players",
+    ] {
+        out.push(count(db, sql).await);
+    }
+    out
+}
+
+#[tokio::test]
+async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let config = config("");
+    assert_eq!(config.history_matches(), 1);
+    let clock = ManualClock::new(t0());
+
+    // Old history: rounds A and B of the same twelve players, round C of six others.
+    enqueue_n(db, "q", "p", 12, clock.now()).await;
+    round(db, &clock, &config).await;
+    clock.advance(secs(120));
+    enqueue_n(db, "q", "p", 12, clock.now()).await;
+    round(db, &clock, &config).await;
+    clock.advance(secs(120));
+    enqueue_n(db, "q", "x", 6, clock.now()).await;
+    round(db, &clock, &config).await;
+    let rounds = ids(db, "SELECT round_id FROM rounds ORDER BY round_id").await;
+    let [a, b, c] = rounds[..] else {
+        panic!("three rounds: {rounds:?}")
+    };
+    // Old entries that ended without a match: two cancelled.
+    enqueue_n(db, "q", "c", 2, clock.now()).await;
+    sqlx::query(
+        "UPDATE queue_entries SET status = 'cancelled', reject_reason = 'cancelled by the client',
+                updated_at = $1 WHERE player_id LIKE 'c%'",
+    )
+    .bind(clock.now())
+    .execute(db)
+    .await
+    .unwrap();
+    // Queued entries as old as the history: two whose tickets ran out (not yet swept by
+    // a leader), one in another queue that nobody serves.
+    enqueue_n(db, "q", "w", 2, t0()).await;
+    enqueue_n(db, "other", "o", 1, t0()).await;
+    sqlx::query(
+        "UPDATE queue_entries SET updated_at = $1, expires_at = $1
+          WHERE player_id LIKE 'w%' OR player_id LIKE 'o%'",
+    )
+    .bind(t0())
+    .execute(db)
+    .await
+    .unwrap();
+
+    // Twenty days later a round starts with the twelve players back and six new ones.
+    clock.advance(20 * DAY);
+    enqueue_n(db, "q", "p", 12, clock.now()).await;
+    enqueue_n(db, "q", "n", 6, clock.now()).await;
+    let lease = lead(db, &clock).await;
+    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
+    let prepared = runner
+        .prepare("q", config.clone(), RoundTrigger::Manual)
+        .await
+        .unwrap();
+    assert_eq!(prepared.snapshot.entries.len(), 18);
+    // Their history: each p player's last match, round B's two matches.
+    assert_eq!(prepared.snapshot.history.len(), 2);
+
+    // Pruning runs between the round's snapshot and its commit, horizon 30 days at
+    // t0 + 40 days: rounds A, B, C are past it, the running round is not.
+    let cutoff = retention::cutoff(db, 30 * DAY, Some(t0() + chrono::Duration::days(40)))
+        .await
+        .unwrap();
+    assert_eq!(cutoff, t0() + chrono::Duration::days(10));
+    let before_b: Vec<i64> =
+        sqlx::query_scalar("SELECT match_id FROM matches WHERE round_id = ANY($1) ORDER BY 1")
+            .bind([b, c])
+            .fetch_all(db)
+            .await
+            .unwrap();
+    let pruned = prune(db, "q", cutoff, config.history_matches()).await;
+    // Round A: its 2 matches, 12 players, 12 entries; and the 2 cancelled entries. B and
+    // C stay: they are their players' last matches, which the snapshot reads.
+    assert_eq!(
+        (
+            pruned.rounds,
+            pruned.matches,
+            pruned.match_players,
+            pruned.entries
+        ),
+        (1, 2, 12, 14)
+    );
+    assert_eq!(
+        ids(db, "SELECT round_id FROM rounds ORDER BY round_id").await,
+        [b, c]
+    );
+    assert_eq!(
+        ids(db, "SELECT match_id FROM matches ORDER BY 1").await,
+        before_b
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE player_id LIKE 'c%'"
+        )
+        .await,
+        0
+    );
+    // Queued entries stay, however old.
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE status = 'queued'
+                AND (player_id LIKE 'w%' OR player_id LIKE 'o%')"
+        )
+        .await,
+        3
+    );
+    let other = prune(db, "other", cutoff, 1).await;
+    assert!(other.is_empty(), "{other:?}");
+
+    // The round goes on and commits: its pool and the history it read are intact.
+    let solved = runner.solve(prepared).await.unwrap();
+    let report = runner.commit(solved, &lease).await.unwrap();
+    assert_eq!((report.matched, report.matches), (18, 3));
+    assert_nobody_matched_twice(db).await;
+
+    // Next pass: round B is no longer anyone's last match; C still is, and the new
+    // round is inside the horizon.
+    let pruned = prune(db, "q", cutoff, config.history_matches()).await;
+    assert_eq!(
+        (
+            pruned.rounds,
+            pruned.matches,
+            pruned.match_players,
+            pruned.entries
+        ),
+        (1, 2, 12, 12)
+    );
+    assert_eq!(
+        ids(db, "SELECT round_id FROM rounds ORDER BY round_id").await,
+        [c, report.round_id]
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE status = 'queued'"
+        )
+        .await,
+        3
+    );
+    assert_eq!(
+        count(db, "SELECT count(*) FROM match_players").await,
+        6 + 18
+    );
+    assert_eq!(a, rounds[0]);
+    assert_nobody_matched_twice(db).await;
+}
+
+#[tokio::test]
+async fn the_history_the_depth_needs_is_kept() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    // Depth 2, and the snapshot reads 3 matches per player.
+    let mut config = config("[queues.q.opponent_variation]\ndepth = 2\n")
+        .as_ref()
+        .clone();
+    config.round.history_matches = Some(3);
+    let config = Arc::new(config);
+    assert_eq!(config.history_matches(), 3);
+    let clock = ManualClock::new(t0());
+    // Five rounds of the same twelve players; then six of them once more.
+    for _ in 0..5 {
+        enqueue_n(db, "q", "p", 12, clock.now()).await;
+        round(db, &clock, &config).await;
+        clock.advance(secs(60));
+    }
+    let players: Vec<matchmaker::core::Player> = (0..6)
+        .map(|i| player(&format!("p{i}"), 1000.0 + 37.0 * i as f64, clock.now()))
+        .collect();
+    db::enqueue::enqueue_many(db, "q", &players, clock.now())
+        .await
+        .unwrap();
+    round(db, &clock, &config).await;
+
+    // What the next round of all twelve would read, before and after pruning everything
+    // past a horizon that all of it is past.
+    enqueue_n(db, "q", "p", 12, clock.now()).await;
+    let read = || async {
+        let mut h = db::snapshot_pool(db, "q", 100, config.history_matches())
+            .await
+            .unwrap()
+            .history;
+        h.sort_by(|x, y| (x.at, &x.teams).cmp(&(y.at, &y.teams)));
+        h
+    };
+    let before = read().await;
+    // At least 6 matches (rounds 3-6; more when a round mixes the two halves).
+    assert!(before.len() >= 6, "{}", before.len());
+    let cutoff = t0() + chrono::Duration::days(10);
+    let pruned = prune(db, "q", cutoff, config.history_matches()).await;
+    let after = read().await;
+    assert_eq!(before, after, "the history a round reads is unchanged");
+    // Each player keeps exactly their last 3 matches: p0-p5 rounds 4, 5, 6, p6-p11
+    // rounds 3, 4, 5. So rounds 3-6 keep the matches their players need, rounds 1-2 go.
+    let kept = count(db, "SELECT count(*) FROM matches").await;
+    assert!(pruned.matches >= 4, "{pruned:?}");
+    assert_eq!(kept + pruned.matches as i64, 11);
+    let per_player: Vec<(String, i64)> =
+        sqlx::query_as("SELECT player_id, count(*) FROM match_players GROUP BY 1 ORDER BY 1")
+            .fetch_all(db)
+            .await
+            .unwrap();
+    for (player, n) in &per_player {
+        assert!(*n >= 3, "{player} kept {n} matches");
+    }
+    assert_eq!(per_player.len(), 12);
+    // Pruning again finds nothing more to do.
+    assert!(prune(db, "q", cutoff, 3).await.is_empty());
+    // Depth 0 (history off, which a config cannot set): the last matches go too.
+    let rest = prune(db, "q", cutoff, 0).await;
+    assert_eq!(rest.matches as i64, kept);
+    assert_eq!(
+        count(db, "SELECT count(*) FROM rounds").await,
+        1,
+        "the last round"
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE status = 'queued'"
+        )
+        .await,
+        12
+    );
+}
+
+#[tokio::test]
+async fn prune_dry_run_changes_nothing_and_counts_what_prune_deletes() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let config = config("");
+    // Forty days ago by the database's clock (the command reads now() there).
+    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(db)
+        .await
+        .unwrap();
+    let clock = ManualClock::new(now - chrono::Duration::days(40));
+    for _ in 0..3 {
+        enqueue_n(db, "q", "p", 12, clock.now()).await;
+        round(db, &clock, &config).await;
+        clock.advance(secs(60));
+    }
+    enqueue_n(db, "q", "c", 3, clock.now()).await;
+    sqlx::query(
+        "UPDATE queue_entries SET status = 'expired', reject_reason = 'expired: test',
+                updated_at = $1 WHERE player_id LIKE 'c%'",
+    )
+    .bind(clock.now())
+    .execute(db)
+    .await
+    .unwrap();
+    enqueue_n(db, "q", "w", 2, clock.now()).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("matchmaker.toml");
+    std::fs::write(&config_path, "[queues.q]\n").unwrap();
+    let prune_cli = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_matchmaker"))
+            .args(["prune", "--horizon", "30d", "--config"])
+            .arg(&config_path)
+            .args(extra)
+            .env("DATABASE_URL", tdb.url())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The queue's line: queue, keep/player, rounds, matches, match players, entries.
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("q"))
+            .unwrap_or_else(|| panic!("no line for queue q:\n{stdout}"))
+            .to_string();
+        let n: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (stdout, n)
+    };
+
+    let before = fingerprint(db).await;
+    let (text, dry) = prune_cli(&["--dry-run"]);
+    assert!(text.starts_with("Dry run (nothing is deleted)"), "{text}");
+    assert_eq!(fingerprint(db).await, before, "the dry run changed nothing");
+    // keep 1; rounds 1 and 2 (round 3 holds everyone's last match); their 4 matches, 24
+    // players and entries, and the 3 expired entries.
+    assert_eq!(&dry[..5], &[1, 2, 4, 24, 27], "{text}");
+
+    let (text, real) = prune_cli(&[]);
+    assert!(text.starts_with("Pruning"), "{text}");
+    assert_eq!(&real[..5], &dry[..5], "{text}");
+    let after = fingerprint(db).await;
+    assert_eq!(after[0], before[0] - 2);
+    assert_eq!(after[2], before[2] - 24);
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE status = 'queued'"
+        )
+        .await,
+        2
+    );
+
+    // A horizon below the minimum is refused with the rule.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_matchmaker"))
+        .args(["prune", "--horizon", "30m", "--dry-run"])
+        .env("DATABASE_URL", tdb.url())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("shorter than the minimum of 1h"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn retention_config_is_validated() {
+    let base = "[queues.q]\n";
+    let ok = Config::from_toml_str(&format!(
+        "{base}[retention]\nhorizon = \"30d\"\nbatch_size = 200\ninterval = \"5m\"\n"
+    ))
+    .unwrap();
+    assert_eq!(ok.retention.horizon, Some(30 * DAY));
+    assert_eq!(ok.retention.batch_size, 200);
+    assert_eq!(Config::from_toml_str(base).unwrap().retention.horizon, None);
+    for (text, key) in [
+        ("horizon = \"30m\"", "retention.horizon"),
+        ("batch_size = 0", "retention.batch_size"),
+        ("batch_size = 100000", "retention.batch_size"),
+        ("interval = \"10ms\"", "retention.interval"),
+        ("horizon = \"soon\"", "retention"),
+        ("keep = 3", "retention"),
+    ] {
+        let err = Config::from_toml_str(&format!("{base}[retention]\n{text}\n")).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("`{key}`")),
+            "{text}: {err}"
+        );
+    }
+}
+
+/// The daemon as deployed: the queue's leader prunes on its timer while it runs rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_prunes_its_queue_while_running_rounds() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let config_q = config("");
+    // History two days old: three rounds of the same twelve players.
+    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(db)
+        .await
+        .unwrap();
+    let clock = ManualClock::new(now - chrono::Duration::days(2));
+    for _ in 0..3 {
+        enqueue_n(db, "q", "p", 12, clock.now()).await;
+        round(db, &clock, &config_q).await;
+        clock.advance(secs(60));
+    }
+    // A player waiting as long in a second queue (too few players for a round there).
+    enqueue_n(db, "idle", "old-waiting", 1, clock.now()).await;
+    sqlx::query("UPDATE queue_entries SET updated_at = $1 WHERE player_id LIKE 'old-%'")
+        .bind(clock.now())
+        .execute(db)
+        .await
+        .unwrap();
+    let last_old_round = count(db, "SELECT max(round_id) FROM rounds").await;
+
+    let config = Config::from_toml_str(
+        "default_queue = \"q\"\n[daemon]\npoll_interval = \"200ms\"\nlease_ttl = \"3s\"\nlease_renew = \"1s\"\n\
+         [retention]\nhorizon = \"1d\"\ninterval = \"1s\"\nbatch_size = 2\n\
+         [queues.q.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = 8\n\
+         [queues.idle.round]\nevery = \"1h\"\n",
+    )
+    .unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(daemon::run(
+        db.clone(),
+        config,
+        DaemonOptions {
+            holder: "pruner".into(),
+            ..DaemonOptions::default()
+        },
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    // Rounds keep running meanwhile: eight new players, an early start.
+    enqueue_n(db, "q", "new", 8, Utc::now()).await;
+
+    // The two older rounds go (round 3 holds each player's last match); the new round,
+    // round 3 and the waiting entry stay.
+    let start = Instant::now();
+    while count(db, "SELECT count(*) FROM rounds WHERE round_id < 3").await > 0
+        || count(
+            db,
+            "SELECT count(*) FROM match_players WHERE player_id LIKE 'new%'",
+        )
+        .await
+            < 6
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the daemon did not prune and match within a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop_tx.send(());
+    daemon.await.unwrap().unwrap();
+
+    assert_eq!(last_old_round, 3);
+    assert_eq!(
+        count(db, "SELECT count(*) FROM matches WHERE round_id = 3").await,
+        2
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM match_players WHERE player_id LIKE 'p%'"
+        )
+        .await,
+        12
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM match_players WHERE player_id LIKE 'new%'"
+        )
+        .await,
+        6
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries
+              WHERE queue = 'idle' AND player_id = 'old-waiting0' AND status = 'queued'"
+        )
+        .await,
+        1
+    );
+    assert_nobody_matched_twice(db).await;
+}
