@@ -37,6 +37,8 @@ enum Command {
     /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
     /// cancel storms under client load; then an audit of the contract's invariants.
     Soak(cli::soak::SoakArgs),
+    /// The rounds of a time window as one self-contained HTML page with plots.
+    Report(cli::report::ReportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +53,7 @@ fn main() -> std::process::ExitCode {
         Command::Status(args) => cli::status::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Soak(args) => cli::soak::run(args),
+        Command::Report(args) => cli::report::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

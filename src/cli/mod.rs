@@ -6,6 +6,7 @@ pub mod bench_db;
 pub mod demo;
 pub mod migrate;
 pub mod optimize;
+pub mod report;
 pub mod run;
 pub mod simulate;
 pub mod soak;

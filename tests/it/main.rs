@@ -18,6 +18,7 @@ mod ops_queries;
 mod optimizer;
 mod optimizer_factors;
 mod optimizer_search;
+mod report;
 mod sim;
 mod sim_demo;
 mod sim_deploy;
