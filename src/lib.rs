@@ -10,4 +10,5 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod db;
+pub mod report;
 pub mod sim;

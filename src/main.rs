@@ -48,6 +48,8 @@ enum Command {
     /// Delete the history past the retention horizon (what the daemon does on a timer);
     /// --dry-run prints what would go.
     Prune(cli::prune::PruneArgs),
+    /// The rounds of a time window as one self-contained HTML page with plots.
+    Report(cli::report::ReportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -66,6 +68,7 @@ fn main() -> std::process::ExitCode {
         Command::Replay(args) => cli::replay::run(args),
         Command::Explain(args) => cli::explain::run(args),
         Command::Prune(args) => cli::prune::run(args),
+        Command::Report(args) => cli::report::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod optimize;
 pub mod replay;
 pub mod prune;
+pub mod report;
 pub mod run;
 pub mod simulate;
 pub mod soak;

@@ -13,6 +13,7 @@ pub mod queue_state;
 pub mod queues;
 pub mod round_snapshot;
 pub mod retention;
+pub mod report;
 pub mod snapshot;
 pub mod tickets;
 

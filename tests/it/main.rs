@@ -22,6 +22,7 @@ mod optimizer_factors;
 mod optimizer_search;
 mod replay;
 mod retention;
+mod report;
 mod sim;
 mod sim_demo;
 mod sim_deploy;

@@ -1,0 +1,236 @@
+//! The reads behind `matchmaker report`: the rounds of a time window, their matches and
+//! matched players, and how often opponents repeated. Read-only (plain SELECTs, no
+//! locks taken); an operator's `matchmaker_ops` login is enough.
+//!
+//! The window is half-open, `from <= rounds.committed_at < to`, so consecutive reports
+//! never count a round twice; a round's matches and players come with it whatever their
+//! own times.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::{PgConnection, PgPool, Row};
+
+use crate::report::{MatchRow, PingModel, PlacedPlayer, RepeatRow, ReportInput, RoundRow};
+
+/// Which rounds a report covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportWindow {
+    /// Only this queue; `None`: every queue.
+    pub queue: Option<String>,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+/// The rounds of the window, shared by every query below ($1 queue or NULL, $2 from,
+/// $3 to); `rounds_by_queue_latest` does not cover committed_at, but a report reads a
+/// window's worth of rounds once, so a scan of `rounds` (one row per round) is fine.
+const WINDOW_ROUNDS: &str = "window_rounds AS (
+    SELECT * FROM rounds
+     WHERE ($1::text IS NULL OR queue = $1)
+       AND committed_at >= $2 AND committed_at < $3)";
+
+/// Reads everything the report shows for `window`; `generated_at` is stamped on the page.
+pub async fn read_report(
+    db: &PgPool,
+    window: &ReportWindow,
+    generated_at: DateTime<Utc>,
+) -> Result<ReportInput, sqlx::Error> {
+    // One snapshot for the four reads: a round committed meanwhile is in all or none.
+    let mut tx = db.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let rounds = read_rounds(&mut tx, window).await?;
+    let matches = read_matches(&mut tx, window).await?;
+    let players = read_players(&mut tx, window).await?;
+    let repeats = read_repeats(&mut tx, window).await?;
+    tx.commit().await?;
+    Ok(ReportInput {
+        from: window.from,
+        to: window.to,
+        queue_filter: window.queue.clone(),
+        generated_at,
+        rounds,
+        players,
+        matches,
+        repeats,
+    })
+}
+
+async fn read_rounds(
+    db: &mut PgConnection,
+    w: &ReportWindow,
+) -> Result<Vec<RoundRow>, sqlx::Error> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH {WINDOW_ROUNDS}
+         SELECT round_id, queue, trigger, committed_at, pool_size::int8, match_count::int8,
+                matched::int8, left_over::int8, rejected::int8, score, factor_averages,
+                -- The ping rules of the config the round ran with (the enemy ping in ms
+                -- is estimated as its enemy_ping factor did); a config stored before a
+                -- key existed falls back to the default.
+                coalesce(config ->> 'network', 'peer_to_peer') = 'dedicated' AS dedicated,
+                coalesce((config -> 'ping' ->> 'relay_overhead_ms')::float8, 0)
+                    AS relay_overhead_ms,
+                coalesce((config -> 'ping' ->> 'unknown_ms')::float8, 150) AS unknown_ms
+           FROM window_rounds
+          ORDER BY committed_at, round_id"
+    )))
+    .bind(w.queue.as_deref())
+    .bind(w.from)
+    .bind(w.to)
+    .fetch_all(&mut *db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let factors: Json<BTreeMap<String, serde_json::Value>> =
+                r.try_get("factor_averages")?;
+            Ok(RoundRow {
+                round_id: r.try_get("round_id")?,
+                queue: r.try_get("queue")?,
+                trigger: r.try_get("trigger")?,
+                committed_at: r.try_get("committed_at")?,
+                pool_size: r.try_get("pool_size")?,
+                match_count: r.try_get("match_count")?,
+                matched: r.try_get("matched")?,
+                left_over: r.try_get("left_over")?,
+                rejected: r.try_get("rejected")?,
+                score: r.try_get("score")?,
+                factor_averages: factors
+                    .0
+                    .into_iter()
+                    .filter_map(|(k, v)| v.as_f64().map(|v| (k, v)))
+                    .collect(),
+                ping: PingModel {
+                    dedicated: r.try_get("dedicated")?,
+                    relay_overhead_ms: r.try_get("relay_overhead_ms")?,
+                    unknown_ms: r.try_get("unknown_ms")?,
+                },
+            })
+        })
+        .collect()
+}
+
+async fn read_matches(
+    db: &mut PgConnection,
+    w: &ReportWindow,
+) -> Result<Vec<MatchRow>, sqlx::Error> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH {WINDOW_ROUNDS}
+         SELECT m.match_id, m.round_id, m.score, m.region
+           FROM window_rounds r
+           JOIN matches m ON m.round_id = r.round_id
+          ORDER BY m.match_id"
+    )))
+    .bind(w.queue.as_deref())
+    .bind(w.from)
+    .bind(w.to)
+    .fetch_all(&mut *db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(MatchRow {
+                match_id: r.try_get("match_id")?,
+                round_id: r.try_get("round_id")?,
+                score: r.try_get("score")?,
+                region: r.try_get("region")?,
+            })
+        })
+        .collect()
+}
+
+async fn read_players(
+    db: &mut PgConnection,
+    w: &ReportWindow,
+) -> Result<Vec<PlacedPlayer>, sqlx::Error> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH {WINDOW_ROUNDS}
+         SELECT mp.match_id, mp.player_id, mp.team, mp.skill,
+                extract(epoch FROM mp.matched_at - mp.enqueued_at)::float8 AS wait_s,
+                -- The latencies and peer pings the player enqueued with: the solver's
+                -- input for the match's ping.
+                e.latencies, e.peer_pings
+           FROM window_rounds r
+           JOIN matches m ON m.round_id = r.round_id
+           JOIN match_players mp ON mp.match_id = m.match_id
+           JOIN queue_entries e ON e.entry_id = mp.entry_id
+          ORDER BY mp.match_id, mp.team, mp.player_id"
+    )))
+    .bind(w.queue.as_deref())
+    .bind(w.from)
+    .bind(w.to)
+    .fetch_all(&mut *db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let latencies: Json<BTreeMap<String, f64>> = r.try_get("latencies")?;
+            let peer_pings: Json<BTreeMap<String, f64>> = r.try_get("peer_pings")?;
+            Ok(PlacedPlayer {
+                match_id: r.try_get("match_id")?,
+                player_id: r.try_get("player_id")?,
+                team: r.try_get("team")?,
+                skill: r.try_get("skill")?,
+                wait_s: r.try_get("wait_s")?,
+                latencies: latencies.0,
+                peer_pings: peer_pings.0,
+            })
+        })
+        .collect()
+}
+
+async fn read_repeats(
+    db: &mut PgConnection,
+    w: &ReportWindow,
+) -> Result<Vec<RepeatRow>, sqlx::Error> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH {WINDOW_ROUNDS},
+         placed AS (
+             SELECT r.round_id, mp.queue, mp.match_id, mp.player_id, mp.team, mp.matched_at
+               FROM window_rounds r
+               JOIN matches m ON m.round_id = r.round_id
+               JOIN match_players mp ON mp.match_id = m.match_id),
+         -- Each placed player's match before this one in the same queue (seed 003's
+         -- opponent variation looks one match back), found once per player rather than
+         -- once per pair; match_players_recent serves the lookup. It may lie before the
+         -- window.
+         previous AS (
+             SELECT p.*, pm.match_id AS prev_match, pm.team AS prev_team
+               FROM placed p
+               LEFT JOIN LATERAL (
+                     SELECT x.match_id, x.team FROM match_players x
+                      WHERE x.queue = p.queue AND x.player_id = p.player_id
+                        AND x.matched_at < p.matched_at
+                      ORDER BY x.matched_at DESC
+                      LIMIT 1) pm ON true),
+         -- Every (player, opponent) pair of the round, and the team the opponent had in
+         -- the player's previous match (NULL: not in it).
+         pairs AS (
+             SELECT pr.round_id, pr.prev_team, o.team AS opponent_prev_team
+               FROM previous pr
+               JOIN match_players b ON b.match_id = pr.match_id AND b.team <> pr.team
+               LEFT JOIN match_players o
+                      ON o.match_id = pr.prev_match AND o.player_id = b.player_id)
+         SELECT round_id, count(*) AS opponent_pairs,
+                count(*) FILTER (WHERE opponent_prev_team <> prev_team) AS opponents_again,
+                count(*) FILTER (WHERE opponent_prev_team = prev_team) AS teammates_before
+           FROM pairs
+          GROUP BY round_id
+          ORDER BY round_id"
+    )))
+    .bind(w.queue.as_deref())
+    .bind(w.from)
+    .bind(w.to)
+    .fetch_all(&mut *db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(RepeatRow {
+                round_id: r.try_get("round_id")?,
+                opponent_pairs: r.try_get("opponent_pairs")?,
+                opponents_again: r.try_get("opponents_again")?,
+                teammates_before: r.try_get("teammates_before")?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,353 @@
+//! The page: a summary table, then one section per queue with its plots inlined as SVG.
+//! One file, no scripts, no external stylesheets, fonts or images: it opens offline, in a
+//! mail client's preview, or attached to a ticket.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+
+use super::plots::{self, PlotError};
+use super::{QueueReport, ReportInput, Summary, queue_reports};
+
+/// A plot's SVG and the sentence that says how to read it.
+struct Figure {
+    svg: String,
+    caption: &'static str,
+}
+
+/// The whole report page for `input`.
+pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
+    let queues = queue_reports(input);
+    let mut page = String::with_capacity(64 * 1024 + queues.len() * 300 * 1024);
+    let window = format!("{} to {}", stamp(input.from), stamp(input.to));
+    let scope = match &input.queue_filter {
+        Some(q) => format!("queue {}", escape(q)),
+        None => "all queues".to_string(),
+    };
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>Matchmaker round report: {window}</title>\n<style>{STYLE}</style>\n\
+         </head>\n<body>\n<h1>Matchmaker round report</h1>\n\
+         <p class=\"meta\">Rounds committed from <b>{window}</b> (UTC, {scope}). \
+         Made {} by matchmaker {}.</p>\n",
+        stamp(input.generated_at),
+        env!("CARGO_PKG_VERSION"),
+    );
+
+    if queues.is_empty() {
+        page.push_str(
+            "<p class=\"empty\">No round was committed in this window. Widen it with \
+             <code>--from</code> / <code>--to</code>, or check the queue name.</p>\n",
+        );
+    } else {
+        summary_table(&mut page, &queues);
+        for q in &queues {
+            queue_section(&mut page, q)?;
+        }
+    }
+    page.push_str(NOTES);
+    page.push_str("</body>\n</html>\n");
+    Ok(page)
+}
+
+fn stamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// Text for HTML element content and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An id fragment: letters, digits, `-` and `_` kept, the rest replaced.
+fn anchor(queue: &str) -> String {
+    queue
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// A table cell with the exact figure in `data-value` (for tools and tests) and a
+/// rounded one to read.
+fn cell(field: &str, value: Option<f64>, shown: impl Fn(f64) -> String) -> String {
+    match value {
+        Some(v) => format!(
+            "<td data-field=\"{field}\" data-value=\"{v}\">{}</td>",
+            shown(v)
+        ),
+        None => format!("<td data-field=\"{field}\" data-value=\"\">-</td>"),
+    }
+}
+
+fn summary_table(page: &mut String, queues: &[QueueReport]) {
+    page.push_str(
+        "<h2>Summary</h2>\n<table class=\"summary\">\n<thead><tr><th>queue</th>\
+         <th>rounds</th><th>matches</th><th>players matched</th><th>median wait</th>\
+         <th>p90 wait</th><th>mean round score</th><th>mean pool size</th>\
+         <th>opponents met again</th></tr></thead>\n<tbody>\n",
+    );
+    for q in queues {
+        let s: &Summary = &q.summary;
+        let count = |v: f64| format!("{v:.0}");
+        let _ = writeln!(
+            page,
+            "<tr data-queue=\"{}\"><th><a href=\"#queue-{}\">{}</a></th>{}{}{}{}{}{}{}{}</tr>",
+            escape(&q.queue),
+            anchor(&q.queue),
+            escape(&q.queue),
+            cell("rounds", Some(s.rounds as f64), count),
+            cell("matches", Some(s.matches as f64), count),
+            cell("players_matched", Some(s.players_matched as f64), count),
+            cell("wait_p50_s", s.wait_p50_s, seconds),
+            cell("wait_p90_s", s.wait_p90_s, seconds),
+            cell("mean_round_score", s.mean_round_score, |v| format!(
+                "{v:.4}"
+            )),
+            cell("mean_pool_size", s.mean_pool_size, |v| format!("{v:.1}")),
+            cell("repeat_share", s.repeat_share, |v| format!(
+                "{:.1}%",
+                100.0 * v
+            )),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
+/// `75.2 s`, `4 min 05 s`, `1 h 02 min`.
+fn seconds(v: f64) -> String {
+    if v < 60.0 {
+        format!("{v:.1} s")
+    } else if v < 3600.0 {
+        let s = v.round() as i64;
+        format!("{} min {:02} s", s / 60, s % 60)
+    } else {
+        let m = (v / 60.0).round() as i64;
+        format!("{} h {:02} min", m / 60, m % 60)
+    }
+}
+
+fn queue_section(page: &mut String, q: &QueueReport) -> Result<(), PlotError> {
+    let figures = [
+        Figure {
+            svg: plots::pool_size(q)?,
+            caption: "Players in the pool when each round ran, how many it matched and how \
+                      many it left for the next round.",
+        },
+        Figure {
+            svg: plots::rounds_over_time(q)?,
+            caption: "Rounds per interval, by what started them: the schedule, the pool \
+                      reaching target_pool early (pool size), or a player reaching \
+                      max_wait.",
+        },
+        Figure {
+            svg: plots::wait_distribution(q)?,
+            caption: "Every matched player's wait from enqueue to match; the lines mark \
+                      the median and the 90th percentile.",
+        },
+        Figure {
+            svg: plots::skill_difference(q)?,
+            caption: "Per match, the mean skill of its strongest team minus that of its \
+                      weakest (raw skills): the equal-teams factor's input.",
+        },
+        Figure {
+            svg: plots::enemy_ping(q)?,
+            caption: "Per match, the mean ping between opponents as the enemy-ping factor \
+                      estimates it (peer pings, else the best shared region), or on \
+                      dedicated servers the players' mean latency to the match's region.",
+        },
+        Figure {
+            svg: plots::factor_scores(q)?,
+            caption: "Each factor's mean score over a round's matches (1 is best); a \
+                      factor that drops after a config change is what the change cost.",
+        },
+        Figure {
+            svg: plots::opponent_repeats(q)?,
+            caption: "Of each round's opponent pairs, the share that had already met in a \
+                      player's previous match: as opponents again, or as teammates then.",
+        },
+    ];
+    debug_assert_eq!(figures.len(), super::PLOTS_PER_QUEUE);
+    let _ = writeln!(
+        page,
+        "<section id=\"queue-{}\">\n<h2>Queue {}</h2>",
+        anchor(&q.queue),
+        escape(&q.queue)
+    );
+    for f in figures {
+        let _ = writeln!(
+            page,
+            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            f.svg.trim(),
+            f.caption
+        );
+    }
+    page.push_str("</section>\n");
+    Ok(())
+}
+
+const STYLE: &str = "
+body { font-family: sans-serif; color: #222; margin: 24px auto; max-width: 1000px;
+       padding: 0 16px; line-height: 1.4; }
+h1 { font-size: 26px; margin-bottom: 4px; }
+h2 { font-size: 20px; margin-top: 32px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.meta, figcaption, .notes { color: #555; font-size: 14px; }
+table.summary { border-collapse: collapse; font-size: 14px; }
+table.summary th, table.summary td { border: 1px solid #ccc; padding: 4px 10px; }
+table.summary td { text-align: right; font-variant-numeric: tabular-nums; }
+table.summary thead th { background: #f2f2f2; }
+figure { margin: 18px 0 26px; }
+figure svg { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { margin-top: 6px; }
+.empty { font-size: 16px; padding: 12px; background: #fff6e0; border: 1px solid #f0d080; }
+";
+
+const NOTES: &str = "<h2>How the figures are made</h2>
+<ul class=\"notes\">
+<li>The window holds the rounds committed in it (<code>rounds.committed_at</code>), and with
+them their matches and matched players, wherever those players enqueued.</li>
+<li>Waits are <code>match_players.matched_at - enqueued_at</code>; the median and p90
+interpolate between ranks as PostgreSQL's <code>percentile_cont</code> does.</li>
+<li>The mean round score is the mean of <code>rounds.score</code> over rounds that matched
+anyone; players matched is the sum of <code>rounds.matched</code>.</li>
+<li>Opponents met again: of every (player, opponent) pair of a round, counted from both
+sides, the share that met in the player's previous match of the queue, as in
+<code>docs/ops-queries.sql</code> (<code>opponent_repeats</code>).</li>
+</ul>
+";
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::report::{MatchRow, PingModel, PlacedPlayer, RepeatRow, RoundRow};
+
+    fn input(rounds: usize) -> ReportInput {
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 20, 0, 0).unwrap();
+        let mut out = ReportInput {
+            from: t0,
+            to: t0 + chrono::Duration::hours(2),
+            queue_filter: None,
+            generated_at: t0 + chrono::Duration::hours(3),
+            rounds: Vec::new(),
+            players: Vec::new(),
+            matches: Vec::new(),
+            repeats: Vec::new(),
+        };
+        for i in 0..rounds as i64 {
+            out.rounds.push(RoundRow {
+                round_id: i + 1,
+                queue: if i % 2 == 0 { "ranked_3v3" } else { "<odd>" }.into(),
+                trigger: if i % 3 == 0 { "pool_size" } else { "schedule" }.into(),
+                committed_at: t0 + chrono::Duration::minutes(2 * i),
+                pool_size: 20 + i,
+                match_count: 2,
+                matched: 12,
+                left_over: 8 + i,
+                rejected: 0,
+                score: Some(0.8 + 0.001 * i as f64),
+                factor_averages: [("equal_teams".to_string(), 0.9), ("enemy_ping".into(), 0.7)]
+                    .into_iter()
+                    .collect(),
+                ping: PingModel::default(),
+            });
+            for m in 0..2 {
+                let match_id = 10 * (i + 1) + m;
+                out.matches.push(MatchRow {
+                    match_id,
+                    round_id: i + 1,
+                    score: 0.8,
+                    region: None,
+                });
+                for p in 0..6 {
+                    out.players.push(PlacedPlayer {
+                        match_id,
+                        player_id: format!("p{p}"),
+                        team: (p % 2) as i32,
+                        skill: 1400.0 + 25.0 * p as f64,
+                        wait_s: 10.0 + (i * 6 + p) as f64,
+                        latencies: [("eu".to_string(), 20.0 + p as f64)].into_iter().collect(),
+                        peer_pings: BTreeMap::new(),
+                    });
+                }
+            }
+            out.repeats.push(RepeatRow {
+                round_id: i + 1,
+                opponent_pairs: 36,
+                opponents_again: i % 4,
+                teammates_before: 1,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn the_page_is_self_contained_with_every_plot_per_queue() {
+        let page = render_html(&input(12)).unwrap();
+        assert_eq!(
+            page.matches("<svg").count(),
+            2 * super::super::PLOTS_PER_QUEUE
+        );
+        for forbidden in [
+            "<script",
+            "src=\"http",
+            "href=\"http",
+            "url(http",
+            "@import",
+        ] {
+            assert!(!page.contains(forbidden), "{forbidden}");
+        }
+        // The queue name is escaped everywhere it appears.
+        assert!(!page.contains("<odd>"));
+        assert!(page.contains("Queue &lt;odd&gt;"));
+        assert!(page.contains("data-field=\"rounds\" data-value=\"6\""));
+    }
+
+    #[test]
+    fn an_empty_window_says_so_instead_of_drawing_empty_plots() {
+        let page = render_html(&input(0)).unwrap();
+        assert_eq!(page.matches("<svg").count(), 0);
+        assert!(page.contains("No round was committed in this window"));
+    }
+
+    #[test]
+    fn a_single_round_without_matches_draws_panels_not_errors() {
+        let mut data = input(1);
+        data.players.clear();
+        data.matches.clear();
+        data.repeats.clear();
+        data.rounds[0].factor_averages.clear();
+        data.rounds[0].score = None;
+        let page = render_html(&data).unwrap();
+        assert_eq!(page.matches("<svg").count(), super::super::PLOTS_PER_QUEUE);
+        assert!(page.contains("no player was matched in this window"));
+    }
+
+    #[test]
+    fn seconds_read_as_minutes_and_hours_when_long() {
+        assert_eq!(seconds(12.34), "12.3 s");
+        assert_eq!(seconds(245.0), "4 min 05 s");
+        assert_eq!(seconds(3720.0), "1 h 02 min");
+    }
+}
