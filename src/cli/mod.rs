@@ -4,12 +4,12 @@
 pub mod bench;
 pub mod bench_db;
 pub mod demo;
-pub mod health;
 pub mod explain;
+pub mod health;
 pub mod migrate;
 pub mod optimize;
-pub mod replay;
 pub mod prune;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod simulate;

@@ -11,9 +11,9 @@ pub mod lease;
 pub mod local_pg;
 pub mod queue_state;
 pub mod queues;
-pub mod round_snapshot;
-pub mod retention;
 pub mod report;
+pub mod retention;
+pub mod round_snapshot;
 pub mod snapshot;
 pub mod tickets;
 
