@@ -17,10 +17,16 @@
 -- name the rule it breaks: the fast path may refuse more, never accept more.
 -- tests/it/db_member_fast_path.rs holds it to the rule-by-rule checks at every edge.
 --
--- Tried and left out: ON CONFLICT DO NOTHING in place of enqueue()'s exception block (a
+-- enqueue() reads the queue's row inside its INSERT (INSERT ... SELECT FROM queues WHERE
+-- the queue is active and the fast path holds): one statement where there were two, about
+-- 10 us less per call. When no row goes in, the slow route finds out why (unknown or
+-- retired queue, the first rule broken) and raises it, or inserts the player the fast path
+-- was too strict for.
+--
+-- Tried and left out: ON CONFLICT DO NOTHING in place of the exception block (a
 -- subtransaction per call) measured the same, and without a conflict target (PL/pgSQL
 -- reads the target's columns as the function's parameters) every unique index becomes an
--- arbiter. enqueue() itself is unchanged; the planner inlines the new function into it.
+-- arbiter.
 
 CREATE OR REPLACE FUNCTION matchmaker_member_ok(q queues, player_id text, skill double precision,
                                                skill_sigma double precision, latencies jsonb,
@@ -52,4 +58,46 @@ LANGUAGE sql STABLE AS $$
              OR cardinality(roles)
                 = jsonb_array_length(jsonb_path_query_array(jsonb_object(roles, roles), '$.*'))),
         false)
+$$;
+
+CREATE OR REPLACE FUNCTION enqueue(queue text, player_id text, skill double precision,
+                                   latencies jsonb DEFAULT '{}', peer_pings jsonb DEFAULT '{}',
+                                   roles text[] DEFAULT '{}', side double precision DEFAULT NULL,
+                                   skill_sigma double precision DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    q queues;
+    id bigint;
+BEGIN
+    BEGIN
+        -- The fast route: an active queue and a player the inlined fast path accepts.
+        INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
+                                        peer_pings, roles, side, enqueued_at, expires_at)
+        SELECT aq.queue, player_id, skill, skill_sigma, latencies, peer_pings, roles, side,
+               now(), now() + aq.ticket_ttl
+          FROM queues aq
+         WHERE aq.queue = queue AND aq.active
+           AND matchmaker_member_ok(aq, player_id, skill, skill_sigma, latencies, peer_pings,
+                                    roles, side)
+        RETURNING e.entry_id INTO id;
+        IF id IS NULL THEN
+            -- The slow route: raises the refusal (unknown or retired queue, the first rule
+            -- broken), or returns when the fast path was stricter than the rules.
+            q := matchmaker_active_queue(queue);
+            PERFORM matchmaker_check_member(q, player_id, skill, skill_sigma, latencies,
+                                            peer_pings, roles, side);
+            INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
+                                            peer_pings, roles, side, enqueued_at, expires_at)
+            VALUES (q.queue, player_id, skill, skill_sigma, latencies, peer_pings, roles, side,
+                    now(), now() + q.ticket_ttl)
+            RETURNING e.entry_id INTO id;
+        END IF;
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM matchmaker_refuse('player_id', quote_literal(player_id),
+            format('is already queued in queue %s (cancel it first)', queue));
+    END;
+    RETURN id;
+END
 $$;

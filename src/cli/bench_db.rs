@@ -70,6 +70,11 @@ pub struct BenchDbArgs {
     /// Skip the enqueue measurement (the round measurement only).
     #[arg(long)]
     pub rounds_only: bool,
+    /// Keep the history database under this name, and reuse it when it already holds
+    /// `--history-rows` rows: a 10-million-row fill takes minutes, so comparing an index
+    /// or a query before and after needs it once. It is migrated like any database.
+    #[arg(long, requires = "history_rows")]
+    pub keep_history: Option<String>,
 }
 
 const QUEUE: &str = "bench";
@@ -107,13 +112,31 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
         .max_connections(args.connections as u32 + 4)
         .connect_with(options)
         .await?;
-    let history_name = format!("{name}_history");
+    let history_name = match &args.keep_history {
+        Some(kept) => {
+            anyhow::ensure!(
+                kept.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                    && !kept.is_empty(),
+                "--keep-history {kept:?}: use lowercase letters, digits and _"
+            );
+            kept.clone()
+        }
+        None => format!("{name}_history"),
+    };
+    let history_exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)")
+            .bind(&history_name)
+            .fetch_one(&mut admin)
+            .await?;
     let history_pool = if args.history_rows > 0 {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "CREATE DATABASE {history_name}"
-        )))
-        .execute(&mut admin)
-        .await?;
+        if !history_exists {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "CREATE DATABASE {history_name}"
+            )))
+            .execute(&mut admin)
+            .await?;
+        }
         Some(
             PgPoolOptions::new()
                 .max_connections(4)
@@ -140,7 +163,18 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
         let mut databases = vec![(0, pool.clone())];
         if let Some(history) = &history_pool {
             db::migrate(history).await?;
-            fill_history(history, args.history_rows, &args.sizes).await?;
+            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM match_players")
+                .fetch_one(history)
+                .await?;
+            if held as u64 >= args.history_rows && args.keep_history.is_some() {
+                println!("history: reusing {history_name}, {held} match_players rows");
+            } else {
+                anyhow::ensure!(
+                    held == 0,
+                    "{history_name} holds {held} history rows, fewer than --history-rows"
+                );
+                fill_history(history, args.history_rows, &args.sizes).await?;
+            }
             databases.push((args.history_rows, history.clone()));
         }
         bench_rounds(&databases, &args).await?;
@@ -157,9 +191,11 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
         .await?;
     if let Some(history) = history_pool {
         history.close().await;
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {history_name}")))
-            .execute(&mut admin)
-            .await?;
+        if args.keep_history.is_none() {
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {history_name}")))
+                .execute(&mut admin)
+                .await?;
+        }
     }
     admin.close().await?;
     if let Some(server) = server {
