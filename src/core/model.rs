@@ -60,7 +60,9 @@ pub struct QueueModel {
     pub hosts: HostParams,
     pub predicted_fairness: FairnessParams,
     /// Seed 002's alliance rule: a range of teams and of players per team. Absent
-    /// (the default): the one format `teams` x `team_size`.
+    /// (the default): the one format `teams` x `team_size`. Left out of the written
+    /// config when absent (a fixed queue's stored config is unchanged).
+    #[serde(skip_serializing_if = "AllianceParams::is_absent")]
     pub alliance: AllianceParams,
 }
 
@@ -126,7 +128,10 @@ impl QueueModel {
     pub fn formats(&self) -> Vec<Format> {
         let a = &self.alliance;
         let (tmin, tmax) = (a.min_number.unwrap_or(self.teams), self.teams);
-        let (pmin, pmax) = (a.player_min_number.unwrap_or(self.team_size), self.team_size);
+        let (pmin, pmax) = (
+            a.player_min_number.unwrap_or(self.team_size),
+            self.team_size,
+        );
         let mut out = vec![self.full_format()];
         if tmin < 2 || pmin < 1 || tmin > tmax || pmin > pmax {
             return out; // refused by `validate`
@@ -182,7 +187,10 @@ impl QueueModel {
         {
             return bad(
                 "alliance.max_number",
-                &format!("must equal teams ({}): teams is the full format", self.teams),
+                &format!(
+                    "must equal teams ({}): teams is the full format",
+                    self.teams
+                ),
             );
         }
         if let Some(m) = a.player_max_number
@@ -299,8 +307,7 @@ impl QueueModel {
             nonneg(&format!("weights.{name}"), v)?;
         }
         let flexible = self.is_flexible();
-        if w
-            .named()
+        if w.named()
             .iter()
             .filter(|(n, _)| flexible || *n != "member_count_difference")
             .all(|(_, v)| *v == 0.0)
@@ -418,8 +425,16 @@ pub struct AllianceParams {
     pub player_min_number: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub player_max_number: Option<usize>,
-    /// Score a match smaller than the full format must reach to form (0..=1).
+    /// Score a match smaller than the full format must reach to form (0..=1); 0: any
+    /// smaller match forms when the full matches leave its players out.
     pub short_match_min_score: f64,
+}
+
+impl AllianceParams {
+    /// Nothing set (the default).
+    pub fn is_absent(&self) -> bool {
+        *self == AllianceParams::default()
+    }
 }
 
 /// How players connect: peer-to-peer (one player hosts, seed 003) or dedicated servers
@@ -458,6 +473,9 @@ pub struct Weights {
     pub predicted_fairness: f64,
     /// Seed 002's member-count difference between teams; only flexible queues
     /// (`alliance` ranges) have it in the average, so fixed formats score as before.
+    /// Left out of the written config at its default, so that a fixed queue's stored
+    /// config (and its hash) is what it was before flexible formats.
+    #[serde(skip_serializing_if = "is_default_member_weight")]
     pub member_count_difference: f64,
 }
 
@@ -477,6 +495,10 @@ impl Default for Weights {
             member_count_difference: 1.0,
         }
     }
+}
+
+fn is_default_member_weight(w: &f64) -> bool {
+    *w == Weights::default().member_count_difference
 }
 
 impl Weights {
@@ -866,6 +888,68 @@ mod tests {
         m(3, 4).validate().unwrap();
         let err = m(3, 5).validate().unwrap_err().to_string();
         assert!(err.contains("team_size") && err.contains("126126"), "{err}");
+    }
+
+    #[test]
+    fn alliance_ranges_give_the_formats() {
+        let m: QueueModel = toml::from_str(
+            "teams = 2\nteam_size = 5\n[alliance]\nplayer_min_number = 4\nshort_match_min_score = 0.9\n",
+        )
+        .unwrap();
+        m.validate().unwrap();
+        assert!(m.is_flexible());
+        assert_eq!(m.formats(), [vec![5, 5], vec![5, 4], vec![4, 4]]);
+        let m: QueueModel =
+            toml::from_str("teams = 3\nteam_size = 2\n[alliance]\nmin_number = 2\n").unwrap();
+        m.validate().unwrap();
+        assert_eq!(m.formats(), [vec![2, 2, 2], vec![2, 2]]);
+        // the maxima only restate the full format: still one format
+        let m: QueueModel = toml::from_str(
+            "[alliance]\nmin_number = 2\nmax_number = 2\nplayer_min_number = 3\nplayer_max_number = 3\n",
+        )
+        .unwrap();
+        m.validate().unwrap();
+        assert!(!m.is_flexible());
+        assert_eq!(m.formats(), [vec![3, 3]]);
+        assert_eq!(QueueModel::default().formats(), [vec![3, 3]]);
+        assert_eq!(format_splits(&[5, 4]), 126);
+        assert_eq!(format_splits(&[3, 3]), 10);
+    }
+
+    #[test]
+    fn fixed_queues_write_no_alliance_and_no_member_count_weight() {
+        let json = serde_json::to_string(&QueueModel::default()).unwrap();
+        assert!(
+            !json.contains("alliance") && !json.contains("member_count"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn bad_alliance_values_name_the_key() {
+        let err = |toml: &str| {
+            let m: QueueModel = toml::from_str(toml).unwrap();
+            m.validate().unwrap_err().to_string()
+        };
+        let e = err("teams = 2\n[alliance]\nmax_number = 3\n");
+        assert!(
+            e.contains("alliance.max_number") && e.contains("teams (2)"),
+            "{e}"
+        );
+        let e = err("[alliance]\nplayer_max_number = 4\n");
+        assert!(e.contains("alliance.player_max_number"), "{e}");
+        let e = err("[alliance]\nplayer_min_number = 0\n");
+        assert!(e.contains("alliance.player_min_number"), "{e}");
+        let e = err("[alliance]\nmin_number = 1\n");
+        assert!(e.contains("alliance.min_number"), "{e}");
+        let e = err("[alliance]\nplayer_min_number = 2\nshort_match_min_score = 1.5\n");
+        assert!(e.contains("alliance.short_match_min_score"), "{e}");
+        let e =
+            err("teams = 3\nteam_size = 4\n[alliance]\nmin_number = 2\nplayer_min_number = 1\n");
+        assert!(e.contains("alliance") && e.contains("formats"), "{e}");
+        let e = err("team_size = 3\nroles = [\"a\", \"b\"]\n[alliance]\nplayer_min_number = 1\n");
+        assert!(e.contains("fewer players per team than roles"), "{e}");
+        assert!(toml::from_str::<QueueModel>("[alliance]\nmin_teams = 2\n").is_err());
     }
 
     #[test]

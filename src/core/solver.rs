@@ -153,8 +153,11 @@ pub fn solve(
         .iter()
         .map(|f| Scorer::for_format(&ix, model, f))
         .collect();
-    let (short, bench) =
-        short::form_short_matches(&smaller, model.alliance.short_match_min_score, &run.state.bench);
+    let (short, bench) = short::form_short_matches(
+        &smaller,
+        model.alliance.short_match_min_score,
+        &run.state.bench,
+    );
     let flex = Flexible {
         full: &full,
         smaller: &smaller,

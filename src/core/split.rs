@@ -230,7 +230,7 @@ pub fn enumerate_caps(sizes: &[u8], caps: &[usize]) -> SplitTable {
         for t in 0..caps.len() {
             // a team of the same size as the one before it opens only after it
             if t > 0 && caps[t - 1] == caps[t] && !opened[t - 1] {
-                break;
+                continue;
             }
             if fill[t] + sizes[u] as usize <= caps[t] {
                 fill[t] += sizes[u] as usize;
@@ -357,7 +357,10 @@ mod tests {
         // 3, 3, 2: the two teams of 3 are interchangeable
         let t = enumerate_caps(&[1; 8], &[3, 3, 2]);
         assert_eq!(t.splits as u64, 8 * 7 / 2 * binom(6, 3) / 2);
-        assert_eq!(t.splits as u64, crate::core::model::format_splits(&[3, 3, 2]));
+        assert_eq!(
+            t.splits as u64,
+            crate::core::model::format_splits(&[3, 3, 2])
+        );
         // a pair and three solos in 3v2: the pair with one of three solos, or alone
         let t = enumerate_caps(&[2, 1, 1, 1], &[3, 2]);
         assert_eq!(t.splits, 3 + 1);

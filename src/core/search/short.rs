@@ -223,7 +223,10 @@ fn select_exact(
 fn select_greedy(candidates: &[ShortMatch], size: &impl Fn(u32) -> usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     order.sort_by(|&a, &b| {
-        let (va, vb) = (value_of(&candidates[a], size), value_of(&candidates[b], size));
+        let (va, vb) = (
+            value_of(&candidates[a], size),
+            value_of(&candidates[b], size),
+        );
         vb.0.cmp(&va.0)
             .then(vb.1.cmp(&va.1))
             .then(vb.2.total_cmp(&va.2))
