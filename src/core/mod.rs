@@ -20,6 +20,7 @@ pub mod index;
 pub mod left_over;
 pub mod model;
 pub mod pool;
+pub mod rebalance;
 pub mod round;
 pub mod score;
 pub mod search;

@@ -59,6 +59,11 @@ pub struct QueueModel {
     pub opponent_variation: VariationParams,
     pub hosts: HostParams,
     pub predicted_fairness: FairnessParams,
+    /// Seed 002's alliance rule: a range of teams and of players per team. Absent
+    /// (the default): the one format `teams` x `team_size`. Left out of the written
+    /// config when absent (a fixed queue's stored config is unchanged).
+    #[serde(skip_serializing_if = "AllianceParams::is_absent")]
+    pub alliance: AllianceParams,
 }
 
 impl Default for QueueModel {
@@ -82,6 +87,7 @@ impl Default for QueueModel {
             opponent_variation: VariationParams::default(),
             hosts: HostParams::default(),
             predicted_fairness: FairnessParams::default(),
+            alliance: AllianceParams::default(),
         }
     }
 }
@@ -91,6 +97,12 @@ pub const MAX_PLAYERS_PER_MATCH: usize = 16;
 pub const MAX_ROLES: usize = 16;
 /// Most splits one match may have (all solos): 5v5 has 126, 3x3 280, 3x4 5,775.
 pub const MAX_SPLITS: u64 = 20_000;
+/// Most formats a flexible queue may have (each is a scorer and a pass over the
+/// players left out of the full matches).
+pub const MAX_FORMATS: usize = 16;
+
+/// A match format: players per team, largest team first.
+pub type Format = Vec<usize>;
 
 impl QueueModel {
     pub fn players_per_match(&self) -> usize {
@@ -105,6 +117,61 @@ impl QueueModel {
         (p / t).min(u64::MAX as u128) as u64
     }
 
+    /// The full format: `teams` teams of `team_size`.
+    pub fn full_format(&self) -> Format {
+        vec![self.team_size; self.teams]
+    }
+
+    /// Every format the queue allows, the full format first, then by players
+    /// (descending), member-count difference (ascending) and team sizes (descending).
+    /// One entry unless `alliance` gives ranges.
+    pub fn formats(&self) -> Vec<Format> {
+        let a = &self.alliance;
+        let (tmin, tmax) = (a.min_number.unwrap_or(self.teams), self.teams);
+        let (pmin, pmax) = (
+            a.player_min_number.unwrap_or(self.team_size),
+            self.team_size,
+        );
+        let mut out = vec![self.full_format()];
+        if tmin < 2 || pmin < 1 || tmin > tmax || pmin > pmax {
+            return out; // refused by `validate`
+        }
+        fn sizes(k: usize, lo: usize, hi: usize, cur: &mut Format, out: &mut Vec<Format>) {
+            if cur.len() == k {
+                out.push(cur.clone());
+                return;
+            }
+            let top = cur.last().copied().unwrap_or(hi);
+            for s in (lo..=top).rev() {
+                cur.push(s);
+                sizes(k, lo, hi, cur, out);
+                cur.pop();
+            }
+        }
+        let mut all = Vec::new();
+        for k in tmin..=tmax {
+            sizes(k, pmin, pmax, &mut Vec::new(), &mut all);
+        }
+        all.retain(|f| *f != out[0]);
+        all.sort_by(|a, b| {
+            let players = |f: &Format| f.iter().sum::<usize>();
+            let spread = |f: &Format| f[0] - f[f.len() - 1];
+            players(b)
+                .cmp(&players(a))
+                .then(spread(a).cmp(&spread(b)))
+                .then(b.cmp(a))
+        });
+        out.extend(all);
+        out
+    }
+
+    /// More than one format (seed 002's relaxed alliance rule).
+    pub fn is_flexible(&self) -> bool {
+        let a = &self.alliance;
+        a.min_number.is_some_and(|m| m != self.teams)
+            || a.player_min_number.is_some_and(|m| m != self.team_size)
+    }
+
     /// Refuse values the scoring cannot use; the message names the key.
     pub fn validate(&self) -> Result<(), PoolError> {
         let bad = |key: &str, problem: &str| Err(PoolError::Model(format!("{key}: {problem}")));
@@ -113,6 +180,75 @@ impl QueueModel {
         }
         if self.team_size < 1 {
             return bad("team_size", "must be at least 1");
+        }
+        let a = &self.alliance;
+        if let Some(m) = a.max_number
+            && m != self.teams
+        {
+            return bad(
+                "alliance.max_number",
+                &format!(
+                    "must equal teams ({}): teams is the full format",
+                    self.teams
+                ),
+            );
+        }
+        if let Some(m) = a.player_max_number
+            && m != self.team_size
+        {
+            return bad(
+                "alliance.player_max_number",
+                &format!(
+                    "must equal team_size ({}): team_size is the full format",
+                    self.team_size
+                ),
+            );
+        }
+        if let Some(m) = a.min_number
+            && !(2..=self.teams).contains(&m)
+        {
+            return bad(
+                "alliance.min_number",
+                &format!("must be between 2 and teams ({})", self.teams),
+            );
+        }
+        if let Some(m) = a.player_min_number
+            && !(1..=self.team_size).contains(&m)
+        {
+            return bad(
+                "alliance.player_min_number",
+                &format!("must be between 1 and team_size ({})", self.team_size),
+            );
+        }
+        if !(0.0..=1.0).contains(&a.short_match_min_score) {
+            return bad("alliance.short_match_min_score", "must be in [0, 1]");
+        }
+        let formats = self.formats();
+        if formats.len() > MAX_FORMATS {
+            return bad(
+                "alliance",
+                &format!(
+                    "{} formats, more than the {MAX_FORMATS} allowed; narrow the ranges",
+                    formats.len()
+                ),
+            );
+        }
+        for f in &formats[1..] {
+            let n = format_splits(f);
+            if n > MAX_SPLITS {
+                return bad(
+                    "alliance",
+                    &format!(
+                        "format {f:?} has {n} team splits, more than the {MAX_SPLITS} the exhaustive split allows"
+                    ),
+                );
+            }
+            if self.roles.len() > f[f.len() - 1] {
+                return bad(
+                    "alliance.player_min_number",
+                    "fewer players per team than roles",
+                );
+            }
         }
         if self.players_per_match() > MAX_PLAYERS_PER_MATCH {
             return bad(
@@ -170,7 +306,12 @@ impl QueueModel {
         for (name, v) in w.named() {
             nonneg(&format!("weights.{name}"), v)?;
         }
-        if w.named().iter().all(|(_, v)| *v == 0.0) {
+        let flexible = self.is_flexible();
+        if w.named()
+            .iter()
+            .filter(|(n, _)| flexible || *n != "member_count_difference")
+            .all(|(_, v)| *v == 0.0)
+        {
             return bad("weights", "at least one weight must be > 0");
         }
         if let (Some(lo), Some(hi)) = (self.skill.cap_min, self.skill.cap_max)
@@ -247,6 +388,55 @@ impl QueueModel {
     }
 }
 
+/// Distinct team splits of a match of solos in `format` (teams of equal size are
+/// interchangeable): P! / (prod s_i! x prod over equal sizes m_j!).
+pub fn format_splits(format: &[usize]) -> u64 {
+    let fact = |n: usize| (1..=n as u128).product::<u128>();
+    let players: usize = format.iter().sum();
+    let mut div: u128 = format.iter().map(|&s| fact(s)).product();
+    let mut i = 0;
+    while i < format.len() {
+        let j = (i..format.len())
+            .find(|&j| format[j] != format[i])
+            .unwrap_or(format.len());
+        div *= fact(j - i);
+        i = j;
+    }
+    (fact(players) / div).min(u64::MAX as u128) as u64
+}
+
+/// Seed 002's alliance rule (`[queues.NAME.alliance]`): `min_number`..`max_number`
+/// teams of `player_min_number`..`player_max_number` players. The maxima are the full
+/// format (`teams`, `team_size`; they may be omitted, and must match when given); the
+/// minima default to them (one format).
+///
+/// A flexible queue forms full matches first; from the players left out it forms
+/// smaller matches (e.g. 4v5, 4v4 in a 5v5 queue) whose score, with the
+/// `member_count_difference` factor in the average, is at least `short_match_min_score`
+/// (the value of leaving those players for the next round).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AllianceParams {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_number: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_number: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub player_min_number: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub player_max_number: Option<usize>,
+    /// Score a match smaller than the full format must reach to form (0..=1); 0: any
+    /// smaller match forms when the full matches leave its players out.
+    pub short_match_min_score: f64,
+}
+
+impl AllianceParams {
+    /// Nothing set (the default).
+    pub fn is_absent(&self) -> bool {
+        *self == AllianceParams::default()
+    }
+}
+
 /// How players connect: peer-to-peer (one player hosts, seed 003) or dedicated servers
 /// in regions (the match is placed in the region that minimises the worst latency).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,6 +471,12 @@ pub struct Weights {
     pub side_preference: f64,
     pub roles: f64,
     pub predicted_fairness: f64,
+    /// Seed 002's member-count difference between teams; only flexible queues
+    /// (`alliance` ranges) have it in the average, so fixed formats score as before.
+    /// Left out of the written config at its default, so that a fixed queue's stored
+    /// config (and its hash) is what it was before flexible formats.
+    #[serde(skip_serializing_if = "is_default_member_weight")]
+    pub member_count_difference: f64,
 }
 
 impl Default for Weights {
@@ -296,13 +492,18 @@ impl Default for Weights {
             side_preference: 0.0,
             roles: 0.0,
             predicted_fairness: 0.0,
+            member_count_difference: 1.0,
         }
     }
 }
 
+fn is_default_member_weight(w: &f64) -> bool {
+    *w == Weights::default().member_count_difference
+}
+
 impl Weights {
     /// (config key, weight), in the fixed factor order.
-    pub fn named(&self) -> [(&'static str, f64); 10] {
+    pub fn named(&self) -> [(&'static str, f64); 11] {
         [
             ("equal_teams", self.equal_teams),
             ("equal_players", self.equal_players),
@@ -314,6 +515,7 @@ impl Weights {
             ("side_preference", self.side_preference),
             ("roles", self.roles),
             ("predicted_fairness", self.predicted_fairness),
+            ("member_count_difference", self.member_count_difference),
         ]
     }
 }
@@ -686,6 +888,68 @@ mod tests {
         m(3, 4).validate().unwrap();
         let err = m(3, 5).validate().unwrap_err().to_string();
         assert!(err.contains("team_size") && err.contains("126126"), "{err}");
+    }
+
+    #[test]
+    fn alliance_ranges_give_the_formats() {
+        let m: QueueModel = toml::from_str(
+            "teams = 2\nteam_size = 5\n[alliance]\nplayer_min_number = 4\nshort_match_min_score = 0.9\n",
+        )
+        .unwrap();
+        m.validate().unwrap();
+        assert!(m.is_flexible());
+        assert_eq!(m.formats(), [vec![5, 5], vec![5, 4], vec![4, 4]]);
+        let m: QueueModel =
+            toml::from_str("teams = 3\nteam_size = 2\n[alliance]\nmin_number = 2\n").unwrap();
+        m.validate().unwrap();
+        assert_eq!(m.formats(), [vec![2, 2, 2], vec![2, 2]]);
+        // the maxima only restate the full format: still one format
+        let m: QueueModel = toml::from_str(
+            "[alliance]\nmin_number = 2\nmax_number = 2\nplayer_min_number = 3\nplayer_max_number = 3\n",
+        )
+        .unwrap();
+        m.validate().unwrap();
+        assert!(!m.is_flexible());
+        assert_eq!(m.formats(), [vec![3, 3]]);
+        assert_eq!(QueueModel::default().formats(), [vec![3, 3]]);
+        assert_eq!(format_splits(&[5, 4]), 126);
+        assert_eq!(format_splits(&[3, 3]), 10);
+    }
+
+    #[test]
+    fn fixed_queues_write_no_alliance_and_no_member_count_weight() {
+        let json = serde_json::to_string(&QueueModel::default()).unwrap();
+        assert!(
+            !json.contains("alliance") && !json.contains("member_count"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn bad_alliance_values_name_the_key() {
+        let err = |toml: &str| {
+            let m: QueueModel = toml::from_str(toml).unwrap();
+            m.validate().unwrap_err().to_string()
+        };
+        let e = err("teams = 2\n[alliance]\nmax_number = 3\n");
+        assert!(
+            e.contains("alliance.max_number") && e.contains("teams (2)"),
+            "{e}"
+        );
+        let e = err("[alliance]\nplayer_max_number = 4\n");
+        assert!(e.contains("alliance.player_max_number"), "{e}");
+        let e = err("[alliance]\nplayer_min_number = 0\n");
+        assert!(e.contains("alliance.player_min_number"), "{e}");
+        let e = err("[alliance]\nmin_number = 1\n");
+        assert!(e.contains("alliance.min_number"), "{e}");
+        let e = err("[alliance]\nplayer_min_number = 2\nshort_match_min_score = 1.5\n");
+        assert!(e.contains("alliance.short_match_min_score"), "{e}");
+        let e =
+            err("teams = 3\nteam_size = 4\n[alliance]\nmin_number = 2\nplayer_min_number = 1\n");
+        assert!(e.contains("alliance") && e.contains("formats"), "{e}");
+        let e = err("team_size = 3\nroles = [\"a\", \"b\"]\n[alliance]\nplayer_min_number = 1\n");
+        assert!(e.contains("fewer players per team than roles"), "{e}");
+        assert!(toml::from_str::<QueueModel>("[alliance]\nmin_teams = 2\n").is_err());
     }
 
     #[test]

@@ -54,8 +54,12 @@ pub struct Scorer<'a> {
     pub ix: &'a IndexedPool,
     pub model: &'a QueueModel,
     pub tables: SplitTables,
+    /// Players per match of the format.
+    ppm: usize,
+    /// The format's member-count difference factor.
+    member_count_score: f64,
     /// Effective weights: 0 for disabled or inapplicable factors.
-    pub weights: [f64; 10],
+    pub weights: [f64; factors::COUNT],
     wsum: f64,
     /// Reciprocals the hot loops multiply by instead of dividing (a division is a
     /// long-latency instruction on the path of every move): 1 / wsum, the equal-teams
@@ -159,7 +163,7 @@ pub struct MatchDetail {
     /// Player indices per team, teams in side order.
     pub teams: Vec<Vec<u32>>,
     pub score: f64,
-    pub factors: [f64; 10],
+    pub factors: [f64; factors::COUNT],
     /// (player, role index) for every role filled.
     pub roles: Vec<(u32, usize)>,
     pub region: Option<usize>,
@@ -182,7 +186,7 @@ struct Ctx {
     /// (slot i, slot j, cost if teammates, cost if opponents)
     hist: Vec<(u8, u8, f32, f32)>,
     /// Split-independent factor values.
-    fixed: [f64; 10],
+    fixed: [f64; factors::COUNT],
     fixed_weighted: f64,
     region: Option<usize>,
     hosts: Vec<u32>,
@@ -192,7 +196,7 @@ struct Ctx {
 
 /// The divisor of a match score: the sum of the effective weights, or 1 when only
 /// inapplicable factors are weighted (every match is then equally good, score 0).
-fn weight_sum(weights: &[f64; 10]) -> f64 {
+fn weight_sum(weights: &[f64; factors::COUNT]) -> f64 {
     let sum: f64 = weights.iter().sum();
     if sum == 0.0 { 1.0 } else { sum }
 }
@@ -204,13 +208,38 @@ const MAXPAIRS: usize = MAXP * (MAXP - 1) / 2;
 pub const PING_CACHE_MAX_PLAYERS: usize = 2048;
 
 impl<'a> Scorer<'a> {
+    /// The scorer of the queue's full format, as the search uses it: the
+    /// member-count difference (1 for every full match) is left out of the average.
     pub fn new(ix: &'a IndexedPool, model: &'a QueueModel) -> Self {
+        Self::build(ix, model, &model.full_format(), false)
+    }
+
+    /// The scorer of one format of a flexible queue (`QueueModel::formats`), with the
+    /// member-count difference in the average (when the queue is flexible), so that the
+    /// scores of its formats compare. Its tables may have teams of unequal size: use it
+    /// with `evaluate`, `describe` and `evaluate_fixed`, not with the incremental rows.
+    pub fn for_format(ix: &'a IndexedPool, model: &'a QueueModel, format: &[usize]) -> Self {
+        Self::build(ix, model, format, model.is_flexible())
+    }
+
+    fn build(
+        ix: &'a IndexedPool,
+        model: &'a QueueModel,
+        format: &[usize],
+        member_count: bool,
+    ) -> Self {
         let p2p = model.network == Network::PeerToPeer;
         let nroles = model.roles.len();
-        let mut weights = [0.0; 10];
+        let mut weights = [0.0; factors::COUNT];
         for (i, (_, w)) in model.weights.named().iter().enumerate() {
             weights[i] = *w;
         }
+        if !member_count {
+            weights[MEMBER_COUNT_DIFFERENCE] = 0.0;
+        }
+        let tables = SplitTables::for_format(format);
+        let equal = tables.caps.iter().all(|&c| c == tables.team_size);
+        let team_size = tables.team_size;
         if !p2p {
             weights[TWO_HOSTS] = 0.0;
         }
@@ -218,36 +247,39 @@ impl<'a> Scorer<'a> {
             weights[ROLES] = 0.0;
         }
         let wsum = weight_sum(&weights);
-        let fast = model.teams == 2
+        let fast = tables.teams == 2
+            && equal
             && nroles == 0
             && model.equal_teams.p.0 == 1.0
             && weights[INDISTINGUISHABLE] == 0.0
             && weights[SIDE_PREFERENCE] == 0.0
             && weights[PREDICTED_FAIRNESS] == 0.0;
-        let premade_by_spread: Vec<f64> = (0..=model.team_size)
+        let premade_by_spread: Vec<f64> = (0..=team_size)
             .map(|d| {
                 let mut parties = [1usize, 1 + d];
                 parties.sort();
-                premades::score(&parties, model.team_size, &model.premades.table)
+                premades::score(&parties, team_size, &model.premades.table)
             })
             .collect();
         let mut premade_weighted = [0.0; incremental::PREMADE_SLOTS];
         for (d, v) in premade_by_spread.iter().enumerate() {
             premade_weighted[d % incremental::PREMADE_SLOTS] = weights[PREMADES] * v;
         }
-        let ts = model.team_size as f64;
+        let ts = team_size as f64;
         let et = &model.equal_teams;
         let et_inv = match et.team_skill {
             super::model::TeamSkill::Mean => 1.0 / (et.curve.scale * ts),
             super::model::TeamSkill::Norm => 1.0 / et.curve.scale,
         };
-        let ppm = model.players_per_match();
+        let ppm: usize = tables.caps.iter().sum();
         let pairs = (ppm * ppm.saturating_sub(1) / 2).max(1) as f64;
         Scorer {
             fast,
             ix,
             model,
-            tables: SplitTables::new(model.teams, model.team_size),
+            ppm,
+            member_count_score: member_count_difference::score(&tables.caps),
+            tables,
             weights,
             wsum,
             inv_wsum: 1.0 / wsum,
@@ -280,7 +312,12 @@ impl<'a> Scorer<'a> {
     }
 
     pub fn players_per_match(&self) -> usize {
-        self.model.players_per_match()
+        self.ppm
+    }
+
+    /// Players per team of this scorer's format, largest first.
+    pub fn format(&self) -> &[usize] {
+        &self.tables.caps
     }
 
     /// Enabled factor names (for the output).
@@ -442,7 +479,7 @@ impl<'a> Scorer<'a> {
             ps: [0; MAXPAIRS],
             worst_ms: [0.0; MAXP],
             hist: Vec::new(),
-            fixed: [1.0; 10],
+            fixed: [1.0; factors::COUNT],
             fixed_weighted: 0.0,
             region: None,
             hosts: Vec::new(),
@@ -545,7 +582,8 @@ impl<'a> Scorer<'a> {
                 }
             }
         }
-        for &f in &[EQUAL_PLAYERS, TWO_HOSTS] {
+        c.fixed[MEMBER_COUNT_DIFFERENCE] = self.member_count_score;
+        for &f in &[EQUAL_PLAYERS, TWO_HOSTS, MEMBER_COUNT_DIFFERENCE] {
             if w[f] > 0.0 {
                 c.fixed_weighted += w[f] * c.fixed[f];
             }
@@ -564,14 +602,16 @@ impl<'a> Scorer<'a> {
         c: &Ctx,
         table: &SplitTable,
         s: usize,
-        f: &mut [f64; 10],
+        f: &mut [f64; factors::COUNT],
         all: bool,
         roles_out: Option<&mut Vec<(u32, usize)>>,
     ) -> Option<f64> {
         let model = self.model;
         let w = &self.weights;
-        let teams = model.teams;
-        let ts = model.team_size;
+        let teams = self.tables.teams;
+        // slots per team in the per-team arrays below: the largest team
+        let ts = self.tables.team_size;
+        let caps = &self.tables.caps;
         let n = c.n;
         let slot_team = &table.slot_team[s * n..(s + 1) * n];
         let on = |k: usize| w[k] > 0.0 || all;
@@ -618,9 +658,9 @@ impl<'a> Scorer<'a> {
                     acc[slot_team[i] as usize] += c.skill_pow[i];
                 }
                 let p = et.p.0;
-                for a in &mut acc[..teams] {
+                for (t, a) in acc[..teams].iter_mut().enumerate() {
                     let base = match et.team_skill {
-                        super::model::TeamSkill::Mean => *a / ts as f64,
+                        super::model::TeamSkill::Mean => *a / caps[t] as f64,
                         super::model::TeamSkill::Norm => *a,
                     };
                     *a = if p == 1.0 {
@@ -645,7 +685,7 @@ impl<'a> Scorer<'a> {
             }
             let mut m = [(0.0, 0.0); MAXP];
             for t in 0..teams {
-                m[t] = indistinguishable::moments(&tsk[t * ts..(t + 1) * ts]);
+                m[t] = indistinguishable::moments(&tsk[t * ts..t * ts + k[t]]);
             }
             let whole = indistinguishable::moments(&c.skill[..n]);
             let p = &model.indistinguishable_teams;
@@ -721,7 +761,7 @@ impl<'a> Scorer<'a> {
     fn split_value_fast(&self, c: &Ctx, table: &SplitTable, s: usize) -> f64 {
         let w = &self.weights;
         let model = self.model;
-        let ts = model.team_size;
+        let ts = self.tables.team_size;
         let mut v = 0.0;
         if w[EQUAL_TEAMS] > 0.0 {
             let sum0: f64 = table.first_team[s * ts..(s + 1) * ts]
@@ -814,6 +854,8 @@ impl<'a> Scorer<'a> {
         Scorer {
             ix: self.ix,
             model: self.model,
+            ppm: self.ppm,
+            member_count_score: self.member_count_score,
             tables: self.tables.clone(),
             weights: self.weights,
             wsum: self.wsum,
@@ -915,7 +957,7 @@ impl<'a> Scorer<'a> {
             f[ROLES] = 1.0;
         }
         let score = ((v + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
-        let mut teams = vec![Vec::new(); self.model.teams];
+        let mut teams = vec![Vec::new(); self.tables.teams];
         for i in 0..n {
             teams[st[i] as usize].push(c.slots[i]);
         }

@@ -29,7 +29,7 @@ use super::search::anneal::{self, Outcome};
 use super::search::neighbours::Neighbours;
 use super::search::shaping::Shaping;
 use super::search::state::State;
-use super::search::{awesomenauts, baselines, construct};
+use super::search::{awesomenauts, baselines, construct, short};
 
 /// Pools of at most this many matches' worth of players stop early under a time
 /// budget once their restarts converge (see `search`).
@@ -141,7 +141,38 @@ pub fn solve(
     if options.check_delta && options.strategy != Strategy::Greedy {
         anneal::assert_delta(&sc, &run.state);
     }
-    Ok(outcome(&sc, &run, options, &deadline, threads))
+    if !model.is_flexible() {
+        return Ok(outcome(&sc, &run, None, options, &deadline, threads));
+    }
+    // seed 002's flexible formats: the full matches are scored with the member-count
+    // difference in the average (1 for them), and smaller formats are formed from the
+    // bench (`search::short`)
+    let formats = model.formats();
+    let full = Scorer::for_format(&ix, model, &formats[0]);
+    let smaller: Vec<Scorer> = formats[1..]
+        .iter()
+        .map(|f| Scorer::for_format(&ix, model, f))
+        .collect();
+    let (short, bench) = short::form_short_matches(
+        &smaller,
+        model.alliance.short_match_min_score,
+        &run.state.bench,
+    );
+    let flex = Flexible {
+        full: &full,
+        smaller: &smaller,
+        short: &short,
+        bench: &bench,
+    };
+    Ok(outcome(&sc, &run, Some(&flex), options, &deadline, threads))
+}
+
+/// A flexible queue's scorers and the smaller matches formed after the search.
+struct Flexible<'s, 'a> {
+    full: &'s Scorer<'a>,
+    smaller: &'s [Scorer<'a>],
+    short: &'s [short::ShortMatch],
+    bench: &'s [u32],
 }
 
 /// At most `SMALL_POOL_MATCHES` matches' worth of players: solved exactly, with the true
@@ -314,12 +345,15 @@ pub fn search(
 }
 
 fn outcome(
-    sc: &Scorer,
+    search_sc: &Scorer,
     run: &SearchRun,
+    flex: Option<&Flexible>,
     options: &SolveOptions,
     deadline: &Deadline,
     threads: usize,
 ) -> RoundOutcome {
+    // a flexible queue reports with the member-count difference in the average
+    let sc = flex.map_or(search_sc, |f| f.full);
     let ix = sc.ix;
     let id = |p: u32| ix.ids[p as usize].clone();
     let mut details: Vec<_> = run
@@ -329,7 +363,8 @@ fn outcome(
         .zip(&run.state.evals)
         .map(|(m, e)| {
             // The search's split index may refer to an incremental row's slot order;
-            // the report re-splits in canonical order (greedy keeps its own split).
+            // the report re-splits in canonical order (greedy keeps its own split:
+            // the full format's tables are the same for both scorers).
             let e = if options.strategy == Strategy::Greedy {
                 *e
             } else {
@@ -338,6 +373,13 @@ fn outcome(
             sc.describe(m, &e)
         })
         .collect();
+    if let Some(f) = flex {
+        details.extend(
+            f.short
+                .iter()
+                .map(|m| f.smaller[m.format].describe(&m.units, &m.eval)),
+        );
+    }
     // strongest matches first, for people reading the output
     let mean = |d: &super::score::MatchDetail| {
         let all: Vec<u32> = d.teams.iter().flatten().copied().collect();
@@ -372,9 +414,8 @@ fn outcome(
                 .then(|| d.hosts.iter().map(|&p| id(p)).collect()),
         })
         .collect();
-    let mut unmatched: Vec<u32> = run
-        .state
-        .bench
+    let bench = flex.map_or(run.state.bench.as_slice(), |f| f.bench);
+    let mut unmatched: Vec<u32> = bench
         .iter()
         .flat_map(|&u| ix.units[u as usize].members.iter().copied())
         .collect();

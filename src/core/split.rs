@@ -47,7 +47,8 @@ pub struct SplitTable {
     /// Pairs of slots on different teams (as `pair_index`), `cross[split * ncross + k]`.
     pub cross: Vec<u8>,
     pub ncross: usize,
-    /// Max minus min number of units per team, per split (the premade difference).
+    /// Max minus min premade bonds (players minus units) per team, per split (the
+    /// premade difference; with equal teams the spread of units per team).
     pub party_spread: Vec<u8>,
     /// Every split has the same party spread (e.g. all solos).
     pub spread_constant: bool,
@@ -71,7 +72,11 @@ pub const fn pair_index(i: usize, j: usize, n: usize) -> usize {
 #[derive(Debug, Clone)]
 pub struct SplitTables {
     pub teams: usize,
+    /// The largest team.
     pub team_size: usize,
+    /// Players per team, largest first (all `team_size` in a fixed format).
+    pub caps: Vec<usize>,
+    players: usize,
     tables: Vec<SplitTable>,
     by_key: KeyMap,
     all_solo: Option<u32>,
@@ -79,13 +84,22 @@ pub struct SplitTables {
 
 impl SplitTables {
     pub fn new(teams: usize, team_size: usize) -> Self {
-        let players = teams * team_size;
+        Self::for_format(&vec![team_size; teams])
+    }
+
+    /// The tables of a format of teams of these sizes (seed 002's flexible alliance
+    /// rule: e.g. [5, 4]).
+    pub fn for_format(caps: &[usize]) -> Self {
+        let mut caps = caps.to_vec();
+        caps.sort_unstable_by(|a, b| b.cmp(a));
+        let (teams, team_size) = (caps.len(), caps[0]);
+        let players: usize = caps.iter().sum();
         let mut shapes = Vec::new();
         partitions(players, team_size, &mut Vec::new(), &mut shapes);
         let mut tables = Vec::new();
         let mut by_key = KeyMap::default();
         for sizes in shapes {
-            let t = enumerate(&sizes, teams, team_size);
+            let t = enumerate_caps(&sizes, &caps);
             if t.splits == 0 {
                 continue; // e.g. 2+2+2 in 3v3: no team can be exactly 3
             }
@@ -96,6 +110,8 @@ impl SplitTables {
         SplitTables {
             teams,
             team_size,
+            caps,
+            players,
             tables,
             by_key,
             all_solo,
@@ -111,7 +127,7 @@ impl SplitTables {
     /// The index (for `get`) of a shape's table, None if no split exists.
     #[inline]
     pub fn lookup_index(&self, sizes: &[u8]) -> Option<u32> {
-        let players = self.teams * self.team_size;
+        let players = self.players;
         if sizes.len() == players {
             return self.all_solo;
         }
@@ -130,10 +146,10 @@ impl SplitTables {
         let mut s: Vec<u8> = sizes.to_vec();
         s.sort_unstable_by(|a, b| b.cmp(a));
         let total: usize = s.iter().map(|&x| x as usize).sum();
-        if total > self.teams * self.team_size {
+        if total > self.players {
             return false;
         }
-        let mut room = vec![self.team_size as u8; self.teams];
+        let mut room: Vec<u8> = self.caps.iter().map(|&c| c as u8).collect();
         fn go(i: usize, s: &[u8], room: &mut [u8]) -> bool {
             if i == s.len() {
                 return true;
@@ -175,23 +191,33 @@ fn partitions(n: usize, max: usize, cur: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
 
 /// Every assignment of units to teams with exact team sizes, up to team relabeling.
 pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
+    enumerate_caps(sizes, &vec![team_size; teams])
+}
+
+/// Every assignment of units to teams of exactly `caps` players (largest first), up to
+/// relabeling teams of equal size: within a run of equal caps a team is only opened
+/// after the one before it (restricted growth strings per run; with all caps equal,
+/// the same splits in the same order as before flexible formats).
+pub fn enumerate_caps(sizes: &[u8], caps: &[usize]) -> SplitTable {
+    debug_assert!(caps.windows(2).all(|w| w[0] >= w[1]));
+    let teams = caps.len();
     let units = sizes.len();
     let players: usize = sizes.iter().map(|&s| s as usize).sum();
     let mut assign = vec![0u8; units];
     let mut fill = vec![0usize; teams];
+    let mut opened = vec![false; teams];
     #[allow(clippy::too_many_arguments)]
     fn go(
         u: usize,
-        opened: usize,
+        opened: &mut [bool],
         sizes: &[u8],
-        teams: usize,
-        team_size: usize,
+        caps: &[usize],
         assign: &mut [u8],
         fill: &mut [usize],
         out: &mut (Vec<u8>, Vec<u8>),
     ) {
         if u == sizes.len() {
-            if fill.iter().all(|&f| f == team_size) {
+            if fill.iter().zip(caps).all(|(&f, &c)| f == c) {
                 out.0.extend_from_slice(assign);
                 for (k, &s) in sizes.iter().enumerate() {
                     for _ in 0..s {
@@ -201,21 +227,18 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
             }
             return;
         }
-        let limit = (opened + 1).min(teams);
-        for t in 0..limit {
-            if fill[t] + sizes[u] as usize <= team_size {
+        for t in 0..caps.len() {
+            // a team of the same size as the one before it opens only after it
+            if t > 0 && caps[t - 1] == caps[t] && !opened[t - 1] {
+                continue;
+            }
+            if fill[t] + sizes[u] as usize <= caps[t] {
                 fill[t] += sizes[u] as usize;
                 assign[u] = t as u8;
-                go(
-                    u + 1,
-                    opened.max(t + 1),
-                    sizes,
-                    teams,
-                    team_size,
-                    assign,
-                    fill,
-                    out,
-                );
+                let was = opened[t];
+                opened[t] = true;
+                go(u + 1, opened, sizes, caps, assign, fill, out);
+                opened[t] = was;
                 fill[t] -= sizes[u] as usize;
             }
         }
@@ -223,10 +246,9 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
     let mut out = (Vec::new(), Vec::new());
     go(
         0,
-        0,
+        &mut opened,
         sizes,
-        teams,
-        team_size,
+        caps,
         &mut assign,
         &mut fill,
         &mut out,
@@ -261,11 +283,12 @@ pub fn enumerate(sizes: &[u8], teams: usize, team_size: usize) -> SplitTable {
             }
         }
         ncross = cross.len() - before;
-        let mut per_team = vec![0u8; teams];
+        // bonds = players - units per team (equal teams: the spread of units per team)
+        let mut bonds: Vec<u8> = caps.iter().map(|&c| c as u8).collect();
         for &t in &unit_team[s * units..(s + 1) * units] {
-            per_team[t as usize] += 1;
+            bonds[t as usize] -= 1;
         }
-        party_spread.push(per_team.iter().max().unwrap() - per_team.iter().min().unwrap());
+        party_spread.push(bonds.iter().max().unwrap() - bonds.iter().min().unwrap());
     }
     SplitTable {
         sizes: sizes.to_vec(),
@@ -314,6 +337,41 @@ mod tests {
             assert_eq!(row[0], row[1]);
             assert_eq!(row[2], row[3]);
         }
+    }
+
+    #[test]
+    fn unequal_teams_split_every_way_once() {
+        // 5v4 of solos: choose the 4 (no relabeling: the teams differ in size)
+        let t = enumerate_caps(&[1; 9], &[5, 4]);
+        assert_eq!(t.splits as u64, binom(9, 4));
+        assert_eq!(t.splits as u64, crate::core::model::format_splits(&[5, 4]));
+        for s in 0..t.splits {
+            let row = &t.slot_team[s * 9..(s + 1) * 9];
+            assert_eq!(row.iter().filter(|&&x| x == 0).count(), 5);
+            assert_eq!(row.iter().filter(|&&x| x == 1).count(), 4);
+        }
+        let mut seen = std::collections::HashSet::new();
+        for s in 0..t.splits {
+            assert!(seen.insert(t.slot_team[s * 9..(s + 1) * 9].to_vec()));
+        }
+        // 3, 3, 2: the two teams of 3 are interchangeable
+        let t = enumerate_caps(&[1; 8], &[3, 3, 2]);
+        assert_eq!(t.splits as u64, 8 * 7 / 2 * binom(6, 3) / 2);
+        assert_eq!(
+            t.splits as u64,
+            crate::core::model::format_splits(&[3, 3, 2])
+        );
+        // a pair and three solos in 3v2: the pair with one of three solos, or alone
+        let t = enumerate_caps(&[2, 1, 1, 1], &[3, 2]);
+        assert_eq!(t.splits, 3 + 1);
+        // premade bonds: 5 solos vs 4 solos is no premade difference
+        let t = enumerate_caps(&[1; 9], &[5, 4]);
+        assert!(t.party_spread.iter().all(|&d| d == 0));
+        let tables = SplitTables::for_format(&[4, 5]);
+        assert_eq!(tables.caps, [5, 4]);
+        assert!(tables.lookup(&[5, 4]).is_some());
+        assert!(tables.lookup(&[3, 3, 3]).is_none());
+        assert!(tables.packable(&[5, 3]) && !tables.packable(&[3, 3, 3]));
     }
 
     #[test]

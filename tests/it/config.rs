@@ -54,6 +54,14 @@ fn bad_values_are_refused_naming_queue_and_key() {
         ),
         ("default_queue = \"b\"\n[queues.a]\n", "default_queue"),
         (
+            "[queues.a.alliance]\nmax_number = 3\n",
+            "alliance.max_number",
+        ),
+        (
+            "[queues.a.alliance]\nplayer_min_number = 2\nshort_match_min_score = 2.0\n",
+            "alliance.short_match_min_score",
+        ),
+        (
             "[daemon]\nlease_ttl = \"5s\"\nlease_renew = \"10s\"\n[queues.a]\n",
             "daemon.lease_renew",
         ),
@@ -80,4 +88,15 @@ fn config_hash_changes_with_any_effective_setting() {
     assert_ne!(qa.hash(), qb.hash());
     assert_eq!(qa.hash(), qa2.hash(), "same effective config, same hash");
     assert_eq!(qa.to_json()["round"]["every"], "2m");
+}
+
+#[test]
+fn a_flexible_queue_loads_with_its_formats() {
+    let config = Config::from_toml_str(
+        "[queues.a]\nteams = 2\nteam_size = 5\n[queues.a.alliance]\nplayer_min_number = 4\n",
+    )
+    .unwrap();
+    let m = &config.queues["a"].model;
+    assert!(m.is_flexible());
+    assert_eq!(m.formats(), [vec![5, 5], vec![5, 4], vec![4, 4]]);
 }

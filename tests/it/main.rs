@@ -19,6 +19,7 @@ mod ops_metrics;
 mod ops_queries;
 mod optimizer;
 mod optimizer_factors;
+mod optimizer_formats;
 mod optimizer_search;
 mod replay;
 mod report;

@@ -22,6 +22,7 @@ fn only(f: impl FnOnce(&mut Weights)) -> Weights {
         side_preference: 0.0,
         roles: 0.0,
         predicted_fairness: 0.0,
+        member_count_difference: 0.0,
     };
     f(&mut w);
     w

@@ -1,4 +1,4 @@
-//! The ten match-score factors, one file each. Every factor maps a match (and its team
+//! The eleven match-score factors, one file each. Every factor maps a match (and its team
 //! split) to a score in [0, 1], 1 being perfect. The match score is the weighted average
 //! of the enabled factors (weights in `[queues.NAME.weights]`, seed 003); factors that do
 //! not apply to a queue (hosts on dedicated servers, roles in a queue without roles) are
@@ -16,6 +16,7 @@
 //! | `side_preference` | I(side; team) / H(side) | — | 000 |
 //! | `roles` | filled role slots / all role slots | `roles`, `role_mode` | 001 |
 //! | `predicted_fairness` | 1 - \|P(win) - P(lose)\| (Weng-Lin) | `predicted_fairness.*` | — |
+//! | `member_count_difference` | 1 - (largest - smallest team) / largest team; flexible queues only | `alliance.*` | 002 |
 //!
 //! See each file for the exact formula.
 
@@ -24,6 +25,7 @@ pub mod equal_players;
 pub mod equal_teams;
 pub mod hosts;
 pub mod indistinguishable;
+pub mod member_count_difference;
 pub mod opponent_variation;
 pub mod predicted_fairness;
 pub mod premades;
@@ -31,7 +33,7 @@ pub mod roles;
 pub mod side_preference;
 
 /// Factor order used in arrays and output.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "equal_teams",
     "equal_players",
     "indistinguishable_teams",
@@ -42,6 +44,7 @@ pub const NAMES: [&str; 10] = [
     "side_preference",
     "roles",
     "predicted_fairness",
+    "member_count_difference",
 ];
 
 pub const EQUAL_TEAMS: usize = 0;
@@ -54,3 +57,6 @@ pub const TWO_HOSTS: usize = 6;
 pub const SIDE_PREFERENCE: usize = 7;
 pub const ROLES: usize = 8;
 pub const PREDICTED_FAIRNESS: usize = 9;
+pub const MEMBER_COUNT_DIFFERENCE: usize = 10;
+/// Number of factors.
+pub const COUNT: usize = 11;

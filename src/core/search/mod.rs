@@ -8,5 +8,6 @@ pub mod moves;
 pub mod neighbours;
 pub mod repair;
 pub mod shaping;
+pub mod short;
 pub mod state;
 pub mod threshold;
