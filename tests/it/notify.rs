@@ -578,6 +578,8 @@ async fn the_example_client_receives_its_match() {
         .expect("the example runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Shown with --nocapture (the README's sample output).
+    println!("{stdout}");
     assert!(
         out.status.success(),
         "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
