@@ -5,9 +5,10 @@
 --
 --   CREATE ROLE game_backend LOGIN PASSWORD '...' IN ROLE matchmaker_client;
 --
--- That role may call four functions (enqueue, enqueue_party, keep_alive, cancel) and read
--- four views (queue_catalog, player_status, match_details, queue_countdown). It cannot
--- read or write a table: the matchmaker owns its tickets, their times and their status.
+-- That role may call five functions (enqueue, enqueue_party, keep_alive, cancel,
+-- queue_channel) and read four views (queue_catalog, player_status, match_details,
+-- queue_countdown). It cannot read or write a table: the matchmaker owns its tickets,
+-- their times and their status.
 -- A login sees and cancels only the players it enqueued itself.
 --
 -- A refused call raises an error with SQLSTATE 22023 (invalid_parameter_value) and a
@@ -44,6 +45,28 @@ SELECT queue, teams, team_size, network, roles, regions, max_party_size,
 -- notification may be lost (a dropped connection): poll player_status as well, e.g. at
 -- seconds_to_next_round.
 LISTEN matchmaker_round;
+
+-- name: queue_channel
+-- The channel of a queue's own notifications (migration 0014): 'matchmaker:' and the
+-- queue's name (a name longer than 52 bytes is shortened, with a hash). LISTEN on it in
+-- double quotes; any role may LISTEN.
+-- example: q
+SELECT queue_channel(queue => $1) AS channel;
+
+-- name: listen_queue
+-- Notifications of queue q, on the channel queue_channel gave (in double quotes: the name
+-- has a colon, and may have capitals). Each payload is JSON with an "event":
+--   match      one per committed match, sent when its round commits: queue, round_id,
+--              match_id, part / parts (a match too large for one 8000-byte payload
+--              comes in several parts, each naming some players), and players: a list of
+--              {"player_id", "team", "party_id" and "role" when set}. Tell those players,
+--              after confirming the match in match_details (any role may NOTIFY).
+--   countdown  the queue's next round time or what it waits for changed: next_round_at,
+--              seconds_to_next_round (null while it waits for players), waiting_for, and
+--              cause: round (round_id, trigger), config, pool or start.
+-- As with matchmaker_round, a notification sent while the connection is down is lost:
+-- keep polling player_status, less often.
+LISTEN "matchmaker:q";
 
 -- name: enqueue
 -- Queue one solo player; returns the new entry's id. Call it with named arguments: every

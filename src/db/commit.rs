@@ -2,7 +2,8 @@
 //!
 //! Round row, matches, match players, queued -> matched for entries that are STILL queued,
 //! the matched players' entries in other queues -> withdrawn, rejected rows, the queue
-//! state for the countdown, and (by trigger) the NOTIFY. A player who cancelled, expired,
+//! state for the countdown, a NOTIFY per match on the queue's channel (see `notify`), and
+//! (by trigger) the countdown's and the round's NOTIFY. A player who cancelled, expired,
 //! was matched in another queue or is locked by a client call while the solver ran wins:
 //! the whole match is dropped and its other players stay queued, untouched, keeping their
 //! original `enqueued_at`. Left-over players are not written at all (they stay queued).
@@ -19,6 +20,7 @@ use sqlx::PgPool;
 
 use super::DbError;
 use super::lease::Lease;
+use super::notify::{MatchEvent, notify_matches};
 use super::queue_state::{QueueStateRow, write_queue_state};
 use super::round_snapshot::{ReplayRecord, StoredLeftOver, write_round_snapshot};
 use super::snapshot::Snapshot;
@@ -352,6 +354,8 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     }
     let kept: Vec<&MatchOutcome> = written.iter().map(|(m, _)| *m).collect();
     let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
+    // Each standing match's players, on its queue's channel: sent at COMMIT, or never.
+    notify_matches(&mut tx, &match_ids, MatchEvent::Match).await?;
     let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
     let left_over = pool_size - matched - rejected.len();
     let (score, factor_averages) = summarize(r.outcome, &kept, dropped_by_cancel > 0);

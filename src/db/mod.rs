@@ -9,6 +9,7 @@ pub mod commit;
 pub mod enqueue;
 pub mod lease;
 pub mod local_pg;
+pub mod notify;
 pub mod queue_state;
 pub mod queues;
 pub mod report;

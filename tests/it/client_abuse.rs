@@ -228,6 +228,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     .await
     .unwrap();
     // matchmaker_sees_all: the views call it as their reader; it answers false here.
+    // queue_channel: the name of a queue's notification channel (migration 0014).
     assert_eq!(
         callable,
         [
@@ -235,7 +236,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
             "enqueue",
             "enqueue_party",
             "keep_alive",
-            "matchmaker_sees_all"
+            "matchmaker_sees_all",
+            "queue_channel"
         ]
     );
     let sees_all: bool = sqlx::query_scalar("SELECT matchmaker_sees_all()")

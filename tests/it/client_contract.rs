@@ -154,11 +154,13 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
             "enqueue",
             "enqueue_party",
             "keep_alive",
+            "listen_queue",
             "listen_rounds",
             "match_roster",
             "my_match",
             "player_status",
             "queue_catalog",
+            "queue_channel",
         ],
         "the file's statements (a new one needs a check here)"
     );
@@ -186,6 +188,9 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
         .await
         .unwrap();
     ok(&mut listener, st("listen_rounds"), &[]).await;
+    let channel = ok(&client, st("queue_channel"), &st("queue_channel").example()).await;
+    assert_eq!(channel[0]["channel"], "matchmaker:q");
+    ok(&mut listener, st("listen_queue"), &[]).await;
 
     let catalog = ok(&client, st("queue_catalog"), &[]).await;
     assert_eq!(catalog.len(), 1, "{catalog:?}");
@@ -257,12 +262,28 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
     };
     assert_eq!((report.matches, report.matched), (1, 6), "{report:?}");
 
-    let note = tokio::time::timeout(secs(5), listener.recv())
-        .await
-        .expect("a notification within 5 s")
-        .unwrap();
-    assert_eq!(note.channel(), "matchmaker_round");
-    let payload: Value = serde_json::from_str(note.payload()).unwrap();
+    // The queue's channel first (the match, then the countdown after the round), then
+    // the round's.
+    let mut on_queue = Vec::new();
+    let payload: Value = loop {
+        let note = tokio::time::timeout(secs(5), listener.recv())
+            .await
+            .expect("a notification within 5 s")
+            .unwrap();
+        let payload: Value = serde_json::from_str(note.payload()).unwrap();
+        match note.channel() {
+            "matchmaker_round" => break payload,
+            "matchmaker:q" => on_queue.push(payload),
+            other => panic!("a notification on {other}"),
+        }
+    };
+    let events: Vec<&str> = on_queue
+        .iter()
+        .map(|n| n["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["match", "countdown"], "{on_queue:?}");
+    assert_eq!(on_queue[0]["round_id"], report.round_id);
+    assert_eq!(on_queue[0]["players"].as_array().unwrap().len(), 6);
     assert_eq!(payload["queue"], "q");
     assert_eq!(payload["round_id"], report.round_id);
     assert_eq!(payload["matched"], 6);

@@ -15,6 +15,7 @@ mod db_member_fast_path;
 mod db_schema;
 mod faults;
 mod local_pg;
+mod notify;
 mod ops_metrics;
 mod ops_queries;
 mod optimizer;
