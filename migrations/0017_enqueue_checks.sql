@@ -23,6 +23,11 @@
 -- retired queue, the first rule broken) and raises it, or inserts the player the fast path
 -- was too strict for.
 --
+-- The roles' "no repeats" count drops NULL roles before jsonb_object(), which raises on a
+-- NULL key: the planner folds the call for a constant array (a custom plan of a prepared
+-- statement), whatever the AND around it, and a client sent "null value not allowed for
+-- object key" instead of the refusal. A NULL role fails the count, and the checks name it.
+--
 -- Tried and left out: ON CONFLICT DO NOTHING in place of the exception block (a
 -- subtransaction per call) measured the same, and without a conflict target (PL/pgSQL
 -- reads the target's columns as the function's parameters) every unique index becomes an
@@ -56,7 +61,9 @@ LANGUAGE sql STABLE AS $$
         AND cardinality(roles) <= 16 AND roles <@ q.roles
         AND (cardinality(roles) < 2
              OR cardinality(roles)
-                = jsonb_array_length(jsonb_path_query_array(jsonb_object(roles, roles), '$.*'))),
+                = jsonb_array_length(jsonb_path_query_array(
+                      jsonb_object(array_remove(roles, NULL), array_remove(roles, NULL)),
+                      '$.*'))),
         false)
 $$;
 

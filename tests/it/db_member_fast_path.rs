@@ -355,3 +355,32 @@ async fn fast_path_agrees_with_the_checks_on_mutated_realistic_players() {
     }
     assert!(agreed[0] > 20 && agreed[1] > 100, "{agreed:?}");
 }
+
+/// A NULL among several roles, on fresh connections (whose first executions of a prepared
+/// statement get custom plans, in which the planner folds the fast path's expressions for
+/// the bound values): the fast path says no, and enqueue() refuses with the contract's
+/// readable error, never "null value not allowed for object key" (before migration 0017
+/// that depended on which pooled connection ran the call).
+#[tokio::test]
+async fn a_null_role_is_refused_readably_on_a_fresh_connection() {
+    let (db, regions) = setup().await;
+    let roles = vec![Some("tank".to_string()), None];
+    for _ in 0..3 {
+        let pool = db.new_pool(1).await;
+        let m = Member {
+            roles: Some(roles.clone()),
+            ..base(&regions)
+        };
+        let (fast, checks) = judge(&pool, "roles", &m).await;
+        assert!(!fast && checks.is_err(), "fast {fast}, checks {checks:?}");
+        let err = sqlx::query("SELECT enqueue('roles', 'p9', 1500, '{}', '{}', $1)")
+            .bind(&roles)
+            .execute(&pool)
+            .await
+            .expect_err("a NULL role is refused");
+        let (code, message) = crate::support::db_error(&err);
+        assert_eq!(code, "22023", "{message}");
+        assert!(message.contains("roles"), "{message}");
+        pool.close().await;
+    }
+}
