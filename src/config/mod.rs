@@ -547,18 +547,24 @@ impl Config {
     }
 }
 
+/// The longest queue name: its notification channel, `matchmaker:` and the name, stays
+/// within PostgreSQL's 63-byte identifiers unhashed (migration 0014), and every payload
+/// that carries it stays far below the 8000-byte limit.
+pub const MAX_QUEUE_NAME: usize = 52;
+
 impl QueueConfig {
     /// Validate one queue named `name`.
     pub fn validate(&self, name: &str) -> Result<(), ConfigError> {
         let key = |k: &str| format!("queues.{name}.{k}");
         if name.is_empty()
+            || name.len() > MAX_QUEUE_NAME
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
             return Err(invalid(
                 format!("queues.{name:?}"),
-                "queue names use letters, digits, '_' and '-'",
+                format!("queue names are 1-{MAX_QUEUE_NAME} letters, digits, '_' and '-'"),
             ));
         }
         validate_model(&self.model)

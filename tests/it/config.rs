@@ -66,6 +66,15 @@ fn bad_values_are_refused_naming_queue_and_key() {
             "daemon.lease_renew",
         ),
     ];
+    // A queue name past the 52 characters of its notification channel.
+    let long = format!("default_queue = \"{0}\"\n[queues.{0}]\n", "q".repeat(53));
+    assert!(
+        err(&long).contains("queue names are 1-52"),
+        "{}",
+        err(&long)
+    );
+    let longest = format!("default_queue = \"{0}\"\n[queues.{0}]\n", "q".repeat(52));
+    assert!(Config::from_toml_str(&longest).is_ok());
     for (toml, key) in cases {
         let message = err(toml);
         assert!(
