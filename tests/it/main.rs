@@ -27,4 +27,5 @@ mod sim;
 mod sim_demo;
 mod sim_deploy;
 mod sim_status;
+mod solver_cores;
 mod support;
