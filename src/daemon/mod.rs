@@ -107,7 +107,10 @@ pub async fn run(
         Some(n) => cores::SolverCores::new(n),
         None => cores::SolverCores::of_this_machine(),
     };
-    tracing::info!(solver_cores = cores.total(), "solver cores shared by the queues");
+    tracing::info!(
+        solver_cores = cores.total(),
+        "solver cores shared by the queues"
+    );
     let runner = RoundRunner::new(db.clone(), options.clock.clone()).with_cores(cores);
     tracing::info!(holder = %options.holder, queues = ?config_rx.borrow().queues.keys().collect::<Vec<_>>(), "daemon started");
 

@@ -97,17 +97,17 @@ fn overlapping_rounds_share_the_cores_and_each_ends_within_its_budget() {
     let runs: Vec<Run> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     for r in &runs {
         eprintln!(
-            "{:>5} players, budget {:>6.0?}: {} thread(s){}, returned after {:>7.1?} \
+            "{:>5} players, budget {:>5} ms: {} thread(s){}, returned after {:>7.1} ms \
              ({:+.1}% of the budget), stop {:?}",
             r.players,
-            r.budget,
+            r.budget.as_millis(),
             r.threads,
             if r.beyond_budget {
                 " beyond the core budget"
             } else {
                 ""
             },
-            r.elapsed,
+            r.elapsed.as_secs_f64() * 1e3,
             (r.elapsed.as_secs_f64() / r.budget.as_secs_f64() - 1.0) * 100.0,
             r.stop,
         );
