@@ -174,6 +174,12 @@ pub struct DaemonConfig {
     /// start: a reload that changes it logs that it takes effect at the next restart.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Cores the solves of all queues of this replica share (rounds that overlap split
+    /// them; a round that finds none free runs on one thread of its own, see
+    /// `daemon::cores`). A queue's `round.threads` caps its share. Absent: the machine's
+    /// cores. Read at start: a reload that changes it logs that a restart is needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solver_threads: Option<usize>,
 }
 
 impl Default for DaemonConfig {
@@ -185,6 +191,7 @@ impl Default for DaemonConfig {
             lock_timeout: Duration::from_secs(2),
             statement_timeout: Duration::from_secs(60),
             metrics_addr: None,
+            solver_threads: None,
         }
     }
 }
@@ -277,7 +284,8 @@ pub struct RoundConfig {
     /// way the seed used is stored with the round, so it can be replayed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// Solver threads. Absent: all cores (rayon's global pool).
+    /// Solver threads of this queue's rounds, at most (the daemon grants what is free of
+    /// `[daemon] solver_threads`). Absent: every free core of that budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
     /// How many recent matches per pooled player the snapshot reads as history for
@@ -539,6 +547,9 @@ impl Config {
         }
         if d.statement_timeout < Duration::from_secs(1) {
             return Err(invalid("daemon.statement_timeout", "must be at least 1s"));
+        }
+        if d.solver_threads == Some(0) {
+            return Err(invalid("daemon.solver_threads", "must be at least 1"));
         }
         for (name, queue) in &self.queues {
             queue.validate(name)?;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
+use super::cores::{CoreGrant, SolverCores};
 use super::round::{RoundError, RoundReport};
 use crate::db::{CommitReport, DbError};
 
@@ -38,6 +39,9 @@ pub const ERRORS: &str = "matchmaker_errors_total";
 pub const NEXT_ROUND: &str = "matchmaker_next_round_in_seconds";
 pub const CONFIG_RELOAD_OK: &str = "matchmaker_config_last_reload_successful";
 pub const BUILD_INFO: &str = "matchmaker_build_info";
+pub const SOLVER_CORES_BUSY: &str = "matchmaker_solver_cores_busy";
+pub const SOLVER_CORES: &str = "matchmaker_solver_cores";
+pub const SOLVES_BEYOND_BUDGET: &str = "matchmaker_solves_beyond_core_budget_total";
 
 /// Seconds: a snapshot or commit takes milliseconds, a solve up to its budget (seconds).
 const PHASE_BUCKETS: &[f64] = &[
@@ -102,6 +106,20 @@ impl ErrorKind {
     }
 }
 
+/// A solve took its cores (`grant`) from the shared budget.
+pub fn record_solver_cores(cores: &SolverCores, grant: &CoreGrant) {
+    gauge!(SOLVER_CORES).set(cores.total() as f64);
+    gauge!(SOLVER_CORES_BUSY).set(cores.busy() as f64);
+    if grant.beyond_budget() {
+        counter!(SOLVES_BEYOND_BUDGET).increment(1);
+    }
+}
+
+/// A solve gave its cores back.
+pub fn record_solver_cores_released(cores: &SolverCores) {
+    gauge!(SOLVER_CORES_BUSY).set(cores.busy() as f64);
+}
+
 /// Every kind, so that `rate()` sees each counter from 0 rather than from its first error.
 const ALL_KINDS: [ErrorKind; 9] = [
     ErrorKind::RoundDb,
@@ -133,6 +151,18 @@ pub fn install_recorder() -> Result<PrometheusHandle, BuildError> {
 }
 
 fn describe() {
+    describe_gauge!(
+        SOLVER_CORES_BUSY,
+        "Cores of the shared solver budget granted to solves running now."
+    );
+    describe_gauge!(
+        SOLVER_CORES,
+        "Size of the shared solver budget ([daemon] solver_threads)."
+    );
+    describe_counter!(
+        SOLVES_BEYOND_BUDGET,
+        "Solves that found every solver core taken and ran on one thread beyond the budget."
+    );
     describe_counter!(ROUNDS, "Rounds committed, by queue and trigger.");
     describe_histogram!(
         ROUND_PHASE,

@@ -23,6 +23,7 @@
 //!   standby takes over at once.
 
 pub mod clock;
+pub mod cores;
 pub mod countdown;
 pub mod endpoints;
 pub mod health;
@@ -100,7 +101,17 @@ pub async fn run(
     let (config_tx, config_rx) = watch::channel(Arc::new(config));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (wake_tx, _) = broadcast::channel::<String>(1024);
-    let runner = RoundRunner::new(db.clone(), options.clock.clone());
+    // One budget of solver cores for every queue's rounds (read at start, like the
+    // session limits): overlapping rounds split the cores instead of each taking all.
+    let cores = match config_rx.borrow().daemon.solver_threads {
+        Some(n) => cores::SolverCores::new(n),
+        None => cores::SolverCores::of_this_machine(),
+    };
+    tracing::info!(
+        solver_cores = cores.total(),
+        "solver cores shared by the queues"
+    );
+    let runner = RoundRunner::new(db.clone(), options.clock.clone()).with_cores(cores);
     tracing::info!(holder = %options.holder, queues = ?config_rx.borrow().queues.keys().collect::<Vec<_>>(), "daemon started");
 
     let mut background: Vec<JoinHandle<()>> = Vec::new();

@@ -48,6 +48,19 @@ pub fn reload_config(
                      (--metrics-addr or MATCHMAKER_METRICS_ADDR, if given, override the file)"
                 );
             }
+            let (old_cores, new_cores) = (
+                current.borrow().daemon.solver_threads,
+                new.daemon.solver_threads,
+            );
+            if old_cores != new_cores {
+                // The budget of solver cores is sized once, at start.
+                let show = |n: Option<usize>| n.map_or("all cores".into(), |n| n.to_string());
+                tracing::warn!(
+                    from = %show(old_cores),
+                    to = %show(new_cores),
+                    "daemon.solver_threads changed: the solver keeps its cores until a restart"
+                );
+            }
             current.send_replace(Arc::new(new));
             tracing::info!(path = %path.display(), changed = ?changed, "config reloaded; applies from each queue's next round");
             Ok(true)

@@ -15,6 +15,7 @@ use thiserror::Error;
 use tracing::Instrument;
 
 use super::clock::Clock;
+use super::cores::SolverCores;
 use super::countdown;
 use crate::config::QueueConfig;
 use crate::core::{self, Pool, PoolError, Rejection, RoundOutcome, SolveOptions};
@@ -93,16 +94,29 @@ pub struct RoundReport {
     pub next_round_at: Option<DateTime<Utc>>,
 }
 
-/// Runs rounds against one database with one clock.
+/// Runs rounds against one database with one clock, their solves sharing one budget of
+/// solver cores (clones share it too: the daemon clones one runner into every queue).
 #[derive(Clone)]
 pub struct RoundRunner {
     pub db: PgPool,
     pub clock: Arc<dyn Clock>,
+    pub cores: SolverCores,
 }
 
 impl RoundRunner {
+    /// A runner whose solves share this machine's cores.
     pub fn new(db: PgPool, clock: Arc<dyn Clock>) -> Self {
-        RoundRunner { db, clock }
+        RoundRunner {
+            db,
+            clock,
+            cores: SolverCores::of_this_machine(),
+        }
+    }
+
+    /// The same runner with the solves sharing `cores` instead.
+    pub fn with_cores(mut self, cores: SolverCores) -> Self {
+        self.cores = cores;
+        self
     }
 
     /// The whole round; the lease fences the commit.
@@ -162,18 +176,21 @@ impl RoundRunner {
         })
     }
 
-    /// Step 2: the solver, off the async runtime, within the queue's time budget.
+    /// Step 2: the solver, off the async runtime, within the queue's time budget, on the
+    /// cores the shared budget grants it (`round.threads` at most; see `cores`).
     pub async fn solve(&self, prepared: PreparedRound) -> Result<SolvedRound, RoundError> {
         let config = prepared.config.clone();
         let seed = config
             .round
             .seed
             .unwrap_or_else(|| derive_seed(&prepared.queue, prepared.started_at));
+        let grant = self.cores.grant(config.round.threads);
+        super::metrics::record_solver_cores(&self.cores, &grant);
         let options = SolveOptions {
             strategy: config.round.strategy,
             budget: config.round.solve_budget(),
             seed,
-            threads: config.round.threads,
+            threads: Some(grant.threads()),
             moves_per_restart: config.round.moves_per_restart,
             ..SolveOptions::default()
         };
@@ -181,10 +198,14 @@ impl RoundRunner {
         let queue = prepared.queue.clone();
         let span = tracing::Span::current();
         let started = Instant::now();
+        let cores = self.cores.clone();
         let result = tokio::task::spawn_blocking(move || {
             span.in_scope(|| {
-                let (outcome, malformed, pool) =
-                    solve_rejecting_malformed(pool, &config.model, &options)?;
+                let solved = solve_rejecting_malformed(pool, &config.model, &options);
+                // the cores go back as soon as the search ends (also when it failed)
+                drop(grant);
+                super::metrics::record_solver_cores_released(&cores);
+                let (outcome, malformed, pool) = solved?;
                 let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
                 // After the solve, on the same thread: what `replay` and `explain` need.
                 let replay = replay_record(&queue, &config, &options, &pool, &outcome);

@@ -29,4 +29,5 @@ mod sim;
 mod sim_demo;
 mod sim_deploy;
 mod sim_status;
+mod solver_cores;
 mod support;
