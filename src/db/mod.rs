@@ -11,6 +11,7 @@ pub mod lease;
 pub mod local_pg;
 pub mod queue_state;
 pub mod queues;
+pub mod replicas;
 pub mod report;
 pub mod retention;
 pub mod round_snapshot;
