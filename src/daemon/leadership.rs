@@ -191,6 +191,9 @@ pub async fn look(
             }
         }
     }
+    for handle in slots.values() {
+        handle.mark_decided();
+    }
     // Look again right when a lease we may want expires (a dead replica's): we take over
     // within its TTL, not a renew interval later.
     for l in &leases {

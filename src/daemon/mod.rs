@@ -233,6 +233,13 @@ async fn queue_task(
     // The leadership loop takes and renews the lease (a balanced handle: the worker only
     // renews it before each look, and hands it over when asked to).
     roster.register(&queue, worker.lease_handle());
+    let lease = worker.lease_handle();
+    // The first look waits for the loop's first plan for this queue, so that it already
+    // leads if it is to (readiness then reports the role it keeps).
+    tokio::select! {
+        _ = stop.changed() => {}
+        _ = lease.wait_decided(daemon.lease_ttl) => {}
+    }
 
     let pruner = tokio::spawn(retention::prune_while_leading(
         runner.db.clone(),
@@ -295,6 +302,7 @@ async fn queue_task(
         tokio::select! {
             _ = stop.changed() => break,
             _ = config_rx.changed() => {}
+            _ = lease.changed() => {}
             _ = tokio::time::sleep(sleep) => {}
             _ = wait_for_wake(&mut wake, &queue) => {
                 tokio::time::sleep(NOTIFY_DEBOUNCE).await;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use super::countdown;
 use super::metrics::{self, ErrorKind};
@@ -33,6 +33,11 @@ struct LeaseSlot {
     balanced: bool,
     /// The balancer asks for the lease to be given up (we lead beyond our share).
     hand_over: AtomicBool,
+    /// The leadership loop has planned for this queue at least once.
+    decided: AtomicBool,
+    /// Wakes the worker: the leadership loop took the lease, or decided for the first
+    /// time (a worker may otherwise sleep a whole poll interval as a standby).
+    changed: Notify,
 }
 
 impl Default for LeaseHandle {
@@ -48,7 +53,36 @@ impl LeaseHandle {
             step: Mutex::new(()),
             balanced,
             hand_over: AtomicBool::new(false),
+            decided: AtomicBool::new(false),
+            changed: Notify::new(),
         }))
+    }
+
+    /// The leadership loop planned for this queue (the first time, the worker is woken).
+    pub fn mark_decided(&self) {
+        if !self.0.decided.swap(true, Ordering::Relaxed) {
+            self.0.changed.notify_one();
+        }
+    }
+
+    /// Wait until the leadership loop has planned for this queue once, at most `at_most`
+    /// (a lone worker does not wait): the worker's first look then already knows whether
+    /// it leads, and reports so.
+    pub async fn wait_decided(&self, at_most: Duration) {
+        let deadline = tokio::time::Instant::now() + at_most;
+        while self.0.balanced && !self.0.decided.load(Ordering::Relaxed) {
+            if tokio::time::timeout_at(deadline, self.0.changed.notified())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Resolves when the leadership loop took this lease (or first decided).
+    pub async fn changed(&self) {
+        self.0.changed.notified().await;
     }
 
     /// A handle whose lease only the replica's leadership loop takes (`daemon::run`).
@@ -154,6 +188,7 @@ impl LeaseHandle {
             );
             self.request_hand_over(false);
             *current = Some(lease);
+            self.0.changed.notify_one();
         }
         metrics::record_lease(queue, current.is_some());
         Ok(current.clone())
