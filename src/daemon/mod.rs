@@ -202,7 +202,8 @@ pub async fn run(
     Ok(())
 }
 
-/// One queue: the lease keeper and the worker loop.
+/// One queue: the worker loop (its lease is the leadership loop's to take and renew) and
+/// the retention pruner.
 #[allow(clippy::too_many_arguments)]
 async fn queue_task(
     queue: String,

@@ -49,8 +49,7 @@ pub async fn heartbeat(
     ttl: Duration,
     now: Option<DateTime<Utc>>,
 ) -> Result<Vec<Peer>, DbError> {
-    // Two statements in one round trip would need a transaction; the order matters more:
-    // our row first, so that the read below always sees us.
+    // Our row first, so that the read below always counts us.
     sqlx::query(
         "INSERT INTO replicas AS r (replica, started_at, heartbeat_at, expires_at, queues,
                                     version)
