@@ -1,13 +1,14 @@
 //! `matchmaker status`: a live terminal view of a running deployment, read from the
 //! database only (any replica or none): per queue the pool size and the countdown to the
 //! next round, and a summary of each recent round (players, matches, left over, score,
-//! per-factor averages, wait-time percentiles, solve time).
+//! per-factor averages, wait-time percentiles, solve time); and the daemon replicas, with
+//! the queues each leads (balanced leadership, migration 0015).
 //!
 //! The view is a redrawn page of text: tables from `comfy-table` fitted to the width
 //! (see [`crate::cli::term`]), cleared and styled only on a terminal; piped or with
 //! `--once` it prints plain lines that fit 80 columns (or `COLUMNS`).
 //! The queries read the ops read models (`queue_state`, `round_summaries`,
-//! `match_details`) and are the same an operator can run in `psql`.
+//! `match_details`, `replica_leadership`) and are the same an operator can run in `psql`.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -74,12 +75,30 @@ pub struct RoundLine {
     pub wait_secs: Option<(f64, f64, f64)>,
 }
 
+/// One daemon replica (a row of the `replica_leadership` view).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaLine {
+    pub replica: String,
+    /// Its heartbeat is unexpired. A replica that stopped deletes its row; one that died
+    /// shows here as not live until its row is forgotten.
+    pub live: bool,
+    /// Seconds since its last heartbeat; `None`: a holder of live leases that never
+    /// registered (a replica of an older binary).
+    pub heartbeat_secs: Option<i64>,
+    /// How many queues its config lists.
+    pub serves: usize,
+    /// The queues whose live lease it holds.
+    pub leads: Vec<String>,
+}
+
 /// Everything one frame of the view shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusView {
     pub at: DateTime<Utc>,
     pub queues: Vec<QueueLine>,
     pub rounds: Vec<RoundLine>,
+    /// Empty when no replica ever registered (no daemon yet).
+    pub replicas: Vec<ReplicaLine>,
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
@@ -220,7 +239,32 @@ pub async fn read_status(
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    Ok(StatusView { at, queues, rounds })
+    let replicas = sqlx::query(
+        "SELECT replica, live,
+                floor(extract(epoch FROM now() - heartbeat_at))::bigint AS heartbeat_secs,
+                cardinality(serves) AS serves, leads
+           FROM replica_leadership
+          ORDER BY replica",
+    )
+    .fetch_all(db)
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(ReplicaLine {
+            replica: r.try_get("replica")?,
+            live: r.try_get("live")?,
+            heartbeat_secs: r.try_get("heartbeat_secs")?,
+            serves: r.try_get::<i32, _>("serves")?.max(0) as usize,
+            leads: r.try_get("leads")?,
+        })
+    })
+    .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(StatusView {
+        at,
+        queues,
+        rounds,
+        replicas,
+    })
 }
 
 /// The view as text at 80 columns; `ansi` adds bold / dim styling. (The commands use
@@ -261,6 +305,10 @@ pub fn render_for(view: &StatusView, out: &Output) -> String {
         );
     }
     let _ = writeln!(text);
+    if !view.replicas.is_empty() {
+        text.push_str(&replica_table(&view.replicas, out));
+        let _ = writeln!(text);
+    }
     let mut rounds = out.table(
         &[
             "ROUND",
@@ -312,6 +360,31 @@ pub fn render_for(view: &StatusView, out: &Output) -> String {
         text.push_str(&factors);
     }
     text
+}
+
+/// Who leads what: per replica, its state, last heartbeat and the queues it leads (of
+/// those its config lists).
+fn replica_table(replicas: &[ReplicaLine], out: &Output) -> String {
+    let mut table = out.table(&["REPLICA", "STATE", "HEARTBEAT", "LEADS"], &[]);
+    for r in replicas {
+        let state = match (r.live, r.heartbeat_secs) {
+            (true, _) => "live",
+            (false, Some(_)) => "gone",
+            (false, None) => "unregistered",
+        };
+        let heartbeat = r
+            .heartbeat_secs
+            .map_or("-".into(), |s| format!("{} s ago", s.max(0)));
+        let mut leads = match r.heartbeat_secs {
+            Some(_) => format!("{} of {}", r.leads.len(), r.serves),
+            None => r.leads.len().to_string(),
+        };
+        if !r.leads.is_empty() {
+            let _ = write!(leads, ": {}", r.leads.join(", "));
+        }
+        table.add_row(vec![r.replica.clone(), state.into(), heartbeat, leads]);
+    }
+    table_text(&table)
 }
 
 /// Factor name per row, one column of averages per round (newest first), as many
@@ -407,10 +480,39 @@ mod tests {
                 solve_ms: 512.4,
                 wait_secs: Some((21.0, 38.2, 55.0)),
             }],
+            replicas: vec![
+                ReplicaLine {
+                    replica: "host-a-17".into(),
+                    live: true,
+                    heartbeat_secs: Some(1),
+                    serves: 3,
+                    leads: vec!["casual".into(), "ranked_3v3".into()],
+                },
+                ReplicaLine {
+                    replica: "host-b-9".into(),
+                    live: false,
+                    heartbeat_secs: Some(40),
+                    serves: 3,
+                    leads: vec![],
+                },
+            ],
         };
         let text = render(&view, false);
         assert!(text.contains("in 17 s (or at 150 players)"), "{text}");
         assert!(text.contains("host-a-17 (term 2)"), "{text}");
+        let replica_row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        };
+        assert_eq!(
+            replica_row("host-a-17").as_deref(),
+            Some("host-a-17 live 1 s ago 2 of 3: casual, ranked_3v3")
+        );
+        assert_eq!(
+            replica_row("host-b-9").as_deref(),
+            Some("host-b-9 gone 40 s ago 0 of 3")
+        );
         assert!(text.contains("0.873"), "{text}");
         assert!(text.contains("21/38/55"), "{text}");
         assert!(text.contains("6+1r"), "{text}");
@@ -465,6 +567,17 @@ mod tests {
                 queue("arena", "players"),
             ],
             rounds: (1..=12).rev().map(round).collect(),
+            replicas: (0..3)
+                .map(|i| ReplicaLine {
+                    replica: format!("matchmaker-replica-eu-west-1b-7f9c4d-1234{i}"),
+                    live: i != 2,
+                    heartbeat_secs: Some(86_400),
+                    serves: 40,
+                    leads: (0..13)
+                        .map(|q| format!("ranked_competitive_5v5_season_{q}"))
+                        .collect(),
+                })
+                .collect(),
         };
         for width in [80, 100] {
             let text = render_for(&view, &Output::plain(width));

@@ -155,11 +155,13 @@ pub struct DaemonConfig {
     /// notifications are lost) and re-checks its lease.
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
-    /// A leader that stops renewing loses its queues after this long; a standby takes
-    /// over within it.
+    /// A leader that stops renewing loses its queues after this long; the other replicas
+    /// take over within it. Also how long a replica's heartbeat counts it as live
+    /// (balanced leadership, `daemon::leadership`).
     #[serde(with = "humantime_serde")]
     pub lease_ttl: Duration,
-    /// How often the leader renews its leases (well below `lease_ttl`).
+    /// How often each replica heartbeats, renews its leases and rebalances the queues
+    /// (well below `lease_ttl`).
     #[serde(with = "humantime_serde")]
     pub lease_renew: Duration,
     /// The longest the daemon waits for a lock; a statement that would wait longer fails

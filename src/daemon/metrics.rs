@@ -35,6 +35,9 @@ pub const MATCH_SCORE: &str = "matchmaker_match_score";
 pub const ROUND_SCORE: &str = "matchmaker_round_score";
 pub const FACTOR_AVERAGE: &str = "matchmaker_factor_score_average";
 pub const LEASES_HELD: &str = "matchmaker_leases_held";
+pub const REPLICAS_LIVE: &str = "matchmaker_replicas_live";
+pub const LEASE_SHARE: &str = "matchmaker_lease_share";
+pub const HAND_OVERS: &str = "matchmaker_lease_hand_overs_total";
 pub const ERRORS: &str = "matchmaker_errors_total";
 pub const NEXT_ROUND: &str = "matchmaker_next_round_in_seconds";
 pub const CONFIG_RELOAD_OK: &str = "matchmaker_config_last_reload_successful";
@@ -219,6 +222,19 @@ fn describe() {
         LEASES_HELD,
         "1 while this replica holds the queue's leader lease."
     );
+    describe_gauge!(
+        REPLICAS_LIVE,
+        "Live replicas (unexpired heartbeats) this replica counted at its last look."
+    );
+    describe_gauge!(
+        LEASE_SHARE,
+        "How many queues this replica should lead: its share of the queues among the live \
+         replicas."
+    );
+    describe_counter!(
+        HAND_OVERS,
+        "Leases this replica gave up between rounds to a replica below its share."
+    );
     describe_counter!(
         ERRORS,
         "Errors by kind; the log has each one with its cause."
@@ -291,6 +307,17 @@ pub fn record_pool_size(queue: &str, size: Option<usize>) {
 
 pub fn record_lease(queue: &str, held: bool) {
     gauge!(LEASES_HELD, "queue" => queue.to_string()).set(if held { 1.0 } else { 0.0 });
+}
+
+/// The live replicas and this replica's share of the queues, at a look of the leadership
+/// loop.
+pub fn record_share(replicas: usize, share: usize) {
+    gauge!(REPLICAS_LIVE).set(replicas as f64);
+    gauge!(LEASE_SHARE).set(share as f64);
+}
+
+pub fn record_hand_over(queue: &str) {
+    counter!(HAND_OVERS, "queue" => queue.to_string()).increment(1);
 }
 
 pub fn record_tidied(queue: &str, expired: u64, party_closed: u64) {

@@ -6,8 +6,10 @@
 //! run(db, config, options, shutdown)
 //!  ├─ config watcher (file change, SIGHUP)  ──► watch<Arc<Config>>
 //!  ├─ LISTEN matchmaker_enqueue             ──► wakes the queue's worker
+//!  ├─ LISTEN matchmaker_leadership          ──► wakes the leadership loop
+//!  ├─ leadership loop (balanced leadership): heartbeat in `replicas`, renew our leases,
+//!  │    hand over what exceeds our share of the queues, take free ones up to it
 //!  └─ per queue:
-//!       ├─ lease keeper: renew / take the lease every `daemon.lease_renew`
 //!       ├─ retention: prune the queue's history past the horizon while leading it
 //!       └─ worker loop: step() on wake-up (next round time, poll interval, NOTIFY,
 //!          config change) until shutdown; then release the lease
@@ -18,15 +20,21 @@
 //!
 //! * Never two rounds of one queue at once: one worker per queue per process, rounds run
 //!   inside its loop; across processes the lease decides, and the commit checks its term.
-//! * Shutdown: no new rounds start; a round in flight finishes (commits, or is abandoned
-//!   with its entries still queued if its lease was lost); the leases are released so a
-//!   standby takes over at once.
+//! * Several replicas share the queues: each leads about its share (Q/R of Q queues among
+//!   R live replicas; [`balance`], [`leadership`]) and hands queues over between rounds
+//!   when a replica joins; a replica that dies is noticed when its heartbeat and leases
+//!   expire.
+//! * Shutdown: no new rounds start; the replica leaves the `replicas` table; a round in
+//!   flight finishes (commits, or is abandoned with its entries still queued if its lease
+//!   was lost); the leases are released so the others take over at once.
 
+pub mod balance;
 pub mod clock;
 pub mod cores;
 pub mod countdown;
 pub mod endpoints;
 pub mod health;
+pub mod leadership;
 pub mod metrics;
 pub mod reload;
 pub mod retention;
@@ -49,9 +57,10 @@ use crate::config::Config;
 use crate::db;
 use clock::Clock;
 use health::{Health, QueueRole};
+use leadership::{LEADERSHIP_CHANNEL, Roster};
 use metrics::ErrorKind;
 use round::RoundRunner;
-use worker::{QueueWorker, StepOutcome};
+use worker::{LeaseHandle, QueueWorker, StepOutcome};
 
 /// The NOTIFY channel of enqueues (payload: queue name).
 pub const ENQUEUE_CHANNEL: &str = "matchmaker_enqueue";
@@ -123,11 +132,22 @@ pub async fn run(
             options.health.clone(),
         )));
     }
+    let roster = Arc::new(Roster::default());
     background.push(tokio::spawn(listen_enqueues(
         db.clone(),
         wake_tx.clone(),
+        roster.clone(),
+        options.holder.clone(),
         stop_rx.clone(),
     )));
+    let leadership = tokio::spawn(leadership::lead_fair_share(
+        db.clone(),
+        options.holder.clone(),
+        roster.clone(),
+        options.clock.clone(),
+        config_rx.clone(),
+        stop_rx.clone(),
+    ));
 
     // The supervisor: a worker per configured queue; queues added by a reload get one,
     // removed queues' workers stop by themselves.
@@ -160,6 +180,7 @@ pub async fn run(
                     name,
                     options.holder.clone(),
                     runner.clone(),
+                    roster.clone(),
                     config_rx.clone(),
                     wake_tx.subscribe(),
                     stop_rx.clone(),
@@ -177,9 +198,14 @@ pub async fn run(
     tracing::info!("shutting down: no new rounds; finishing rounds in flight");
     options.health.stopping();
     let _ = stop_tx.send(true);
+    // Take nothing more, and leave: the others count one replica fewer from now on.
+    let _ = leadership.await;
+    leadership::leave(&db, &options.holder).await;
     for (_, handle) in workers {
         let _ = handle.await;
     }
+    // Our leases are released: the others take them now rather than at their next look.
+    leadership::notify(&db, &options.holder).await;
     for handle in background {
         handle.abort();
     }
@@ -187,11 +213,14 @@ pub async fn run(
     Ok(())
 }
 
-/// One queue: the lease keeper and the worker loop.
+/// One queue: the worker loop (its lease is the leadership loop's to take and renew) and
+/// the retention pruner.
+#[allow(clippy::too_many_arguments)]
 async fn queue_task(
     queue: String,
     holder: String,
     runner: RoundRunner,
+    roster: Arc<Roster>,
     config: watch::Receiver<Arc<Config>>,
     mut wake: broadcast::Receiver<String>,
     mut stop: watch::Receiver<bool>,
@@ -210,50 +239,19 @@ async fn queue_task(
         runner.clone(),
         queue_config,
         daemon.lease_ttl,
-    );
+    )
+    .with_lease_handle(LeaseHandle::balanced());
 
-    // The lease keeper renews on its own timer, so a long round does not let the lease
-    // lapse.
-    let keeper = {
-        let (db, clock, handle) = (
-            runner.db.clone(),
-            runner.clock.clone(),
-            worker.lease_handle(),
-        );
-        let (queue, holder, mut stop) = (queue.clone(), holder.clone(), stop.clone());
-        let (renew, ttl) = (daemon.lease_renew, daemon.lease_ttl);
-        tokio::spawn(async move {
-            let mut wait = Duration::ZERO;
-            loop {
-                tokio::select! {
-                    _ = stop.changed() => return,
-                    _ = tokio::time::sleep(wait) => {}
-                }
-                wait = renew;
-                match worker::keep_lease(&db, &handle, &queue, &holder, ttl, clock.lease_now())
-                    .await
-                {
-                    Ok(Some(_)) => {}
-                    // A standby tries again right when the holder's lease expires (by the
-                    // database's clock), so it takes over within the TTL of the holder's
-                    // last renewal plus one renew interval at most.
-                    Ok(None) => {
-                        match db::lease::lease_remaining(&db, &queue, clock.lease_now()).await {
-                            Ok(Some(until)) => {
-                                wait = wait.min(until.max(Duration::from_millis(100)));
-                            }
-                            Ok(None) => {}
-                            Err(e) => tracing::warn!(queue, error = %e, "reading the lease failed"),
-                        }
-                    }
-                    Err(e) => {
-                        metrics::record_error(ErrorKind::Lease);
-                        tracing::warn!(queue, error = %e, "lease renewal failed")
-                    }
-                }
-            }
-        })
-    };
+    // The leadership loop takes and renews the lease (a balanced handle: the worker only
+    // renews it before each look, and hands it over when asked to).
+    roster.register(&queue, worker.lease_handle());
+    let lease = worker.lease_handle();
+    // The first look waits for the loop's first plan for this queue, so that it already
+    // leads if it is to (readiness then reports the role it keeps).
+    tokio::select! {
+        _ = stop.changed() => {}
+        _ = lease.wait_decided(daemon.lease_ttl) => {}
+    }
 
     let pruner = tokio::spawn(retention::prune_while_leading(
         runner.db.clone(),
@@ -316,13 +314,14 @@ async fn queue_task(
         tokio::select! {
             _ = stop.changed() => break,
             _ = config_rx.changed() => {}
+            _ = lease.changed() => {}
             _ = tokio::time::sleep(sleep) => {}
             _ = wait_for_wake(&mut wake, &queue) => {
                 tokio::time::sleep(NOTIFY_DEBOUNCE).await;
             }
         }
     }
-    keeper.abort();
+    roster.unregister(&queue);
     pruner.abort();
     if removed && let Err(e) = worker.retire().await {
         metrics::record_error(ErrorKind::Retire);
@@ -348,11 +347,14 @@ async fn wait_for_wake(wake: &mut broadcast::Receiver<String>, queue: &str) {
     }
 }
 
-/// LISTEN for enqueues and wake the queue's worker. On connection loss it reconnects;
-/// meanwhile the workers poll.
+/// LISTEN for enqueues and wake the queue's worker, and for other replicas' leadership
+/// changes and wake the leadership loop. On connection loss it reconnects; meanwhile the
+/// workers and the leadership loop poll.
 async fn listen_enqueues(
     db: PgPool,
     wake: broadcast::Sender<String>,
+    roster: Arc<Roster>,
+    holder: String,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -367,7 +369,13 @@ async fn listen_enqueues(
                 }
             }
         };
-        if let Err(e) = listener.listen(ENQUEUE_CHANNEL).await {
+        // One channel at a time, the enqueues last: tests (and operators) see the
+        // listener's session idle in `LISTEN "matchmaker_enqueue"` once both are set up.
+        let listened = match listener.listen(LEADERSHIP_CHANNEL).await {
+            Ok(()) => listener.listen(ENQUEUE_CHANNEL).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = listened {
             metrics::record_error(ErrorKind::Listen);
             tracing::warn!(error = %e, "LISTEN failed; polling");
             tokio::select! {
@@ -379,6 +387,11 @@ async fn listen_enqueues(
             tokio::select! {
                 _ = stop.changed() => return,
                 n = listener.recv() => match n {
+                    Ok(n) if n.channel() == LEADERSHIP_CHANNEL => {
+                        if n.payload() != holder {
+                            roster.wake();
+                        }
+                    }
                     Ok(n) => { let _ = wake.send(n.payload().to_string()); }
                     Err(e) => {
                         metrics::record_error(ErrorKind::Listen);

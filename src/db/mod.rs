@@ -12,6 +12,7 @@ pub mod local_pg;
 pub mod notify;
 pub mod queue_state;
 pub mod queues;
+pub mod replicas;
 pub mod report;
 pub mod retention;
 pub mod round_snapshot;

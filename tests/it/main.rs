@@ -7,6 +7,7 @@ mod client_abuse;
 mod client_contract;
 mod client_lifecycle;
 mod config;
+mod daemon_balance;
 mod daemon_lease;
 mod daemon_rounds;
 mod daemon_run;
