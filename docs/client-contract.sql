@@ -124,7 +124,14 @@ SELECT cancel(player_id => $1, queue => $2) AS cancelled;
 --              (NULL: it waits for more players, see waiting_for); may_start_early and
 --              players_missing_for_early_start: how many more players start it now.
 --   matched    match_id, team (0, 1, ...), role, and where to play: region (dedicated
---              servers) or hosts (peer-to-peer); the rest of the match: match_details.
+--              servers) or, peer-to-peer, host_player_id (who hosts) and
+--              backup_host_player_id (who takes over if the host drops; NULL when only
+--              one player can host; hosts lists every player who could, best first);
+--              the rest of the match: match_details.
+--   queued after a round left them over: left_over says how (no_host: nobody who
+--              could host a match with them was in the pool; no_valid_match,
+--              outscored, not_found, party_sat_out, match_dropped) and reason says it in
+--              words.
 --   cancelled, rejected, expired, withdrawn
 --              reason: why, in words (withdrawn: matched in another queue, match_id says
 --              which match).
@@ -133,8 +140,8 @@ SELECT cancel(player_id => $1, queue => $2) AS cancelled;
 SELECT queue, player_id, status, party_id,
        seconds_to_next_round, next_round_at, waiting_for, may_start_early,
        players_missing_for_early_start,
-       match_id, team, role, region, hosts,
-       reason, expires_at
+       match_id, team, role, region, hosts, host_player_id, backup_host_player_id,
+       left_over, reason, expires_at
   FROM player_status
  WHERE player_id = ANY ($1::text[])
  ORDER BY queue, player_id;
@@ -144,6 +151,7 @@ SELECT queue, player_id, status, party_id,
 -- where to play, and how long they waited.
 -- example: alice
 SELECT match_id, queue, created_at, team, role, teammates, opponents, region, hosts,
+       host_player_id, backup_host_player_id,
        round(waited_seconds::numeric, 1) AS waited_seconds
   FROM match_details
  WHERE player_id = $1

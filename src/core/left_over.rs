@@ -11,7 +11,10 @@
 //! - among the other left-over players: found, a valid match existed that the search did
 //!   not form within its budget (**not_found**; the objective always prefers one more
 //!   match, so only the budget explains it);
-//! - neither: **no_valid_match**, with what was tried.
+//! - neither, but some of the matches tried were valid except that nobody in them could
+//!   host (peer-to-peer, seed 003's host rule, a hard rule here): **no_host**, with how
+//!   many pooled players are within `hosts.max_ping_ms` of them;
+//! - none at all: **no_valid_match**, with what was tried.
 //!
 //! Pure and bounded: at most [`MATCHES_TRIED`] matches per unit and [`EVALUATIONS`]
 //! match evaluations per round, so a round with a large bench costs milliseconds.
@@ -39,6 +42,9 @@ pub const EVALUATIONS: usize = 200_000;
 pub enum LeftOverKind {
     /// No valid match could include them (too few players, party shape, strict roles).
     NoValidMatch,
+    /// Peer-to-peer: every match tried with them had nobody who could host it (reach
+    /// everyone within `hosts.max_ping_ms`); they wait for players who can.
+    NoHost,
     /// A valid match with them existed, but the round scored higher without it.
     Outscored,
     /// A valid match existed among the left-over players; the search's budget ended
@@ -60,6 +66,7 @@ impl LeftOverKind {
     pub fn as_str(self) -> &'static str {
         match self {
             LeftOverKind::NoValidMatch => "no_valid_match",
+            LeftOverKind::NoHost => "no_host",
             LeftOverKind::Outscored => "outscored",
             LeftOverKind::NotFound => "not_found",
             LeftOverKind::PartySatOut => "party_sat_out",
@@ -145,6 +152,8 @@ pub fn explain_left_over(
     for &u in &bench {
         let unit = &ix.units[u as usize];
         let size = unit.size();
+        // set when a match tried was valid but for its host
+        let mut hostless = false;
         let (kind, mut reason) = if ix.ids.len() < per_match {
             (
                 LeftOverKind::NoValidMatch,
@@ -153,9 +162,14 @@ pub fn explain_left_over(
                     ix.ids.len()
                 ),
             )
-        } else if let Some((swapped, m, score)) =
-            in_place_of(&sc, &matches, u, unit.skill, &mut evaluations)
-        {
+        } else if let Some((swapped, m, score)) = in_place_of(
+            &sc,
+            &matches,
+            u,
+            unit.skill,
+            &mut evaluations,
+            &mut hostless,
+        ) {
             let out: Vec<String> = swapped.iter().map(|&v| name(v)).collect();
             // the match, named by a player who stays in it
             let stays = matches[m]
@@ -171,11 +185,40 @@ pub fn explain_left_over(
                     matches[m].2
                 ),
             )
-        } else if among_left_over(&sc, &bench, u, per_match, &mut evaluations) {
+        } else if among_left_over(&sc, &bench, u, per_match, &mut evaluations, &mut hostless) {
             (
                 LeftOverKind::NotFound,
                 "a valid match among the left-over players existed; the search's budget ended before it formed it"
                     .to_string(),
+            )
+        } else if hostless {
+            let limit = model.hosts.max_ping_ms;
+            let p = &model.ping;
+            // the member with the most players in reach speaks for the party
+            let reach = unit
+                .members
+                .iter()
+                .map(|&a| {
+                    (0..ix.ids.len() as u32)
+                        .filter(|&b| {
+                            b != a && ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms) <= limit
+                        })
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            (
+                LeftOverKind::NoHost,
+                format!(
+                    "nobody could host a match with {}: in every valid match tried (in place of players of the {} nearest matches, or with the other left-over players) no player reaches everyone within hosts.max_ping_ms ({limit} ms); {reach} of the {} other players in the pool are within {limit} ms of them",
+                    if size == 1 {
+                        "them".to_string()
+                    } else {
+                        format!("the party of {size}")
+                    },
+                    matches.len().min(MATCHES_TRIED),
+                    ix.ids.len() - 1,
+                ),
             )
         } else {
             let tried = matches.len().min(MATCHES_TRIED);
@@ -219,6 +262,7 @@ fn in_place_of(
     u: u32,
     skill: f64,
     evaluations: &mut usize,
+    hostless: &mut bool,
 ) -> Option<(Vec<u32>, usize, f64)> {
     let size = sc.ix.units[u as usize].size();
     let mut order: Vec<usize> = (0..matches.len()).collect();
@@ -258,15 +302,16 @@ fn in_place_of(
                 .collect();
             candidate.push(u);
             let eval = sc.evaluate(&candidate);
-            if eval.feasible {
+            if eval.valid() {
                 return Some((subset.iter().map(|&i| units[i]).collect(), m, eval.score));
             }
+            *hostless |= eval.feasible;
         }
     }
     None
 }
 
-/// Whether `u` and other left-over units form a valid match: filled greedily with the
+/// Whether `u` and other left-over units form a valid match with a host: filled greedily with the
 /// units nearest in skill, then with each other left-over unit as the last one.
 fn among_left_over(
     sc: &Scorer,
@@ -274,6 +319,7 @@ fn among_left_over(
     u: u32,
     per_match: usize,
     evaluations: &mut usize,
+    hostless: &mut bool,
 ) -> bool {
     let units = &sc.ix.units;
     let skill = units[u as usize].skill;
@@ -309,9 +355,11 @@ fn among_left_over(
             return false;
         }
         *evaluations += 1;
-        if sc.evaluate(&candidate).feasible {
+        let eval = sc.evaluate(&candidate);
+        if eval.valid() {
             return true;
         }
+        *hostless |= eval.feasible;
     }
     false
 }

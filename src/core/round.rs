@@ -34,9 +34,19 @@ pub struct MatchOutcome {
     /// Server region, in dedicated-server queues.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// Players who can host (reach everyone within the threshold), peer-to-peer queues.
+    /// Players who can host (reach everyone within `hosts.max_ping_ms`), best first,
+    /// peer-to-peer queues. Never empty there: a match nobody can host is never made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Vec<String>>,
+    /// Who hosts (peer-to-peer): the first of `hosts`, seed 003's host rule (lowest
+    /// worst ping to the others, ties by player id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Who takes over if the host drops (host migration): the second of `hosts`; none
+    /// when only one player can host (the two-hosts factor then scores
+    /// `hosts.one_host_score`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup_host: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

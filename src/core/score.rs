@@ -16,6 +16,14 @@
 //!    round is who is left over).
 //!
 //! The reported round score is the power mean (mean of score^p)^(1/p) of the match scores.
+//!
+//! Hosts are a hard rule in peer-to-peer queues (seed 003, "each match should have a
+//! player who can connect with everyone in the match"): a match nobody in it can host is
+//! *hostless* and worth nothing to the objective (no match, no overdue player placed, no
+//! quality; `MatchEval::hosted`), exactly as if its players were on the bench. The search
+//! may pass through hostless matches (a walk needs the room) but never gains by keeping
+//! one, and the solver dissolves any that are left before it returns
+//! (`solver::search`), so no hostless match leaves the core.
 
 // Slot-indexed arrays are the point of this hot loop.
 #![allow(clippy::needless_range_loop)]
@@ -102,6 +110,10 @@ pub struct Scorer<'a> {
 pub struct MatchEval {
     /// Some split is valid (team sizes, parties, strict roles).
     pub feasible: bool,
+    /// Someone in the match can host it (always true on dedicated servers). A hostless
+    /// match counts for nothing: `quality` and `overdue` are 0 and `RoundValue` does not
+    /// count it as a match; `score` stays the factors' score (for reports).
+    pub hosted: bool,
     pub score: f64,
     /// Index of the best split in the shape's table.
     pub split: u32,
@@ -111,8 +123,37 @@ pub struct MatchEval {
 }
 
 impl MatchEval {
+    /// A match the round may keep: a valid split and someone to host it.
+    #[inline]
+    pub fn valid(&self) -> bool {
+        self.feasible && self.hosted
+    }
+
+    /// The evaluation of a feasible match with `hosts` possible hosts: a hostless
+    /// peer-to-peer match is worth nothing (see the module docs).
+    #[inline(always)]
+    pub(crate) fn scored(
+        p2p: bool,
+        hosts: u32,
+        score: f64,
+        split: u32,
+        quality: f64,
+        overdue: u32,
+    ) -> MatchEval {
+        let hosted = !p2p || hosts > 0;
+        MatchEval {
+            feasible: true,
+            hosted,
+            score,
+            split,
+            quality: if hosted { quality } else { 0.0 },
+            overdue: if hosted { overdue } else { 0 },
+        }
+    }
+
     pub const INFEASIBLE: MatchEval = MatchEval {
         feasible: false,
+        hosted: false,
         score: 0.0,
         split: 0,
         quality: 0.0,
@@ -132,7 +173,7 @@ impl RoundValue {
     pub fn add(&mut self, e: &MatchEval, sign: f64) {
         let s = sign as i64;
         self.overdue += s * e.overdue as i64;
-        self.matches += s;
+        self.matches += s * e.hosted as i64;
         self.quality += sign * e.quality;
     }
 
@@ -167,7 +208,8 @@ pub struct MatchDetail {
     /// (player, role index) for every role filled.
     pub roles: Vec<(u32, usize)>,
     pub region: Option<usize>,
-    /// Possible hosts, best first (peer-to-peer).
+    /// Possible hosts, best first (peer-to-peer): lowest worst ping to the others, ties
+    /// by player id. The first is the match's host, the second its backup host.
     pub hosts: Vec<u32>,
 }
 
@@ -190,6 +232,8 @@ struct Ctx {
     fixed_weighted: f64,
     region: Option<usize>,
     hosts: Vec<u32>,
+    /// Number of players who can host (peer-to-peer).
+    capable: u32,
     quality_wait: f64,
     overdue: u32,
 }
@@ -483,6 +527,7 @@ impl<'a> Scorer<'a> {
             fixed_weighted: 0.0,
             region: None,
             hosts: Vec::new(),
+            capable: 0,
             quality_wait: 0.0,
             overdue: 0,
         };
@@ -531,14 +576,21 @@ impl<'a> Scorer<'a> {
                     }
                 }
                 let capable = (0..n).filter(|&i| c.worst_ms[i] as f64 <= limit).count();
+                c.capable = capable as u32;
                 c.fixed[TWO_HOSTS] = hosts::score(capable, &model.hosts);
+                // the seed's host rule: best = lowest worst ping to the others; ties by
+                // player id, so the named host does not depend on the pool's order
                 let mut h: Vec<(f32, u32)> = (0..n)
                     .filter(|&i| c.worst_ms[i] as f64 <= limit)
                     .map(|i| (c.worst_ms[i], c.slots[i]))
                     .collect();
-                h.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                h.sort_by(|a, b| {
+                    a.0.total_cmp(&b.0)
+                        .then_with(|| ix.ids[a.1 as usize].cmp(&ix.ids[b.1 as usize]))
+                });
                 c.hosts = h.into_iter().map(|h| h.1).collect();
-            } else if w[ENEMY_PING] > 0.0 || w[TWO_HOSTS] > 0.0 {
+            } else {
+                // always, whatever the weights: hosts are a hard rule
                 // slots with some ping above the host limit, as a bit mask
                 let mut over_mask = 0u32;
                 let mut k = 0;
@@ -552,8 +604,9 @@ impl<'a> Scorer<'a> {
                         }
                     }
                 }
+                let capable = n - over_mask.count_ones() as usize;
+                c.capable = capable as u32;
                 if w[TWO_HOSTS] > 0.0 {
-                    let capable = n - over_mask.count_ones() as usize;
                     let near = if capable < 2 && self.near_host_credit > 0.0 {
                         self.near_hosts(&c.slots[..n])
                     } else {
@@ -832,13 +885,14 @@ impl<'a> Scorer<'a> {
             return MatchEval::INFEASIBLE;
         }
         let score = ((best + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
-        MatchEval {
-            feasible: true,
+        MatchEval::scored(
+            self.p2p,
+            c.capable,
             score,
-            split: best_split,
-            quality: self.shaped(score) + c.quality_wait,
-            overdue: c.overdue,
-        }
+            best_split,
+            self.shaped(score) + c.quality_wait,
+            c.overdue,
+        )
     }
 
     /// The general path's evaluation (for testing the fast path against it).
@@ -932,13 +986,14 @@ impl<'a> Scorer<'a> {
         let mut f = c.fixed;
         let v = self.split_factors(&c, table, s, &mut f, false, None)?;
         let score = ((v + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
-        Some(MatchEval {
-            feasible: true,
+        Some(MatchEval::scored(
+            self.p2p,
+            c.capable,
             score,
-            split: s as u32,
-            quality: self.shaped(score) + c.quality_wait,
-            overdue: c.overdue,
-        })
+            s as u32,
+            self.shaped(score) + c.quality_wait,
+            c.overdue,
+        ))
     }
 
     /// Everything about a match for the output, with the split `eval.split`.

@@ -192,8 +192,34 @@ pub struct SearchRun {
     pub delta_checks: u64,
 }
 
-/// Run the strategy on a prepared scorer (also used by benchmarks and tests).
+/// Run the strategy on a prepared scorer (also used by benchmarks and tests). The
+/// result never holds a hostless match (`enforce_hosts`).
 pub fn search(
+    sc: &Scorer,
+    options: &SolveOptions,
+    deadline: &Deadline,
+    threads: usize,
+) -> SearchRun {
+    let mut run = run_strategy(sc, options, deadline, threads);
+    enforce_hosts(sc, &mut run.state);
+    run
+}
+
+/// The hard host rule on a finished search (peer-to-peer): dissolve every match nobody
+/// in it can host, then form what matches the bench allows, each with a host. The
+/// search's objective already counts a hostless match for nothing, so this loses
+/// nothing the search valued; its overdue players stay on the bench unless a match
+/// with a host can take them (seed 003's max-wait fallback, "matched with whoever can
+/// host them").
+pub fn enforce_hosts(sc: &Scorer, state: &mut State) {
+    if state.evals.iter().all(|e| e.hosted) {
+        return;
+    }
+    state.drop_hostless(sc);
+    construct::fill_from_bench(sc, state);
+}
+
+fn run_strategy(
     sc: &Scorer,
     options: &SolveOptions,
     deadline: &Deadline,
@@ -386,6 +412,18 @@ fn outcome(
         all.iter().map(|&p| ix.skill[p as usize]).sum::<f64>() / all.len() as f64
     };
     details.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
+    // The host rule's last line: `search` returns no hostless match; should one ever
+    // get here, its players stay unmatched rather than in a match nobody can host.
+    let p2p = sc.model.network == Network::PeerToPeer;
+    let mut hostless: Vec<u32> = Vec::new();
+    details.retain(|d| {
+        let keep = !p2p || !d.hosts.is_empty();
+        if !keep {
+            hostless.extend(d.teams.iter().flatten().copied());
+        }
+        keep
+    });
+    debug_assert!(hostless.is_empty(), "the search returned a hostless match");
     let score = sc.round_score(details.iter().map(|d| d.score));
     let matches = details
         .iter()
@@ -410,14 +448,16 @@ fn outcome(
                 Network::Dedicated => d.region.map(|r| ix.regions[r].clone()),
                 Network::PeerToPeer => None,
             },
-            hosts: (sc.model.network == Network::PeerToPeer)
-                .then(|| d.hosts.iter().map(|&p| id(p)).collect()),
+            hosts: p2p.then(|| d.hosts.iter().map(|&p| id(p)).collect()),
+            host: d.hosts.first().filter(|_| p2p).map(|&p| id(p)),
+            backup_host: d.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
         })
         .collect();
     let bench = flex.map_or(run.state.bench.as_slice(), |f| f.bench);
     let mut unmatched: Vec<u32> = bench
         .iter()
         .flat_map(|&u| ix.units[u as usize].members.iter().copied())
+        .chain(hostless)
         .collect();
     unmatched.sort_by_key(|&p| ix.source[p as usize]);
     let elapsed = deadline.elapsed();

@@ -6,7 +6,9 @@
 //! (by trigger) the countdown's and the round's NOTIFY. A player who cancelled, expired,
 //! was matched in another queue or is locked by a client call while the solver ran wins:
 //! the whole match is dropped and its other players stay queued, untouched, keeping their
-//! original `enqueued_at`. Left-over players are not written at all (they stay queued).
+//! original `enqueued_at`. Left-over players stay queued; the entries the commit holds
+//! get the round's left-over outcome and reason (`queue_entries.left_over`, read by
+//! clients through `player_status`).
 //!
 //! No statement waits for a row a client holds (SKIP LOCKED), and two queues' commits
 //! never both match one player: each locks every queued entry of the players it matches,
@@ -412,6 +414,31 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         let dropped_teams: Vec<&Vec<Vec<String>>> =
             dropped.iter().chain(&failed).map(|m| &m.teams).collect();
         write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
+        // The left-over entries this commit holds (locked above: no wait for a client)
+        // read why in player_status; the rest keep what they had.
+        let (mut ids, mut outcomes, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
+        for (player, l) in &left_over {
+            if let Some(id) = entry_ids.get(player)
+                && available.contains(id)
+            {
+                ids.push(*id);
+                outcomes.push(l.outcome.as_str());
+                reasons.push(l.reason.as_str());
+            }
+        }
+        if !ids.is_empty() {
+            sqlx::query(
+                "UPDATE queue_entries e
+                    SET left_over = u.outcome, left_over_reason = u.reason
+                   FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
+                  WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+            )
+            .bind(&ids)
+            .bind(&outcomes)
+            .bind(&reasons)
+            .execute(&mut *tx)
+            .await?;
+        }
     }
 
     write_queue_state(
@@ -596,14 +623,20 @@ async fn write_matches(
         .iter()
         .map(|(m, _)| serde_json::to_value(m.hosts.clone().unwrap_or_default()).expect("hosts"))
         .collect();
+    let host: Vec<Option<&str>> = matches.iter().map(|(m, _)| m.host.as_deref()).collect();
+    let backup: Vec<Option<&str>> = matches
+        .iter()
+        .map(|(m, _)| m.backup_host.as_deref())
+        .collect();
     sqlx::query(
         "INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
-                              region, hosts)
+                              region, hosts, host_player_id, backup_host_player_id)
          OVERRIDING SYSTEM VALUE
          SELECT u.id, $2, $3, $4, u.score, u.factors, u.region,
-                ARRAY(SELECT jsonb_array_elements_text(u.hosts))
-           FROM unnest($1::bigint[], $5::float8[], $6::jsonb[], $7::text[], $8::jsonb[])
-                AS u(id, score, factors, region, hosts)",
+                ARRAY(SELECT jsonb_array_elements_text(u.hosts)), u.host, u.backup
+           FROM unnest($1::bigint[], $5::float8[], $6::jsonb[], $7::text[], $8::jsonb[],
+                       $9::text[], $10::text[])
+                AS u(id, score, factors, region, hosts, host, backup)",
     )
     .bind(&match_ids)
     .bind(round_id)
@@ -613,6 +646,8 @@ async fn write_matches(
     .bind(&factors)
     .bind(&regions)
     .bind(&hosts)
+    .bind(&host)
+    .bind(&backup)
     .execute(&mut *conn)
     .await?;
 

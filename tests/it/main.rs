@@ -15,6 +15,7 @@ mod daemon_triggers;
 mod db_member_fast_path;
 mod db_schema;
 mod faults;
+mod hosts;
 mod local_pg;
 mod notify;
 mod ops_metrics;

@@ -126,6 +126,8 @@ async fn every_ops_query_runs_and_answers() {
             roles: None,
             region: None,
             hosts: Some(vec!["f0".into()]),
+            host: Some("f0".into()),
+            backup_host: None,
         }],
         unmatched: vec![],
         rejected: vec![],

@@ -55,6 +55,9 @@ struct RowInfo {
     hist_pairs: u32,
     tm_total: f64,
     overdue: u32,
+    /// Players who can host (`row_fixed`; peer-to-peer, else every player): a row
+    /// without any is a hostless match, worth nothing (`MatchEval::scored`).
+    hosts: u32,
     /// Weighted split-independent factors and summed wait (`row_fixed`).
     fixed: f64,
     wait: f64,
@@ -568,6 +571,7 @@ impl Scorer<'_> {
         for k in 0..P {
             skill[k] = if k == i { hot.skill } else { slots[k].skill };
         }
+        info.hosts = capable as u32;
         info.fixed = self.fixed_of(&skill, capable, near, || {
             std::array::from_fn(|k| if k == i { player } else { slots[k].player })
         });
@@ -639,10 +643,11 @@ impl Scorer<'_> {
         self.ping_unit_weight * ping_up as f64
     }
 
-    /// Whether rows keep pair pings (peer-to-peer with ping or hosts weighted).
+    /// Whether rows keep pair pings: peer-to-peer, whatever the weights (who can host
+    /// is a hard rule, read from the pairs' host-limit bits).
     #[inline]
     fn ping_pairs(&self) -> bool {
-        self.p2p && (self.weights[ENEMY_PING] > 0.0 || self.weights[TWO_HOSTS] > 0.0)
+        self.p2p
     }
 
     /// Set the history costs of slot i's pairs from its player's history list, keeping
@@ -719,6 +724,7 @@ impl Scorer<'_> {
         };
         let fixed = self.fixed_of(&skill, capable, near, || slots.map(|s| s.player));
         rows.info[r].fixed = fixed;
+        rows.info[r].hosts = capable as u32;
     }
 
     /// The weighted split-independent factors of a match with these skills (slot
@@ -821,13 +827,14 @@ impl Scorer<'_> {
         let info = &mut rows.info[r];
         info.split_best = best;
         let score = ((best + info.fixed) * self.inv_wsum).clamp(0.0, 1.0);
-        MatchEval {
-            feasible: true,
+        MatchEval::scored(
+            self.p2p,
+            info.hosts,
             score,
             split,
-            quality: self.shaped(score) + info.wait * self.beta,
-            overdue: info.overdue,
-        }
+            self.shaped(score) + info.wait * self.beta,
+            info.overdue,
+        )
     }
 
     /// The split loop: (best weighted split-dependent value, its split).

@@ -157,8 +157,9 @@ pub fn fits(sc: &Scorer, units: &[u32]) -> bool {
 }
 
 /// Try to form more matches from the bench (leftovers of parties or roles that the
-/// greedy cut could not fit): a bounded depth-first search over the bench units in
-/// skill order for a set that makes a valid match.
+/// greedy cut could not fit, players of dissolved hostless matches): a bounded
+/// depth-first search over the bench units in skill order for a set that makes a valid
+/// match with a host.
 pub fn fill_from_bench(sc: &Scorer, state: &mut State) {
     let per_match = sc.players_per_match();
     loop {
@@ -195,7 +196,8 @@ pub fn find_match(sc: &Scorer, candidates: &[u32]) -> Option<Vec<u32>> {
     ) -> bool {
         let per_match = sc.players_per_match();
         if size == per_match {
-            return sc.evaluate(cur).feasible;
+            // a new match must have a host (a hostless one would count for nothing)
+            return sc.evaluate(cur).valid();
         }
         for k in from..candidates.len() {
             if *budget == 0 {

@@ -221,6 +221,9 @@ impl State {
             let i = m as usize;
             let current = &self.matches[i];
             scratch.replaced[k] = None;
+            // a hostless match that gains a host gains a match: the quality bound
+            // alone cannot reject that move
+            bounded &= self.evals[i].hosted;
             if out.len() == 1
                 && inn.len() == 1
                 && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
@@ -470,6 +473,35 @@ impl State {
         v.push(x);
         let pos = (v.len() - 1) as u32;
         self.loc[x as usize] = (to, pos);
+    }
+
+    /// Put the units of every hostless match (`MatchEval::hosted`) on the bench. The
+    /// value does not change: a hostless match counts for nothing.
+    pub fn drop_hostless(&mut self, sc: &Scorer) {
+        if self.evals.iter().all(|e| e.hosted) {
+            return;
+        }
+        let keep: Vec<usize> = (0..self.matches.len())
+            .filter(|&i| self.evals[i].hosted)
+            .collect();
+        for (i, m) in self.matches.iter().enumerate() {
+            if !self.evals[i].hosted {
+                self.bench.extend_from_slice(m);
+            }
+        }
+        if let Some(rows) = &self.rows {
+            let mut kept = sc.new_rows(keep.len());
+            for (to, &from) in keep.iter().enumerate() {
+                kept.copy_row(to, rows, from);
+            }
+            self.rows = Some(kept);
+        }
+        self.matches = keep
+            .iter()
+            .map(|&i| std::mem::take(&mut self.matches[i]))
+            .collect();
+        self.evals = keep.iter().map(|&i| self.evals[i]).collect();
+        self.reindex();
     }
 
     /// Add a new match formed from bench units (must be feasible).
