@@ -241,9 +241,14 @@ async fn timed_round(
     let snapshot_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (core_pool, rejected) = snapshot.to_pool(started_at);
     let model = config.model.clone();
+    // The default strategy on a fixed budget (one restart of 100,000 moves): the matches
+    // a round commits are the daemon's kind, with a host in every peer-to-peer match. The
+    // chunk baseline used before the host rule now leaves 40% of these pools unmatched
+    // (its matches are cut by skill alone), which would make the commit a different one.
     let options = SolveOptions {
-        strategy: Strategy::Chunk,
-        budget: Budget::Time(Duration::from_millis(200)),
+        strategy: Strategy::Default,
+        budget: Budget::Restarts(1),
+        moves_per_restart: Some(100_000),
         seed: 1,
         threads: Some(1),
         ..SolveOptions::default()

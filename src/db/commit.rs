@@ -431,7 +431,11 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
                 "UPDATE queue_entries e
                     SET left_over = u.outcome, left_over_reason = u.reason
                    FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
-                  WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+                  WHERE e.entry_id = u.entry_id AND e.status = 'queued'
+                    -- A row version per change only: a player left over round after
+                    -- round for the same reason costs the commit nothing more.
+                    AND (e.left_over, e.left_over_reason)
+                        IS DISTINCT FROM (u.outcome, u.reason)",
             )
             .bind(&ids)
             .bind(&outcomes)

@@ -222,7 +222,8 @@ fn better(a: Value, b: Value) -> bool {
 /// Exact optimum over every partition of the pool's units into full and smaller
 /// matches (dynamic program over unit subsets), under the flexible objective: full
 /// matches first (overdue, count, quality), then the smaller ones (overdue, players,
-/// quality), each smaller match at least `min_score`.
+/// quality), each smaller match at least `min_score`; a match nobody can host counts for
+/// nothing (the host rule), so it is never a candidate.
 fn brute_force(
     scorers: &[Scorer],
     min_score: f64,
@@ -256,7 +257,7 @@ fn brute_force(
         rec(0, nu, per, &mut Vec::new(), size, &mut all);
         for g in all {
             let e = sc.evaluate(&g);
-            if !e.feasible || (f > 0 && e.score < min_score) {
+            if !e.feasible || !e.hosted || (f > 0 && e.score < min_score) {
                 continue;
             }
             let v = if f == 0 {
