@@ -228,12 +228,49 @@ struct RoundTiming {
     matched: usize,
 }
 
+/// How a measured round solves its pool (the solve is never timed).
+#[derive(Debug, Clone, Copy)]
+enum RoundSolver {
+    /// The default strategy on a fixed budget (one restart of 100,000 moves): the matches
+    /// a round commits are the daemon's kind, with a host in every peer-to-peer match.
+    /// The chunk baseline leaves 40% of these pools unmatched under the host rule (its
+    /// matches are cut by skill alone), which would make the commit a different one.
+    Daemon,
+    /// The chunk baseline: the rounds that load the server while enqueues are measured,
+    /// back to back; its solve takes a few milliseconds, so the bench's own CPU stays out
+    /// of the comparison.
+    Load,
+}
+
+impl RoundSolver {
+    fn options(self) -> SolveOptions {
+        match self {
+            RoundSolver::Daemon => SolveOptions {
+                strategy: Strategy::Default,
+                budget: Budget::Restarts(1),
+                moves_per_restart: Some(100_000),
+                seed: 1,
+                threads: Some(1),
+                ..SolveOptions::default()
+            },
+            RoundSolver::Load => SolveOptions {
+                strategy: Strategy::Chunk,
+                budget: Budget::Time(Duration::from_millis(200)),
+                seed: 1,
+                threads: Some(1),
+                ..SolveOptions::default()
+            },
+        }
+    }
+}
+
 /// One round's database work, timed; the solve between is not.
 async fn timed_round(
     pool: &PgPool,
     lease: &db::Lease,
     max_players: usize,
     config: &crate::config::QueueConfig,
+    solver: RoundSolver,
 ) -> anyhow::Result<RoundTiming> {
     let started_at = chrono::Utc::now();
     let t = Instant::now();
@@ -241,18 +278,7 @@ async fn timed_round(
     let snapshot_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (core_pool, rejected) = snapshot.to_pool(started_at);
     let model = config.model.clone();
-    // The default strategy on a fixed budget (one restart of 100,000 moves): the matches
-    // a round commits are the daemon's kind, with a host in every peer-to-peer match. The
-    // chunk baseline used before the host rule now leaves 40% of these pools unmatched
-    // (its matches are cut by skill alone), which would make the commit a different one.
-    let options = SolveOptions {
-        strategy: Strategy::Default,
-        budget: Budget::Restarts(1),
-        moves_per_restart: Some(100_000),
-        seed: 1,
-        threads: Some(1),
-        ..SolveOptions::default()
-    };
+    let options = solver.options();
     let (outcome, core_pool) = {
         let options = options.clone();
         tokio::task::spawn_blocking(move || {
@@ -479,7 +505,7 @@ async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbArgs) -> anyhow
             for d in order {
                 let pool = &databases[d].1;
                 db::enqueue::enqueue_many(pool, QUEUE, &players, chrono::Utc::now()).await?;
-                timings[d].push(timed_round(pool, &leases[d], size, &config).await?);
+                timings[d].push(timed_round(pool, &leases[d], size, &config, RoundSolver::Daemon).await?);
                 // Leftovers and rejected rows out of the way: the next repetition starts
                 // from the same pool (and reads this repetition's matches as history).
                 sqlx::query(
@@ -672,7 +698,7 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
         tokio::spawn(async move {
             let mut done = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                match timed_round(&pool, &lease, size, &config).await {
+                match timed_round(&pool, &lease, size, &config, RoundSolver::Load).await {
                     Ok(t) => done.push(t),
                     Err(e) => return Err(e),
                 }
