@@ -505,7 +505,8 @@ async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbArgs) -> anyhow
             for d in order {
                 let pool = &databases[d].1;
                 db::enqueue::enqueue_many(pool, QUEUE, &players, chrono::Utc::now()).await?;
-                timings[d].push(timed_round(pool, &leases[d], size, &config, RoundSolver::Daemon).await?);
+                timings[d]
+                    .push(timed_round(pool, &leases[d], size, &config, RoundSolver::Daemon).await?);
                 // Leftovers and rejected rows out of the way: the next repetition starts
                 // from the same pool (and reads this repetition's matches as history).
                 sqlx::query(
