@@ -228,39 +228,20 @@ struct RoundTiming {
     matched: usize,
 }
 
-/// How a measured round solves its pool (the solve is never timed).
-#[derive(Debug, Clone, Copy)]
-enum RoundSolver {
-    /// The default strategy on a fixed budget (one restart of 100,000 moves): the matches
-    /// a round commits are the daemon's kind, with a host in every peer-to-peer match.
-    /// The chunk baseline leaves 40% of these pools unmatched under the host rule (its
-    /// matches are cut by skill alone), which would make the commit a different one.
-    Daemon,
-    /// The chunk baseline: the rounds that load the server while enqueues are measured,
-    /// back to back; its solve takes a few milliseconds, so the bench's own CPU stays out
-    /// of the comparison.
-    Load,
-}
-
-impl RoundSolver {
-    fn options(self) -> SolveOptions {
-        match self {
-            RoundSolver::Daemon => SolveOptions {
-                strategy: Strategy::Default,
-                budget: Budget::Restarts(1),
-                moves_per_restart: Some(100_000),
-                seed: 1,
-                threads: Some(1),
-                ..SolveOptions::default()
-            },
-            RoundSolver::Load => SolveOptions {
-                strategy: Strategy::Chunk,
-                budget: Budget::Time(Duration::from_millis(200)),
-                seed: 1,
-                threads: Some(1),
-                ..SolveOptions::default()
-            },
-        }
+/// How a measured round solves its pool (the solve is never timed): the default strategy
+/// on a fixed budget (one restart of 100,000 moves), so the matches a round commits are
+/// the daemon's kind, with a host in every peer-to-peer match. The chunk baseline, used
+/// before the host rule, now leaves 40% of these pools unmatched (its matches are cut by
+/// skill alone): the load's rounds would keep thousands of players queued and explain
+/// them again every round, which is neither the daemon's commit nor its load.
+fn round_solve_options() -> SolveOptions {
+    SolveOptions {
+        strategy: Strategy::Default,
+        budget: Budget::Restarts(1),
+        moves_per_restart: Some(100_000),
+        seed: 1,
+        threads: Some(1),
+        ..SolveOptions::default()
     }
 }
 
@@ -270,7 +251,6 @@ async fn timed_round(
     lease: &db::Lease,
     max_players: usize,
     config: &crate::config::QueueConfig,
-    solver: RoundSolver,
 ) -> anyhow::Result<RoundTiming> {
     let started_at = chrono::Utc::now();
     let t = Instant::now();
@@ -278,7 +258,7 @@ async fn timed_round(
     let snapshot_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (core_pool, rejected) = snapshot.to_pool(started_at);
     let model = config.model.clone();
-    let options = solver.options();
+    let options = round_solve_options();
     let (outcome, core_pool) = {
         let options = options.clone();
         tokio::task::spawn_blocking(move || {
@@ -293,8 +273,18 @@ async fn timed_round(
     all_rejected.extend(outcome.rejected.iter().cloned());
     // Timed with the commit: the replay record (left-overs explained, the pool
     // compressed) is round work the daemon does between the solve and the commit.
+    // Off the runtime's threads, as the daemon does it: explaining thousands of left-over
+    // players takes seconds, and on a runtime thread it stalls the enqueue writers.
     let t = Instant::now();
-    let replay = crate::daemon::round::replay_record(QUEUE, config, &options, &core_pool, &outcome);
+    let (replay, outcome) = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || {
+            let replay =
+                crate::daemon::round::replay_record(QUEUE, &config, &options, &core_pool, &outcome);
+            (replay, outcome)
+        })
+        .await?
+    };
     let report = db::commit_round(
         pool,
         &RoundRecord {
@@ -505,8 +495,7 @@ async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbArgs) -> anyhow
             for d in order {
                 let pool = &databases[d].1;
                 db::enqueue::enqueue_many(pool, QUEUE, &players, chrono::Utc::now()).await?;
-                timings[d]
-                    .push(timed_round(pool, &leases[d], size, &config, RoundSolver::Daemon).await?);
+                timings[d].push(timed_round(pool, &leases[d], size, &config).await?);
                 // Leftovers and rejected rows out of the way: the next repetition starts
                 // from the same pool (and reads this repetition's matches as history).
                 sqlx::query(
@@ -699,7 +688,7 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
         tokio::spawn(async move {
             let mut done = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                match timed_round(&pool, &lease, size, &config, RoundSolver::Load).await {
+                match timed_round(&pool, &lease, size, &config).await {
                     Ok(t) => done.push(t),
                     Err(e) => return Err(e),
                 }
