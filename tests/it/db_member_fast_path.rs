@@ -373,11 +373,14 @@ async fn a_null_role_is_refused_readably_on_a_fresh_connection() {
         };
         let (fast, checks) = judge(&pool, "roles", &m).await;
         assert!(!fast && checks.is_err(), "fast {fast}, checks {checks:?}");
+        // As a game backend would send it: a client login, its own fresh connection.
+        let (_, client) = crate::support::client_login(&db, 1).await;
         let err = sqlx::query("SELECT enqueue('roles', 'p9', 1500, '{}', '{}', $1)")
             .bind(&roles)
-            .execute(&pool)
+            .execute(&client)
             .await
             .expect_err("a NULL role is refused");
+        client.close().await;
         let (code, message) = crate::support::db_error(&err);
         assert_eq!(code, "22023", "{message}");
         assert!(message.contains("roles"), "{message}");
