@@ -92,6 +92,42 @@ impl Default for DaemonOptions {
     }
 }
 
+/// How often the daemon re-reads the database's clock.
+const CLOCK_SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
+/// One sample of the database's clock into `clock`; a failed read keeps the last offset.
+async fn align_clock(db: &PgPool, clock: &clock::DatabaseAligned) {
+    let sent = clock.inner_now();
+    match db::database_now(db).await {
+        Ok(database) => {
+            let received = clock.inner_now();
+            if clock.observe(sent, database, received) {
+                let offset_ms = clock.offset().num_milliseconds();
+                if offset_ms.abs() >= 1000 {
+                    tracing::warn!(
+                        offset_ms,
+                        "this machine's clock is off the database's; round times follow the database"
+                    );
+                }
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "could not read the database's clock"),
+    }
+}
+
+async fn keep_clock_aligned(
+    db: PgPool,
+    clock: Arc<clock::DatabaseAligned>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(CLOCK_SAMPLE_EVERY) => align_clock(&db, &clock).await,
+            _ = stop.changed() => return,
+        }
+    }
+}
+
 /// `hostname-pid`: unique per process, readable in the leases table.
 pub fn default_holder() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -120,10 +156,23 @@ pub async fn run(
         solver_cores = cores.total(),
         "solver cores shared by the queues"
     );
+    let mut options = options;
+    let mut background: Vec<JoinHandle<()>> = Vec::new();
+    if options.clock.lease_now().is_none() {
+        // The wall clock: read the database's instead, so that a replica whose clock is
+        // off still writes round times and countdowns right for clients.
+        let aligned = Arc::new(clock::DatabaseAligned::new(options.clock.clone()));
+        align_clock(&db, &aligned).await;
+        background.push(tokio::spawn(keep_clock_aligned(
+            db.clone(),
+            aligned.clone(),
+            stop_rx.clone(),
+        )));
+        options.clock = aligned;
+    }
     let runner = RoundRunner::new(db.clone(), options.clock.clone()).with_cores(cores);
     tracing::info!(holder = %options.holder, queues = ?config_rx.borrow().queues.keys().collect::<Vec<_>>(), "daemon started");
 
-    let mut background: Vec<JoinHandle<()>> = Vec::new();
     if let Some(path) = options.config_path.clone() {
         background.push(tokio::spawn(reload::watch_config(
             path,

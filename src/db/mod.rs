@@ -121,7 +121,7 @@ pub fn describe_sql_error(err: &sqlx::Error) -> String {
 /// [`describe_sql_error`] for the sqlx errors a migration wraps.
 pub fn describe_migrate_error(err: &sqlx::migrate::MigrateError) -> String {
     use sqlx::migrate::MigrateError;
-    match err {
+    let mut text = match err {
         MigrateError::Execute(e) => {
             format!("while executing migrations: {}", describe_sql_error(e))
         }
@@ -132,7 +132,24 @@ pub fn describe_migrate_error(err: &sqlx::migrate::MigrateError) -> String {
             )
         }
         other => chain_text(other),
+    };
+    if migrate_lock_waited(err) {
+        text.push_str(
+            "; another session held the migration lock or a table's lock for the whole wait \
+             (see pg_locks and pg_stat_activity)",
+        );
     }
+    text
+}
+
+/// Whether a migration gave up waiting for a lock (SQLSTATE 55P03).
+fn migrate_lock_waited(err: &sqlx::migrate::MigrateError) -> bool {
+    use sqlx::migrate::MigrateError;
+    let e = match err {
+        MigrateError::Execute(e) | MigrateError::ExecuteMigration(e, _) => e,
+        _ => return false,
+    };
+    matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("55P03"))
 }
 
 /// The error and its causes, `: `-separated, leaving out a cause whose text is already
@@ -223,13 +240,39 @@ pub async fn connect_limited(base: &PgPool, limits: &SessionLimits) -> Result<Pg
         })
 }
 
+/// The database server's clock right now (`clock_timestamp()`, not the transaction's).
+pub async fn database_now(db: &PgPool) -> Result<chrono::DateTime<chrono::Utc>, DbError> {
+    Ok(sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(db)
+        .await?)
+}
+
+/// How long a migration waits for a lock: sqlx's advisory migration lock (any session may
+/// take an advisory lock, a client's included) or a table a long transaction holds. Past
+/// it, `migrate` fails with a message naming the wait instead of hanging the start-up.
+pub const MIGRATE_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Apply pending migrations (idempotent; concurrent callers are serialized by sqlx's
 /// advisory lock). Migrations newer than this binary are left alone: during a rolling
 /// upgrade an older replica starts against the newer, additive schema.
 pub async fn migrate(db: &PgPool) -> Result<(), DbError> {
+    migrate_waiting(db, MIGRATE_LOCK_TIMEOUT).await
+}
+
+/// [`migrate`], waiting at most `lock_timeout` for each lock.
+pub async fn migrate_waiting(db: &PgPool, lock_timeout: Duration) -> Result<(), DbError> {
     let mut migrator = sqlx::migrate::Migrator::with_migrations(MIGRATOR.iter().cloned().collect());
     migrator.set_ignore_missing(true);
-    migrator.run(db).await?;
+    let mut conn = db.acquire().await?;
+    sqlx::query("SELECT set_config('lock_timeout', $1, false)")
+        .bind(format!("{}ms", lock_timeout.as_millis().max(1)))
+        .execute(&mut *conn)
+        .await?;
+    let result = migrator.run(&mut *conn).await;
+    // The connection goes back to the pool: without the migration's setting.
+    let reset = sqlx::query("RESET lock_timeout").execute(&mut *conn).await;
+    result?;
+    reset?;
     Ok(())
 }
 

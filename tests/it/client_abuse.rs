@@ -1260,3 +1260,57 @@ async fn malformed_inputs_are_refused_with_22023_naming_field_and_rule() {
     assert_eq!((report.players, report.matched), (6, 6), "{report:?}");
     assert_contract_invariants(w.db()).await;
 }
+
+/// sqlx's migration lock key for a database (`generate_lock_id` in sqlx-postgres): a
+/// client that knows the database's name can take it.
+fn sqlx_migration_lock_id(database: &str) -> i64 {
+    // CRC-32/ISO-HDLC, bitwise.
+    let mut crc = !0u32;
+    for b in database.bytes() {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    0x3d32_ad9e * (!crc as i64)
+}
+
+#[tokio::test]
+async fn a_client_holding_the_migration_lock_cannot_hang_a_start_up() {
+    let tdb = fresh_db().await;
+    let (_, client) = client_login(&tdb, 1).await;
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    let mut held = client.acquire().await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(sqlx_migration_lock_id(&database))
+        .execute(&mut *held)
+        .await
+        .expect("any role may take an advisory lock");
+
+    let err = db::migrate_waiting(&tdb.pool, Duration::from_millis(300))
+        .await
+        .expect_err("the migration lock is held");
+    let text = err.to_string();
+    assert!(
+        text.contains("lock timeout") && text.contains("held the migration lock"),
+        "{text}"
+    );
+    // The wait did not leave its timeout on a pooled connection.
+    let lock_timeout: String = sqlx::query_scalar("SHOW lock_timeout")
+        .fetch_one(&tdb.pool)
+        .await
+        .unwrap();
+    assert_ne!(lock_timeout, "300ms");
+
+    held.close().await.unwrap();
+    db::migrate_waiting(&tdb.pool, Duration::from_millis(300))
+        .await
+        .expect("the lock is gone with the client's session");
+}

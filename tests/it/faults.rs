@@ -272,6 +272,7 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
         StopMode::Immediate,
         StopMode::Immediate,
     ];
+    let mut restarts = 0;
     for mode in modes {
         assert!(
             wait_for_rounds(
@@ -283,6 +284,7 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
             "rounds before the {mode:?} restart"
         );
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..1000))).await;
+        let started_before = postmaster_start(db).await;
         server.restart(mode).await.expect("restart PostgreSQL");
         // Rounds resume: a round committed after the restart.
         let mut after = None;
@@ -294,6 +296,14 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let after = after.expect("PostgreSQL is back");
+        // The server really went down under the load (a pool that reconnects quietly
+        // must not make a no-op restart look like a pass).
+        let started_after = postmaster_start(db).await;
+        assert!(
+            started_after > started_before,
+            "the {mode:?} restart restarted the server: {started_before} -> {started_after}"
+        );
+        restarts += 1;
         assert!(
             wait_for_rounds(db, after, Duration::from_secs(20)).await,
             "no round within 20 s of the {mode:?} restart"
@@ -307,15 +317,15 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
     fleet.assert_all_alive();
     let audit = fault_invariants(db, &clients).await;
     assert_clean(&audit);
-    assert!(
-        clients.errors > 0,
-        "the restarts cut the clients' connections too"
-    );
-    // What the restarts hit (timing decides; reported, not asserted).
+    assert_eq!(restarts, modes.len());
+    // What the restarts hit (timing decides: a client's pool tests a connection before
+    // lending it, so a client sees an error only when a call was in flight at the stop;
+    // reported, not asserted).
     eprintln!(
-        "daemon steps failed (database down): {}, rounds committed: {}",
+        "daemon steps failed (database down): {}, rounds committed: {}, client calls cut: {}",
         fleet.0[0].log_lines_containing("round failed"),
-        fleet.0[0].log_lines_containing("round committed")
+        fleet.0[0].log_lines_containing("round committed"),
+        clients.errors
     );
     let withdrawn = count(
         db,
@@ -422,6 +432,19 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(led > 0, "the skewed leader commits rounds");
+    // Its round times (and so the countdown it writes) are on the database's clock, not
+    // on its own, 20 s ahead.
+    let ahead: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM max(committed_at) - now())::float8 FROM rounds WHERE term = $1",
+    )
+    .bind(skewed_term)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert!(
+        ahead < 2.0,
+        "the skewed leader's round is dated {ahead:.1} s ahead of the database"
+    );
 
     let _ = stop.send(true);
     let clients = load.await.unwrap();
@@ -639,4 +662,20 @@ async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
         stale, 0,
         "the thawed leader committed after losing its lease"
     );
+}
+
+/// When the server's postmaster started (epoch seconds), retried while it comes back.
+async fn postmaster_start(db: &sqlx::PgPool) -> f64 {
+    for _ in 0..100 {
+        if let Ok(t) = sqlx::query_scalar::<_, f64>(
+            "SELECT extract(epoch FROM pg_postmaster_start_time())::float8",
+        )
+        .fetch_one(db)
+        .await
+        {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("PostgreSQL did not answer for 10 s");
 }
