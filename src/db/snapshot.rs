@@ -90,7 +90,7 @@ async fn try_snapshot(
     let entries: Vec<QueuedEntry> = sqlx::query_as(
         "WITH oldest AS (
              -- Oldest first: who waited longest gets into a capped round.
-             SELECT entry_id, party_id
+             SELECT entry_id, party_key
                FROM queue_entries
               WHERE queue = $1 AND status = 'queued' AND expires_at > now()
               ORDER BY enqueued_at, entry_id
@@ -104,7 +104,7 @@ async fn try_snapshot(
                 AND (entry_id IN (SELECT entry_id FROM oldest)
                      -- A party is never split across rounds by the size cap: its members
                      -- beyond the cap come along (the round may exceed the cap by them).
-                     OR party_id IN (SELECT party_id FROM oldest WHERE party_id IS NOT NULL))
+                     OR party_key IN (SELECT party_key FROM oldest WHERE party_key IS NOT NULL))
               -- SKIP LOCKED: a row locked right now is being cancelled by its client (or
               -- written by a stale leader's commit); it is not ours to take, and the
               -- snapshot never waits for a client. The lock itself ends with this short
@@ -116,7 +116,8 @@ async fn try_snapshot(
     .bind(max_players as i64)
     .fetch_all(&mut *tx)
     .await?;
-    let (entries, sat_out_players) = whole_parties(entries);
+    let (mut entries, sat_out_players) = whole_parties(entries);
+    name_parties_apart(&mut entries);
 
     let history = if history_matches == 0 || entries.is_empty() {
         Vec::new()
@@ -184,6 +185,31 @@ fn whole_parties(entries: Vec<QueuedEntry>) -> (Vec<QueuedEntry>, Vec<(String, S
         })
         .collect();
     (kept, sat_out)
+}
+
+/// A party id belongs to the login that enqueued it (migration 0019): two logins' parties
+/// may share one. The core knows a party by its id, so a party whose id another party in
+/// this pool has already is renamed `<id>#<party_key>` (again, while even that is taken:
+/// a client may pick such an id); the rows keep theirs.
+fn name_parties_apart(entries: &mut [QueuedEntry]) {
+    let mut owner_of: HashMap<String, i64> = HashMap::new();
+    let mut name_of: HashMap<i64, String> = HashMap::new();
+    for e in entries.iter_mut() {
+        let (Some(id), Some(key)) = (e.party_id.as_mut(), e.party_key) else {
+            continue;
+        };
+        let name = name_of.entry(key).or_insert_with(|| {
+            let mut name = id.clone();
+            while owner_of.get(&name).is_some_and(|k| *k != key) {
+                name = format!("{name}#{key}");
+            }
+            owner_of.insert(name.clone(), key);
+            name
+        });
+        if name != id {
+            *id = name.clone();
+        }
+    }
 }
 
 fn group_history(rows: Vec<(i64, DateTime<Utc>, i32, String)>) -> Vec<PastMatch> {

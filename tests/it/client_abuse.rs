@@ -596,16 +596,15 @@ async fn a_party_cannot_be_split_or_joined() {
     party(&a, "q", "crew", &["bob", "carol"]).await;
     let before = fingerprint(w.db()).await;
 
-    // (c) Joining a queued party, by its id, from either login.
-    for client in [&a, &b] {
-        refused(
-            client,
-            r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "dan", "skill": 1500},
-                                                          {"player_id": "eve", "skill": 1500}]')"#,
-            &["party_id = 'crew': is already queued in queue q (cancel it first)"],
-        )
-        .await;
-    }
+    // (c) Joining a queued party, by its id. (Another login's "crew" is its own party:
+    // see two_logins_may_each_queue_a_party_of_one_id.)
+    refused(
+        &a,
+        r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "dan", "skill": 1500},
+                                                      {"player_id": "eve", "skill": 1500}]')"#,
+        &["party_id = 'crew': is already queued in queue q (cancel it first)"],
+    )
+    .await;
     // Taking a member out into a party of one's own, or queueing a member alone.
     refused(
         &a,
@@ -656,6 +655,73 @@ async fn a_party_cannot_be_split_or_joined() {
     solos(&a, "q", &["s0", "s1", "s2", "s3", "s4", "s5"]).await;
     let report = w.round().await;
     assert_eq!((report.players, report.matched), (6, 6), "{report:?}");
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn two_logins_may_each_queue_a_party_of_one_id() {
+    let mut w = World::new().await;
+    let (_, a) = client_login(&w.tdb, 1).await;
+    let (_, b) = client_login(&w.tdb, 1).await;
+    party(&a, "q", "crew", &["bob", "carol"]).await;
+    // Another login's party id neither blocks this one's nor says that it is queued.
+    party(&b, "q", "crew", &["dan", "eve"]).await;
+    refused(
+        &b,
+        r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "fay", "skill": 1500},
+                                                      {"player_id": "gus", "skill": 1500}]')"#,
+        &["party_id = 'crew': is already queued in queue q (cancel it first)"],
+    )
+    .await;
+    // A third login picks the id the daemon would give one of them if it named them apart
+    // by their keys: still three parties.
+    let (_, c) = client_login(&w.tdb, 1).await;
+    let key: i64 =
+        sqlx::query_scalar("SELECT max(party_key) FROM queue_entries WHERE party_id = 'crew'")
+            .fetch_one(w.db())
+            .await
+            .unwrap();
+    party(&c, "q", &format!("crew#{key}"), &["hal", "ida"]).await;
+
+    // Three parties of two: two matches of 3v3 with solos, each party on one team.
+    solos(&a, "q", &["s0", "s1", "s2", "s3", "s4", "s5"]).await;
+    let report = w.round().await;
+    assert_eq!((report.players, report.matched), (12, 12), "{report:?}");
+    let team_of = |rows: &[(String, i64, i32)], p: &str| {
+        rows.iter()
+            .find(|(id, _, _)| id == p)
+            .map(|(_, m, t)| (*m, *t))
+            .unwrap_or_else(|| panic!("{p} not matched: {rows:?}"))
+    };
+    let rows: Vec<(String, i64, i32)> =
+        sqlx::query_as("SELECT player_id, match_id, team FROM match_players")
+            .fetch_all(w.db())
+            .await
+            .unwrap();
+    for (x, y) in [("bob", "carol"), ("dan", "eve"), ("hal", "ida")] {
+        assert_eq!(team_of(&rows, x), team_of(&rows, y), "party {x}+{y} split");
+    }
+    let crews: Vec<(String, String)> = sqlx::query_as(
+        "SELECT player_id, party_id FROM match_players WHERE party_id LIKE 'crew%'
+          ORDER BY player_id",
+    )
+    .fetch_all(w.db())
+    .await
+    .unwrap();
+    let crew_key = format!("crew#{key}");
+    assert_eq!(
+        crews,
+        [
+            ("bob", "crew"),
+            ("carol", "crew"),
+            ("dan", "crew"),
+            ("eve", "crew"),
+            ("hal", crew_key.as_str()),
+            ("ida", crew_key.as_str()),
+        ]
+        .map(|(p, c)| (p.to_string(), c.to_string())),
+        "the rows keep the ids their logins gave"
+    );
     assert_contract_invariants(w.db()).await;
 }
 
