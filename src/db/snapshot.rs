@@ -90,7 +90,7 @@ async fn try_snapshot(
     let entries: Vec<QueuedEntry> = sqlx::query_as(
         "WITH oldest AS (
              -- Oldest first: who waited longest gets into a capped round.
-             SELECT entry_id, party_key
+             SELECT entry_id, party_key, party_id
                FROM queue_entries
               WHERE queue = $1 AND status = 'queued' AND expires_at > now()
               ORDER BY enqueued_at, entry_id
@@ -104,7 +104,12 @@ async fn try_snapshot(
                 AND (entry_id IN (SELECT entry_id FROM oldest)
                      -- A party is never split across rounds by the size cap: its members
                      -- beyond the cap come along (the round may exceed the cap by them).
-                     OR party_key IN (SELECT party_key FROM oldest WHERE party_key IS NOT NULL))
+                     -- (A party is one enqueue_party call; rows written without one,
+                     -- by hand or before migration 0009, go by their party_id.)
+                     OR party_key IN (SELECT party_key FROM oldest WHERE party_key IS NOT NULL)
+                     OR (party_key IS NULL
+                         AND party_id IN (SELECT party_id FROM oldest
+                                           WHERE party_key IS NULL AND party_id IS NOT NULL)))
               -- SKIP LOCKED: a row locked right now is being cancelled by its client (or
               -- written by a stale leader's commit); it is not ours to take, and the
               -- snapshot never waits for a client. The lock itself ends with this short
