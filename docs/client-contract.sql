@@ -25,12 +25,15 @@
 -- queues again, and a round matches them.
 
 -- name: queue_catalog
--- The queues you may enqueue into, and their rules: teams x team_size, the network
+-- The queues you may enqueue into, and their rules: teams x team_size (the full format;
+-- a flexible queue also forms the smaller formats listed in formats, e.g. {5v5,5v4,4v4},
+-- from min_players_per_match players up), the network
 -- (peer_to_peer: peer_pings matter; dedicated: latencies to regions), the roles and
 -- regions a player may name (empty: none / any), the largest party, how long a ticket
 -- lives without keep_alive (ticket_ttl) and how often to call keep_alive
 -- (keep_alive_every), and the countdown to the queue's next round.
-SELECT queue, teams, team_size, network, roles, regions, max_party_size,
+SELECT queue, teams, team_size, formats, min_players_per_match, network, roles, regions,
+       max_party_size,
        extract(epoch FROM ticket_ttl) AS ticket_ttl_s,
        extract(epoch FROM keep_alive_every) AS keep_alive_every_s,
        extract(epoch FROM max_wait) AS max_wait_s,

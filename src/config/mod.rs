@@ -263,7 +263,9 @@ pub struct RoundConfig {
     pub target_pool: Option<usize>,
     /// A scheduled round waits while fewer players are queued; it starts when the pool
     /// reaches this size, or when the longest-waiting player reaches the model's
-    /// `max_wait` (if a match can be formed). Default: one match worth of players.
+    /// `max_wait` (if a match can be formed). Default: one match worth of players (of
+    /// the smallest format a flexible queue allows: a 5v5 queue that allows 4v4 forms a
+    /// match from 8 players).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_pool: Option<usize>,
     /// At most this many players per round, oldest first; the rest wait for the next.
@@ -337,11 +339,13 @@ impl RoundConfig {
 }
 
 impl QueueConfig {
-    /// `min_pool`, defaulting to one match worth of players.
+    /// `min_pool`, defaulting to one match worth of players of the smallest format (a
+    /// flexible queue's round can form a smaller match; waiting for a full one would hold
+    /// back the very players the smaller formats are for).
     pub fn min_pool(&self) -> usize {
         self.round
             .min_pool
-            .unwrap_or_else(|| self.model.players_per_match())
+            .unwrap_or_else(|| self.model.min_players_per_match())
     }
 
     /// Recent matches per player the snapshot reads (see `round.history_matches`).
@@ -602,10 +606,16 @@ impl QueueConfig {
             ));
         }
         if let Some(min) = r.min_pool {
-            if min < per_match {
+            let smallest = self.model.min_players_per_match();
+            if min < smallest {
+                let what = if self.model.is_flexible() {
+                    format!("the smallest format the alliance allows ({smallest} players)")
+                } else {
+                    format!("one match ({smallest} players)")
+                };
                 return Err(invalid(
                     key("round.min_pool"),
-                    format!("must be at least one match ({per_match} players)"),
+                    format!("must be at least {what}"),
                 ));
             }
             if min > r.max_round_size {

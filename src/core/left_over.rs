@@ -105,6 +105,7 @@ pub fn explain_left_over(
         .collect();
     let unit_of = |id: &str| index.get(id).map(|&p| ix.unit_of[p as usize]);
     let per_match = model.players_per_match();
+    let smallest = model.min_players_per_match();
 
     // The round's matches as units, with their mean skill and score.
     let matches: Vec<(Vec<u32>, f64, f64)> = outcome
@@ -154,12 +155,28 @@ pub fn explain_left_over(
         let size = unit.size();
         // set when a match tried was valid but for its host
         let mut hostless = false;
-        let (kind, mut reason) = if ix.ids.len() < per_match {
+        let (kind, mut reason) = if ix.ids.len() < smallest {
             (
                 LeftOverKind::NoValidMatch,
                 format!(
-                    "the pool had {} players, fewer than one match ({per_match})",
+                    "the pool had {} players, fewer than one match ({smallest})",
                     ix.ids.len()
+                ),
+            )
+        } else if ix.ids.len() < per_match {
+            // flexible queue: only the smaller formats were possible, and the short-match
+            // pass formed those that reached the minimum score, without this unit
+            (
+                LeftOverKind::NoValidMatch,
+                format!(
+                    "the pool had {} players, fewer than a full match ({per_match}); the smaller formats ({}) formed only matches scoring at least alliance.short_match_min_score ({}), and none with them",
+                    ix.ids.len(),
+                    model.formats()[1..]
+                        .iter()
+                        .map(|f| super::model::format_label(f))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    model.alliance.short_match_min_score
                 ),
             )
         } else if let Some((swapped, m, score)) = in_place_of(

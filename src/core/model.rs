@@ -165,6 +165,29 @@ impl QueueModel {
         out
     }
 
+    /// Players of the smallest format: the fewest a round needs to form any match
+    /// (`players_per_match` for a fixed-format queue).
+    pub fn min_players_per_match(&self) -> usize {
+        self.formats()
+            .iter()
+            .map(|f| f.iter().sum::<usize>())
+            .min()
+            .unwrap_or_else(|| self.players_per_match())
+    }
+
+    /// Fewest teams and fewest players per team of any format (seed 002's
+    /// `min_number` and `player_min_number`; the full format's for a fixed queue).
+    pub fn min_teams_and_team_size(&self) -> (usize, usize) {
+        let formats = self.formats();
+        let teams = formats.iter().map(Vec::len).min().unwrap_or(self.teams);
+        let size = formats
+            .iter()
+            .filter_map(|f| f.last().copied())
+            .min()
+            .unwrap_or(self.team_size);
+        (teams, size)
+    }
+
     /// More than one format (seed 002's relaxed alliance rule).
     pub fn is_flexible(&self) -> bool {
         let a = &self.alliance;
@@ -386,6 +409,18 @@ impl QueueModel {
         )?;
         Ok(())
     }
+}
+
+/// A format as people write it: team sizes largest first, joined by `v` ("5v4",
+/// "4v4v3"). The `queues` table publishes these, and the audit compares matches to them.
+pub fn format_label(format: &[usize]) -> String {
+    let mut sizes = format.to_vec();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    sizes
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join("v")
 }
 
 /// Distinct team splits of a match of solos in `format` (teams of equal size are
@@ -899,10 +934,16 @@ mod tests {
         m.validate().unwrap();
         assert!(m.is_flexible());
         assert_eq!(m.formats(), [vec![5, 5], vec![5, 4], vec![4, 4]]);
+        assert_eq!(m.min_players_per_match(), 8);
+        assert_eq!(m.min_teams_and_team_size(), (2, 4));
+        assert_eq!(format_label(&[4, 5]), "5v4");
         let m: QueueModel =
             toml::from_str("teams = 3\nteam_size = 2\n[alliance]\nmin_number = 2\n").unwrap();
         m.validate().unwrap();
         assert_eq!(m.formats(), [vec![2, 2, 2], vec![2, 2]]);
+        assert_eq!(m.min_players_per_match(), 4);
+        assert_eq!(m.min_teams_and_team_size(), (2, 2));
+        assert_eq!(format_label(&m.formats()[0]), "2v2v2");
         // the maxima only restate the full format: still one format
         let m: QueueModel = toml::from_str(
             "[alliance]\nmin_number = 2\nmax_number = 2\nplayer_min_number = 3\nplayer_max_number = 3\n",
@@ -912,6 +953,8 @@ mod tests {
         assert!(!m.is_flexible());
         assert_eq!(m.formats(), [vec![3, 3]]);
         assert_eq!(QueueModel::default().formats(), [vec![3, 3]]);
+        assert_eq!(QueueModel::default().min_players_per_match(), 6);
+        assert_eq!(QueueModel::default().min_teams_and_team_size(), (2, 3));
         assert_eq!(format_splits(&[5, 4]), 126);
         assert_eq!(format_splits(&[3, 3]), 10);
     }

@@ -5,7 +5,8 @@
 //! * **schedule**: the tick (interval or cron) is due and the pool has at least
 //!   `min_pool` players; below that the round waits for players;
 //! * **max wait**: the longest-waiting player reached the model's `max_wait` and at least
-//!   one match can be formed — whatever the schedule says.
+//!   one match can be formed (of the smallest format the queue allows) — whatever the
+//!   schedule says.
 //!
 //! The early triggers (pool size, max wait) need the pool to have changed since the last
 //! round: a pool the solver just left as it is would only give the same answer again.
@@ -40,7 +41,8 @@ pub enum Decision {
 }
 
 pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
-    let per_match = config.model.players_per_match();
+    // The smallest format: a flexible queue forms a 5v4 or a 4v4 from fewer players.
+    let per_match = config.model.min_players_per_match();
     let can_form_match = view.pool_size >= per_match;
     let changed = !view.unchanged_since_last_round;
     let max_wait =

@@ -50,7 +50,9 @@ pub struct Audit {
     pub matches_with_closed_entries: i64,
     /// `matched` rows without their `match_players` row.
     pub matched_without_match: i64,
-    /// Matches whose players do not fill the queue's format (teams x team_size).
+    /// Matches whose team sizes are none of the queue's formats (`queues.formats`: the
+    /// full format, and a flexible queue's smaller ones), or whose teams are not
+    /// numbered 0, 1, ... in order.
     pub short_matches: i64,
     /// Parties (one `enqueue_party` call) matched in part, or across matches or teams.
     pub split_parties: i64,
@@ -77,7 +79,7 @@ impl Audit {
                 "matched rows without their match",
                 self.matched_without_match,
             ),
-            ("short matches", self.short_matches),
+            ("matches outside the queue's formats", self.short_matches),
             ("split parties", self.split_parties),
             ("rows without reason", self.rows_without_reason),
             ("cancelled, then matched", self.cancelled_then_matched),
@@ -197,16 +199,24 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
     .fetch_one(&mut *tx)
     .await?;
 
-    // The format as the queue is published now (the fault runs never change it).
+    // The formats as the queue is published now (the fault runs never change them). A
+    // match's format in the published words: its team sizes, largest first, joined by
+    // 'v' (a 4v5 reads '5v4'); a match without players reads '' and matches no format.
     a.short_matches = sqlx::query_scalar(
         "SELECT count(*) FROM (
              SELECT m.match_id
                FROM matches m
                JOIN queues q ON q.queue = m.queue
-               LEFT JOIN match_players mp ON mp.match_id = m.match_id
-              GROUP BY m.match_id, q.teams, q.team_size
-             HAVING count(mp.entry_id) <> q.teams * q.team_size
-                 OR count(DISTINCT mp.team) <> q.teams) x",
+               LEFT JOIN LATERAL (
+                     SELECT mp.team, count(*) AS size FROM match_players mp
+                      WHERE mp.match_id = m.match_id
+                      GROUP BY mp.team) t ON true
+              GROUP BY m.match_id, q.formats
+             HAVING coalesce(string_agg(t.size::text, 'v' ORDER BY t.size DESC), '')
+                        <> ALL (q.formats)
+                 -- teams 0..k-1: a gap would show a team missing to a client
+                 OR min(t.team) IS DISTINCT FROM 0
+                 OR max(t.team) IS DISTINCT FROM count(t.team) - 1) x",
     )
     .fetch_one(&mut *tx)
     .await?;

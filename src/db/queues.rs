@@ -10,6 +10,7 @@ use sqlx::PgPool;
 use super::DbError;
 use crate::config::QueueConfig;
 use crate::core::Network;
+use crate::core::model::format_label;
 
 /// Insert or update the published row of `queue` (active again if it was retired).
 pub async fn publish_queue(
@@ -23,21 +24,28 @@ pub async fn publish_queue(
         Network::PeerToPeer => "peer_to_peer",
         Network::Dedicated => "dedicated",
     };
+    let (min_teams, min_team_size) = m.min_teams_and_team_size();
+    let formats: Vec<String> = m.formats().iter().map(|f| format_label(f)).collect();
     sqlx::query(
         "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
-                             published_at)
+                             published_at, min_teams, min_team_size, formats)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
-                 make_interval(secs => $9), $10, $11, now())
+                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
              max_party_size = EXCLUDED.max_party_size, ticket_ttl = EXCLUDED.ticket_ttl,
              max_wait = EXCLUDED.max_wait, config_hash = EXCLUDED.config_hash,
              published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
+             min_teams = EXCLUDED.min_teams, min_team_size = EXCLUDED.min_team_size,
+             formats = EXCLUDED.formats,
              retired_at = NULL, retired_reason = NULL
-         -- Unchanged: no write (no dead row version for every poll).
-         WHERE (queues.active, queues.config_hash) IS DISTINCT FROM (true, EXCLUDED.config_hash)",
+         -- Unchanged: no write (no dead row version for every poll). The formats are
+         -- compared too: migration 0018 filled them in as the fixed format for rows
+         -- published before it, whatever their config.
+         WHERE (queues.active, queues.config_hash, queues.formats)
+               IS DISTINCT FROM (true, EXCLUDED.config_hash, EXCLUDED.formats)",
     )
     .bind(queue)
     .bind(m.teams as i32)
@@ -45,12 +53,16 @@ pub async fn publish_queue(
     .bind(network)
     .bind(&m.roles)
     .bind(&config.tickets.regions)
-    // A party always plays on one team (seed 002).
+    // A party always plays on one team (seed 002): the largest team of any format, which
+    // is the full format's.
     .bind(m.team_size as i32)
     .bind(config.tickets.ttl.as_secs_f64())
     .bind(m.max_wait.as_secs_f64())
     .bind(config.hash())
     .bind(holder)
+    .bind(min_teams as i32)
+    .bind(min_team_size as i32)
+    .bind(&formats)
     .execute(db)
     .await?;
     Ok(())

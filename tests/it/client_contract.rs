@@ -204,6 +204,8 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
     assert_eq!(q["regions"], json!(["eu", "us"]));
     assert_eq!(q["roles"], json!([]));
     assert_eq!(q["max_party_size"], 3);
+    assert_eq!(q["formats"], json!(["3v3"]), "a fixed queue: one format");
+    assert_eq!(q["min_players_per_match"], 6);
     assert_eq!(q["ticket_ttl_s"].as_f64(), Some(300.0));
     assert_eq!(q["keep_alive_every_s"].as_f64(), Some(100.0));
     assert_eq!(q["waiting_for"], "schedule");

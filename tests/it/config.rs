@@ -23,6 +23,31 @@ fn shipped_config_is_valid_and_has_the_default_queue() {
     assert_eq!(q.model, matchmaker::core::QueueModel::default());
 }
 
+/// A flexible queue's round can form its smallest format: `min_pool` defaults to it and
+/// may be set as low as it, not lower; a fixed queue keeps one full match.
+#[test]
+fn min_pool_defaults_to_the_smallest_format() {
+    let flexible = "[queues.a]\nteams = 2\nteam_size = 5\n\
+                    [queues.a.alliance]\nplayer_min_number = 4\n[queues.a.round]\n";
+    let config = Config::from_toml_str(flexible).unwrap();
+    assert_eq!(config.queues["a"].min_pool(), 8, "4v4");
+    let config = Config::from_toml_str(&format!("{flexible}min_pool = 8\n")).unwrap();
+    assert_eq!(config.queues["a"].round.min_pool, Some(8));
+    let message = err(&format!("{flexible}min_pool = 7\n"));
+    assert!(
+        message.contains("queues.a.round.min_pool")
+            && message.contains("smallest format the alliance allows (8 players)"),
+        "{message}"
+    );
+    let fixed = "[queues.a]\nteams = 2\nteam_size = 5\n[queues.a.round]\n";
+    assert_eq!(
+        Config::from_toml_str(fixed).unwrap().queues["a"].min_pool(),
+        10
+    );
+    let message = err(&format!("{fixed}min_pool = 8\n"));
+    assert!(message.contains("one match (10 players)"), "{message}");
+}
+
 #[test]
 fn bad_values_are_refused_naming_queue_and_key() {
     let cases = [

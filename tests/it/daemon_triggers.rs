@@ -72,6 +72,42 @@ fn decision_table() {
     );
 }
 
+/// A flexible queue (5v5 that allows 4v4) runs at its tick with the 8 players of its
+/// smallest format, and its max-wait fallback counts a 4v4 as a match that can form.
+#[test]
+fn a_flexible_queue_triggers_at_its_smallest_format() {
+    let config = matchmaker::config::Config::from_toml_str(
+        "[queues.q]\nteams = 2\nteam_size = 5\n[queues.q.alliance]\nplayer_min_number = 4\n\
+         [queues.q.round]\nevery = \"2m\"\n",
+    )
+    .unwrap()
+    .queues["q"]
+        .clone();
+    let now = t0();
+    let view = |pool, oldest_min: i64, due_in: i64| QueueView {
+        now,
+        pool_size: pool,
+        oldest_enqueued_at: Some(now - D::minutes(oldest_min)),
+        next_due: now + D::seconds(due_in),
+        unchanged_since_last_round: false,
+    };
+    assert_eq!(
+        decide(&config, &view(8, 1, 0)),
+        Decision::Run(RoundTrigger::Schedule)
+    );
+    assert_eq!(
+        decide(&config, &view(8, 10, 60)),
+        Decision::Run(RoundTrigger::MaxWait)
+    );
+    assert_eq!(
+        decide(&config, &view(7, 30, -5)),
+        Decision::Wait {
+            next_round_at: None,
+            waiting_for: WaitingFor::Players
+        }
+    );
+}
+
 #[tokio::test]
 async fn schedule_early_start_and_max_wait_with_an_injected_clock() {
     let tdb = fresh_db().await;

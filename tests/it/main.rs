@@ -8,6 +8,7 @@ mod client_contract;
 mod client_lifecycle;
 mod config;
 mod daemon_balance;
+mod daemon_formats;
 mod daemon_lease;
 mod daemon_rounds;
 mod daemon_run;
