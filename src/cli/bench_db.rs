@@ -310,6 +310,8 @@ async fn timed_round(
             solve_ms: 0.0,
             next_state: &next_state,
             replay: Some(&replay),
+            backfill: &crate::db::BackfillRecord::default(),
+            keep_countdown: false,
         },
     )
     .await?;

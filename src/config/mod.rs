@@ -218,6 +218,37 @@ pub struct QueueConfig {
     pub model: QueueModel,
     pub round: RoundConfig,
     pub tickets: TicketConfig,
+    pub backfill: BackfillConfig,
+}
+
+/// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`,
+/// migration 0017). Every round fills the open requests before it forms new matches;
+/// these keys add the immediate backfill round, so that a session does not wait for the
+/// schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackfillConfig {
+    /// Fill backfill requests at all (rounds and immediate rounds). false: requests stay
+    /// open until they expire.
+    pub enabled: bool,
+    /// A new request gets an immediate backfill round as soon as the leader wakes (its
+    /// NOTIFY), so well within this; a request still open is tried again every `delay`
+    /// while players are queued. 100ms to 60s.
+    #[serde(with = "humantime_serde")]
+    pub delay: Duration,
+    /// A fill whose completed session scores below this (the match score, 0 to 1) is not
+    /// made; the request stays open with that reason.
+    pub min_score: f64,
+}
+
+impl Default for BackfillConfig {
+    fn default() -> Self {
+        BackfillConfig {
+            enabled: true,
+            delay: Duration::from_secs(5),
+            min_score: 0.0,
+        }
+    }
 }
 
 /// `[queues.NAME.tickets]`: the entry rules the daemon publishes in the `queues` table,
@@ -363,6 +394,13 @@ impl QueueConfig {
         if let serde_json::Value::Object(map) = &mut value {
             map.insert("round".into(), round);
             map.insert("tickets".into(), tickets);
+            // Only when set: the stored config (and hash) of a queue without it is
+            // unchanged.
+            if self.backfill != BackfillConfig::default() {
+                let backfill =
+                    serde_json::to_value(&self.backfill).expect("backfill config serializes");
+                map.insert("backfill".into(), backfill);
+            }
         }
         value
     }
@@ -491,6 +529,12 @@ impl Config {
                     .try_into()
                     .map_err(|e: toml::de::Error| invalid(format!("{key}.tickets"), e.message()))?,
             };
+            let backfill: BackfillConfig = match queue_table.remove("backfill") {
+                None => BackfillConfig::default(),
+                Some(v) => v.try_into().map_err(|e: toml::de::Error| {
+                    invalid(format!("{key}.backfill"), e.message())
+                })?,
+            };
             let model: QueueModel = toml::Value::Table(queue_table)
                 .try_into()
                 .map_err(|e: toml::de::Error| invalid(key.clone(), e.message()))?;
@@ -500,6 +544,7 @@ impl Config {
                     model,
                     round,
                     tickets,
+                    backfill,
                 },
             );
         }
@@ -667,6 +712,16 @@ impl QueueConfig {
                     ),
                 ));
             }
+        }
+        let b = &self.backfill;
+        if b.delay < Duration::from_millis(100) || b.delay > Duration::from_secs(60) {
+            return Err(invalid(
+                key("backfill.delay"),
+                "must be between 100ms and 60s",
+            ));
+        }
+        if !(0.0..=1.0).contains(&b.min_score) {
+            return Err(invalid(key("backfill.min_score"), "must be in [0, 1]"));
         }
         for role in &self.model.roles {
             if role.chars().count() > 64 {

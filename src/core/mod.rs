@@ -13,6 +13,7 @@
 //! - `solver` (`solve`: restarts on rayon threads, per-restart Xoshiro256PlusPlus
 //!   streams, best so far with the stop reason) -> `round` (output).
 
+pub mod backfill;
 pub mod deadline;
 pub mod error;
 pub mod factors;

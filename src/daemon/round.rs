@@ -54,6 +54,8 @@ pub struct PreparedRound {
     pub snapshot: Snapshot,
     pub pool: Pool,
     pub rejected: Vec<Rejection>,
+    /// The queue's open backfill requests, oldest first (none when backfill is off).
+    pub backfills: Vec<db::backfill::BackfillRequest>,
     pub snapshot_ms: f64,
     started: Instant,
 }
@@ -66,8 +68,11 @@ pub struct SolvedRound {
     pub rejected: Vec<Rejection>,
     pub seed: u64,
     pub solve_ms: f64,
-    /// What the solver saw, stored with the round for replay and explain.
-    pub replay: db::ReplayRecord,
+    /// What the solver saw, stored with the round for replay and explain (None: an
+    /// immediate backfill round, which runs no search).
+    pub replay: Option<db::ReplayRecord>,
+    /// The backfill requests filled, and why the others were not.
+    pub backfill: db::BackfillRecord,
 }
 
 /// What a committed round did: the summary line of the log.
@@ -84,6 +89,8 @@ pub struct RoundReport {
     pub dropped_by_cancel: usize,
     /// The matched players' entries in other queues, withdrawn by the commit.
     pub withdrawn: usize,
+    /// Backfill requests filled (their fills count in `matches` and `matched`).
+    pub backfilled: usize,
     /// Players of incomplete parties, left queued for a later round.
     pub sat_out: usize,
     pub score: Option<f64>,
@@ -158,9 +165,14 @@ impl RoundRunner {
             config.history_matches(),
         )
         .await?;
-        let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;
         let snapshot_at = self.clock.now();
         let (pool, rejected) = snapshot.to_pool(started_at);
+        let backfills = if config.backfill.enabled {
+            db::backfill::snapshot_backfills(&self.db, queue).await?
+        } else {
+            Vec::new()
+        };
+        let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(PreparedRound {
             queue: queue.to_string(),
             config_hash: config.hash(),
@@ -171,6 +183,7 @@ impl RoundRunner {
             snapshot,
             pool,
             rejected,
+            backfills,
             snapshot_ms,
             started,
         })
@@ -196,27 +209,82 @@ impl RoundRunner {
         };
         let pool = prepared.pool.clone();
         let queue = prepared.queue.clone();
+        let backfill_only = prepared.trigger == RoundTrigger::Backfill;
+        // A request the core cannot read is left open with why (it expires with it).
+        let mut unreadable = Vec::new();
+        let mut sessions = Vec::new();
+        let mut sessions_of = std::collections::HashMap::new();
+        for b in &prepared.backfills {
+            match b.to_session() {
+                Ok(s) => {
+                    sessions_of.insert(s.id.clone(), (b.request_id, b.session_id.clone()));
+                    sessions.push(s);
+                }
+                Err(why) => unreadable.push((b.request_id, why)),
+            }
+        }
         let span = tracing::Span::current();
         let started = Instant::now();
         let cores = self.cores.clone();
         let result = tokio::task::spawn_blocking(move || {
             span.in_scope(|| {
-                let solved = solve_rejecting_malformed(pool, &config.model, &options);
+                // Backfill first: running sessions are short of players now, and a fill
+                // is cheap and bounded; the search gets the rest of the pool (and the
+                // whole budget), so nobody is both in a fill and in a new match.
+                let limits = core::backfill::BackfillLimits {
+                    min_score: config.backfill.min_score,
+                };
+                let filled =
+                    core::backfill::fill_sessions(&sessions, &pool, &config.model, &limits);
+                let (fills, unfilled, rest) = match filled {
+                    Ok(b) => (b.fills, b.unfilled, b.rest),
+                    Err(e) => {
+                        drop(grant);
+                        super::metrics::record_solver_cores_released(&cores);
+                        return Err(e);
+                    }
+                };
+                let solved = if backfill_only {
+                    Ok((backfill_outcome(&rest, &options, started), Vec::new(), rest))
+                } else {
+                    solve_rejecting_malformed(rest, &config.model, &options)
+                };
                 // the cores go back as soon as the search ends (also when it failed)
                 drop(grant);
                 super::metrics::record_solver_cores_released(&cores);
                 let (outcome, malformed, pool) = solved?;
                 let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
                 // After the solve, on the same thread: what `replay` and `explain` need.
-                let replay = replay_record(&queue, &config, &options, &pool, &outcome);
-                Ok::<_, PoolError>((outcome, malformed, replay, solve_ms))
+                let replay = (!backfill_only)
+                    .then(|| replay_record(&queue, &config, &options, &pool, &outcome));
+                Ok::<_, PoolError>((outcome, malformed, replay, solve_ms, fills, unfilled))
             })
         })
         .await?;
-        let (outcome, malformed, replay, solve_ms) = result.map_err(|source| RoundError::Core {
-            queue: prepared.queue.clone(),
-            source,
-        })?;
+        let (outcome, malformed, replay, solve_ms, fills, unfilled) =
+            result.map_err(|source| RoundError::Core {
+                queue: prepared.queue.clone(),
+                source,
+            })?;
+        let request = |id: &str| sessions_of.get(id).cloned().unwrap_or((-1, String::new()));
+        let backfill = db::BackfillRecord {
+            fills: fills
+                .into_iter()
+                .map(|f| {
+                    let (request_id, session_id) = request(&f.session);
+                    db::BackfillFill {
+                        request_id,
+                        session_id,
+                        outcome: f.outcome,
+                    }
+                })
+                .collect(),
+            unfilled: unfilled
+                .into_iter()
+                .map(|u| (request(&u.session).0, u.reason))
+                .chain(unreadable)
+                .collect(),
+        };
         let mut rejected = prepared.rejected.clone();
         rejected.extend(malformed);
         rejected.extend(outcome.rejected.iter().cloned());
@@ -227,6 +295,7 @@ impl RoundRunner {
             seed,
             solve_ms,
             replay,
+            backfill,
         })
     }
 
@@ -258,7 +327,9 @@ impl RoundRunner {
                 snapshot_ms: p.snapshot_ms,
                 solve_ms: solved.solve_ms,
                 next_state: &next_state,
-                replay: Some(&solved.replay),
+                replay: solved.replay.as_ref(),
+                backfill: &solved.backfill,
+                keep_countdown: p.trigger == RoundTrigger::Backfill,
             },
         )
         .await?;
@@ -274,6 +345,7 @@ impl RoundRunner {
             rejected: report.rejected,
             dropped_by_cancel: report.dropped_by_cancel,
             withdrawn: report.withdrawn,
+            backfilled: report.backfilled,
             sat_out: p.snapshot.sat_out,
             score: report.score,
             snapshot_ms: p.snapshot_ms,
@@ -293,6 +365,7 @@ impl RoundRunner {
             rejected = report.rejected,
             dropped_by_cancel = report.dropped_by_cancel,
             withdrawn = report.withdrawn,
+            backfilled = report.backfilled,
             sat_out = report.sat_out,
             score = report.score.map(|s| (s * 10_000.0).round() / 10_000.0),
             snapshot_ms = report.snapshot_ms.round(),
@@ -330,6 +403,32 @@ pub fn replay_record(
         strategy: options.strategy,
         threads: options.threads,
         left_over,
+    }
+}
+
+/// The outcome of an immediate backfill round: no search, every player left over.
+fn backfill_outcome(rest: &Pool, options: &SolveOptions, started: Instant) -> RoundOutcome {
+    let elapsed = started.elapsed();
+    RoundOutcome {
+        matches: Vec::new(),
+        unmatched: rest.players.iter().map(|p| p.id.clone()).collect(),
+        rejected: Vec::new(),
+        score: 0.0,
+        stats: core::SolveStats {
+            strategy: "backfill".to_string(),
+            elapsed,
+            elapsed_ms: elapsed.as_secs_f64() * 1e3,
+            restarts: 0,
+            moves_evaluated: 0,
+            moves_rejected_by_bound: 0,
+            moves_per_second: 0.0,
+            time_to_best: elapsed,
+            time_to_best_ms: elapsed.as_secs_f64() * 1e3,
+            stop_reason: core::StopReason::Exhausted,
+            threads: 1,
+            seed: options.seed,
+            delta_checks: 0,
+        },
     }
 }
 

@@ -15,7 +15,7 @@ use super::metrics::{self, ErrorKind};
 use super::round::{RoundError, RoundReport, RoundRunner};
 use super::trigger::{Decision, QueueView, decide};
 use crate::config::QueueConfig;
-use crate::db::{self, DbError, Lease, QueueStateRow, WaitingFor};
+use crate::db::{self, DbError, Lease, QueueStateRow, RoundTrigger, WaitingFor};
 
 /// The lease of one queue, shared by the worker, the retention pruner and whoever renews
 /// it (the replica's leadership loop under `daemon::run`).
@@ -283,6 +283,10 @@ impl QueueWorker {
     /// Expire tickets and close broken parties of this queue (see `db::tickets`).
     async fn tidy(&mut self) -> Result<(), DbError> {
         let tidied = db::tickets::tidy_queue(&self.runner.db, &self.queue).await?;
+        let expired = db::backfill::expire_backfills(&self.runner.db, &self.queue).await?;
+        if expired > 0 {
+            tracing::info!(queue = %self.queue, expired, "backfill requests expired");
+        }
         self.last_tidy = Some(std::time::Instant::now());
         metrics::record_tidied(&self.queue, tidied.expired, tidied.party_closed);
         if tidied != db::tickets::Tidied::default() {
@@ -458,6 +462,39 @@ impl QueueWorker {
                 next_round_at,
                 waiting_for,
             } => {
+                // A backfill request waits for no schedule: an immediate round that only
+                // fills requests (the rest of the pool, the countdown, the round timers
+                // stay as they are).
+                let b = &self.config.backfill;
+                if b.enabled
+                    && stats.size > 0
+                    && db::backfill::backfill_due(db, &self.queue, b.delay).await?
+                {
+                    let result = self
+                        .runner
+                        .run(
+                            &self.queue,
+                            self.config.clone(),
+                            RoundTrigger::Backfill,
+                            &lease,
+                        )
+                        .await;
+                    return match result {
+                        Ok(mut report) => {
+                            report.next_round_at = next_round_at;
+                            Ok(StepOutcome::Ran(report))
+                        }
+                        Err(e) if e.is_lease_lost() => {
+                            tracing::warn!(queue = %self.queue, "backfill round abandoned: {e}");
+                            metrics::record_error(ErrorKind::LeaseLost);
+                            metrics::record_lease(&self.queue, false);
+                            *self.lease.0.lease.lock().await = None;
+                            self.term = None;
+                            Ok(StepOutcome::Standby)
+                        }
+                        Err(e) => Err(e),
+                    };
+                }
                 let row =
                     countdown::state_row(&self.queue, &self.config, next_round_at, waiting_for);
                 // Rewrite when the countdown or the pool size changed.

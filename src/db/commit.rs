@@ -39,6 +39,9 @@ pub enum RoundTrigger {
     MaxWait,
     /// An operator asked for it.
     Manual,
+    /// A backfill request arrived: a round that only fills backfill requests, the
+    /// countdown of the scheduled rounds untouched.
+    Backfill,
 }
 
 impl RoundTrigger {
@@ -48,6 +51,7 @@ impl RoundTrigger {
             RoundTrigger::PoolSize => "pool_size",
             RoundTrigger::MaxWait => "max_wait",
             RoundTrigger::Manual => "manual",
+            RoundTrigger::Backfill => "backfill",
         }
     }
 }
@@ -82,6 +86,27 @@ pub struct RoundRecord<'a> {
     /// What the solver saw, for `matchmaker replay` and `explain` (`round_snapshots`);
     /// None writes no snapshot.
     pub replay: Option<&'a ReplayRecord>,
+    /// The backfill requests this round tried: fills and why the others stayed open.
+    pub backfill: &'a BackfillRecord,
+    /// Leave `queue_state` (the scheduled rounds' countdown) as it is: an immediate
+    /// backfill round.
+    pub keep_countdown: bool,
+}
+
+/// The backfill side of a round (see `core::backfill`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackfillRecord {
+    pub fills: Vec<BackfillFill>,
+    /// (request id, why the round could not fill it).
+    pub unfilled: Vec<(i64, String)>,
+}
+
+/// One request filled: the added players as a match (teams at the session's indices).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackfillFill {
+    pub request_id: i64,
+    pub session_id: String,
+    pub outcome: MatchOutcome,
 }
 
 /// What the commit wrote.
@@ -105,6 +130,8 @@ pub struct CommitReport {
     pub wait_seconds: Vec<f64>,
     /// Per-factor means over the committed matches (`rounds.factor_averages`).
     pub factor_averages: BTreeMap<String, f64>,
+    /// Backfill requests filled by this round (their matches count in `match_count`).
+    pub backfilled: usize,
 }
 
 /// Write the round. Fails with [`DbError::LeaseLost`] (writing nothing) if `lease` is no
@@ -134,6 +161,39 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             term: r.lease.term,
         });
     }
+
+    // The backfill requests this round fills, if still open: a request cancelled or
+    // expired meanwhile (or locked by its client's cancel right now) drops its fill, whose
+    // players stay queued.
+    let fill_requests: Vec<i64> = r.backfill.fills.iter().map(|f| f.request_id).collect();
+    let open_requests: HashSet<i64> = sqlx::query_scalar(
+        "SELECT request_id FROM backfill_requests
+          WHERE request_id = ANY($1) AND status = 'open' AND expires_at > now()
+          ORDER BY request_id
+          FOR UPDATE SKIP LOCKED",
+    )
+    .bind(&fill_requests)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .collect();
+    // By address: the fills' outcomes are the very values `kept` and `written` point at.
+    let address = |m: &MatchOutcome| m as *const MatchOutcome as usize;
+    let request_of: HashMap<usize, &BackfillFill> = r
+        .backfill
+        .fills
+        .iter()
+        .map(|f| (address(&f.outcome), f))
+        .collect();
+    // Fills first (their sessions are running), then the new matches.
+    let all_matches: Vec<&MatchOutcome> = r
+        .backfill
+        .fills
+        .iter()
+        .filter(|f| open_requests.contains(&f.request_id))
+        .map(|f| &f.outcome)
+        .chain(&r.outcome.matches)
+        .collect();
 
     // Lock the pool's rows that are still queued and live. SKIP LOCKED: a row locked now
     // is in a client's call (a cancel in flight) or in another queue's commit; it is not
@@ -175,9 +235,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     // One player, one match across queues: the players of the candidate matches and
     // their queued entries in other queues. A player is ours only if we hold every one of
     // those rows too; a row we cannot lock may be in another queue's commit right now.
-    let candidates: Vec<&str> = r
-        .outcome
-        .matches
+    let candidates: Vec<&str> = all_matches
         .iter()
         .flat_map(|m| m.teams.iter().flatten())
         .map(String::as_str)
@@ -223,7 +281,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     let mut dropped_by_cancel = 0;
-    for m in &r.outcome.matches {
+    for &m in &all_matches {
         let players = m.teams.iter().flatten();
         if players.clone().all(|p| free(p)) {
             kept.push(m);
@@ -356,11 +414,79 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     }
     let kept: Vec<&MatchOutcome> = written.iter().map(|(m, _)| *m).collect();
     let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
+    // The fills among them: linked to their sessions, their requests closed.
+    let (mut fill_ids, mut new_ids) = (Vec::new(), Vec::new());
+    let (mut fill_requests, mut fill_sessions) = (Vec::new(), Vec::new());
+    for (m, id) in &written {
+        match request_of.get(&address(m)) {
+            Some(f) => {
+                fill_ids.push(*id);
+                fill_requests.push(f.request_id);
+                fill_sessions.push(f.session_id.as_str());
+            }
+            None => new_ids.push(*id),
+        }
+    }
+    if !fill_ids.is_empty() {
+        sqlx::query(
+            "WITH f AS (
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])
+                          AS u(match_id, request_id, session_id)),
+             linked AS (
+                 UPDATE matches m SET session_id = f.session_id,
+                                      backfill_request_id = f.request_id
+                   FROM f WHERE m.match_id = f.match_id)
+             UPDATE backfill_requests b
+                SET status = 'filled', match_id = f.match_id, round_id = $4,
+                    attempted_at = now(), updated_at = $5, unfilled_reason = NULL,
+                    reason = format('filled by round %s (match %s)', $4, f.match_id)
+               FROM f
+              WHERE b.request_id = f.request_id AND b.status = 'open'",
+        )
+        .bind(&fill_ids)
+        .bind(&fill_requests)
+        .bind(&fill_sessions)
+        .bind(round_id)
+        .bind(r.committed_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    // Requests tried and not filled: why, for backfill_status (and their expiry reason).
+    let mut tried: Vec<(i64, String)> = r.backfill.unfilled.clone();
+    for f in r.backfill.fills.iter() {
+        if !fill_requests.contains(&f.request_id) && open_requests.contains(&f.request_id) {
+            tried.push((
+                f.request_id,
+                "its fill was dropped: a chosen player left the queue or was busy during the round"
+                    .into(),
+            ));
+        }
+    }
+    if !tried.is_empty() {
+        let (ids, reasons): (Vec<i64>, Vec<String>) = tried.into_iter().unzip();
+        sqlx::query(
+            "UPDATE backfill_requests b
+                -- the database's clock, as the worker's retry look-up reads it
+                SET attempted_at = now(), unfilled_reason = u.reason
+               FROM unnest($1::bigint[], $2::text[]) AS u(request_id, reason)
+              WHERE b.request_id = u.request_id AND b.status = 'open'",
+        )
+        .bind(&ids)
+        .bind(&reasons)
+        .execute(&mut *tx)
+        .await?;
+    }
     // Each standing match's players, on its queue's channel: sent at COMMIT, or never.
-    notify_matches(&mut tx, &match_ids, MatchEvent::Match).await?;
+    notify_matches(&mut tx, &new_ids, MatchEvent::Match).await?;
+    notify_matches(&mut tx, &fill_ids, MatchEvent::Backfill).await?;
     let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
     let left_over = pool_size - matched - rejected.len();
-    let (score, factor_averages) = summarize(r.outcome, &kept, dropped_by_cancel > 0);
+    // A fill is not in the search's round score: with fills, the plain mean of what stands.
+    let (score, factor_averages) = summarize(
+        r.outcome,
+        &kept,
+        dropped_by_cancel > 0 || !fill_ids.is_empty(),
+    );
 
     // The matched players' entries in other queues: withdrawn, naming the match that won.
     let withdrawn = if kept.is_empty() {
@@ -445,13 +571,15 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         }
     }
 
-    write_queue_state(
-        &mut *tx,
-        r.next_state,
-        Some((round_id, r.committed_at)),
-        r.committed_at,
-    )
-    .await?;
+    if !r.keep_countdown {
+        write_queue_state(
+            &mut *tx,
+            r.next_state,
+            Some((round_id, r.committed_at)),
+            r.committed_at,
+        )
+        .await?;
+    }
 
     let commit_ms = started.elapsed().as_secs_f64() * 1000.0;
     sqlx::query(
@@ -498,6 +626,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         match_scores: kept.iter().map(|m| m.score).collect(),
         wait_seconds,
         factor_averages,
+        backfilled: fill_ids.len(),
     })
 }
 

@@ -5,6 +5,7 @@
 //! database clock, so tests drive rounds, leases and countdowns with an injected clock.
 
 pub mod audit;
+pub mod backfill;
 pub mod commit;
 pub mod enqueue;
 pub mod lease;
@@ -19,7 +20,9 @@ pub mod round_snapshot;
 pub mod snapshot;
 pub mod tickets;
 
-pub use commit::{CommitReport, RoundRecord, RoundTrigger, commit_round};
+pub use commit::{
+    BackfillFill, BackfillRecord, CommitReport, RoundRecord, RoundTrigger, commit_round,
+};
 pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
 pub use queue_state::{
     PoolStats, QueueStateRow, WaitingFor, entries_since, pool_stats, write_queue_state,

@@ -199,6 +199,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         readable,
         [
+            // backfill_status: the login's backfill requests (migration 0017).
+            "backfill_status",
             "match_details",
             "player_status",
             "queue_catalog",
@@ -233,11 +235,14 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         callable,
         [
             "cancel",
+            // request_backfill / cancel_backfill: backfill of running sessions (0017).
+            "cancel_backfill",
             "enqueue",
             "enqueue_party",
             "keep_alive",
             "matchmaker_sees_all",
-            "queue_channel"
+            "queue_channel",
+            "request_backfill"
         ]
     );
     let sees_all: bool = sqlx::query_scalar("SELECT matchmaker_sees_all()")

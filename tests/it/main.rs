@@ -1,6 +1,7 @@
 //! All integration tests build into this one test binary (faster to link, one private
 //! PostgreSQL shared by the database tests).
 
+mod backfill;
 mod cli_hygiene;
 mod cli_output;
 mod client_abuse;

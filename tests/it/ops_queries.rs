@@ -155,6 +155,8 @@ async fn every_ops_query_runs_and_answers() {
             solve_ms: 0.0,
             next_state: &state,
             replay: None,
+            backfill: &matchmaker::db::BackfillRecord::default(),
+            keep_countdown: false,
         },
     )
     .await

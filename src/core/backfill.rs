@@ -1,0 +1,760 @@
+//! Backfill of running sessions (seed 002: "backfill proposal to a session with minimum 1
+//! player member"; issue 24, part 1): choose whole parties of the round's pool to fill a
+//! session's open slots, its members fixed on their teams.
+//!
+//! Each completed session is scored with the queue's own match score (`Scorer`: the same
+//! factors, weights and hosts rule as a new match), the session's members and the
+//! candidates placed on the given teams (`Scorer::evaluate_fixed`). Which fills are tried
+//! follows seed 002's methods, chosen as [`rebalance::choose_method`] does for the queue's
+//! format: **combination** (queues of at most 12 players) fills the teams "vertically",
+//! team by team, from every combination of the nearest candidates that fills each team
+//! exactly, and keeps the best score; **greedy** (larger queues, or more combinations
+//! than [`MAX_COMBINATIONS`]) takes the nearest candidates one by one, each into the open
+//! team with the least total skill that has room (the seed's rule), and scores that fill.
+//!
+//! Bounded work: at most [`MAX_CANDIDATES`] parties per session (the nearest by mean skill
+//! to the session's members, ties by pool order, i.e. the oldest first) and at most
+//! `MAX_COMBINATIONS` scored fills. Sessions are filled one after another in the order
+//! given (the oldest request first); a party used by one is gone for the next and for the
+//! round's search. Deterministic: no randomness, every tie broken by input order.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::error::PoolError;
+use super::index::IndexedPool;
+use super::model::{Network, QueueModel};
+use super::pool::{Player, Pool};
+use super::rebalance::{self, Alliance, Method};
+use super::round::MatchOutcome;
+use super::score::Scorer;
+
+/// Parties considered per session (the nearest by skill).
+pub const MAX_CANDIDATES: usize = 12;
+/// Fills scored per session by the combination method; past it, greedy.
+pub const MAX_COMBINATIONS: usize = 5_000;
+
+/// A running session asking for players.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The request's key (the caller's session id, or the request id).
+    pub id: String,
+    /// The session's members, per team (fixed: never moved).
+    pub teams: Vec<Vec<Player>>,
+    /// Open slots per team.
+    pub open: Vec<usize>,
+}
+
+/// What the backfill may accept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BackfillLimits {
+    /// A fill whose completed session scores below this is not made.
+    pub min_score: f64,
+}
+
+impl Default for BackfillLimits {
+    fn default() -> Self {
+        BackfillLimits { min_score: 0.0 }
+    }
+}
+
+/// A session filled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fill {
+    pub session: String,
+    /// The match as the commit writes it: `teams` holds only the added players, at the
+    /// session's team indices (teams without open slots are empty); score, factors and
+    /// hosts are the completed session's.
+    pub outcome: MatchOutcome,
+    pub method: Method,
+    /// Fills scored for this session.
+    pub evaluated: usize,
+}
+
+/// A session left open, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfilled {
+    pub session: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackfillOutcome {
+    pub fills: Vec<Fill>,
+    pub unfilled: Vec<Unfilled>,
+    /// The pool without the players the fills took: what the round's search gets.
+    pub rest: Pool,
+}
+
+/// A party of the pool: its members (indices into `pool.players`).
+struct Candidate {
+    members: Vec<usize>,
+    skill: f64,
+}
+
+/// Fill `sessions` from `pool`, one after the other.
+pub fn fill_sessions(
+    sessions: &[Session],
+    pool: &Pool,
+    model: &QueueModel,
+    limits: &BackfillLimits,
+) -> Result<BackfillOutcome, PoolError> {
+    model.validate()?;
+    let mut used = vec![false; pool.players.len()];
+    let mut fills = Vec::new();
+    let mut unfilled = Vec::new();
+    for s in sessions {
+        match fill_one(s, pool, &used, model, limits) {
+            Ok((fill, taken)) => {
+                for i in taken {
+                    used[i] = true;
+                }
+                fills.push(fill);
+            }
+            Err(reason) => unfilled.push(Unfilled {
+                session: s.id.clone(),
+                reason,
+            }),
+        }
+    }
+    let mut rest = pool.clone();
+    let mut i = 0;
+    rest.players.retain(|_| {
+        i += 1;
+        !used[i - 1]
+    });
+    Ok(BackfillOutcome {
+        fills,
+        unfilled,
+        rest,
+    })
+}
+
+/// The method seed 002 uses for a strict format of this size (the queue's full format):
+/// combination up to 12 players, greedy above.
+pub fn method_for(model: &QueueModel) -> Method {
+    let strict = Alliance {
+        min_number: model.teams,
+        max_number: model.teams,
+        player_min_number: model.team_size,
+        player_max_number: model.team_size,
+    };
+    rebalance::choose_method(&strict, false)
+}
+
+fn fill_one(
+    s: &Session,
+    pool: &Pool,
+    used: &[bool],
+    model: &QueueModel,
+    limits: &BackfillLimits,
+) -> Result<(Fill, Vec<usize>), String> {
+    check_format(s, model)?;
+    let members: HashSet<&str> = s.teams.iter().flatten().map(|p| p.id.as_str()).collect();
+    let all = candidates(pool, used, &members);
+    if all.is_empty() {
+        return Err("no queued player to fill it (the pool is empty)".into());
+    }
+    let widest = *s.open.iter().max().expect("checked: teams >= 2");
+    let mut fit: Vec<Candidate> = all
+        .into_iter()
+        .filter(|c| c.members.len() <= widest)
+        .collect();
+    if fit.is_empty() {
+        return Err(format!(
+            "no party fits the open slots {:?}: every queued party is larger than {widest}",
+            s.open
+        ));
+    }
+    // The nearest by mean skill to the session (the factors decide among them).
+    let n: usize = s.teams.iter().map(Vec::len).sum();
+    let mean = s.teams.iter().flatten().map(|p| p.skill).sum::<f64>() / n as f64;
+    fit.sort_by(|a, b| (a.skill - mean).abs().total_cmp(&(b.skill - mean).abs()));
+    fit.truncate(MAX_CANDIDATES);
+
+    let mut last_error = None;
+    // A candidate the core refuses as malformed is dropped and the rest tried again.
+    for _ in 0..=MAX_CANDIDATES {
+        match choose(s, pool, &fit, model, limits) {
+            Ok(done) => return Ok(done),
+            Err(Choice::Malformed(id, why)) => {
+                let before = fit.len();
+                fit.retain(|c| c.members.iter().all(|&i| pool.players[i].id != id));
+                if fit.len() == before {
+                    return Err(format!("the session cannot be scored: {why}"));
+                }
+                last_error = Some(why);
+            }
+            Err(Choice::Unfilled(reason)) => return Err(reason),
+        }
+    }
+    Err(format!(
+        "the candidates cannot be scored: {}",
+        last_error.unwrap_or_default()
+    ))
+}
+
+/// The completed session must be the queue's full format.
+fn check_format(s: &Session, model: &QueueModel) -> Result<(), String> {
+    if s.teams.len() != model.teams || s.open.len() != model.teams {
+        return Err(format!(
+            "the session has {} teams and {} open-slot counts; the queue has {} teams",
+            s.teams.len(),
+            s.open.len(),
+            model.teams
+        ));
+    }
+    if s.open.iter().all(|&o| o == 0) {
+        return Err("the session has no open slot".into());
+    }
+    for (t, (members, open)) in s.teams.iter().zip(&s.open).enumerate() {
+        if members.len() + open != model.team_size {
+            return Err(format!(
+                "team {t} has {} members and {open} open slots; the queue's teams have {}",
+                members.len(),
+                model.team_size
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The pool's parties not yet used and without a session member, in pool order.
+fn candidates(pool: &Pool, used: &[bool], members: &HashSet<&str>) -> Vec<Candidate> {
+    let mut by_party: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut excluded: HashSet<usize> = HashSet::new();
+    for (i, p) in pool.players.iter().enumerate() {
+        let slot = match p.party.as_deref() {
+            Some(party) => *by_party.entry(party).or_insert_with(|| {
+                out.push(Candidate {
+                    members: Vec::new(),
+                    skill: 0.0,
+                });
+                out.len() - 1
+            }),
+            None => {
+                out.push(Candidate {
+                    members: Vec::new(),
+                    skill: 0.0,
+                });
+                out.len() - 1
+            }
+        };
+        out[slot].members.push(i);
+        if used[i] || members.contains(p.id.as_str()) {
+            excluded.insert(slot);
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .filter(|(slot, _)| !excluded.contains(slot))
+        .map(|(_, mut c)| {
+            c.skill = c
+                .members
+                .iter()
+                .map(|&i| pool.players[i].skill)
+                .sum::<f64>()
+                / c.members.len() as f64;
+            c
+        })
+        .collect()
+}
+
+enum Choice {
+    /// A player the core refuses (id, message).
+    Malformed(String, String),
+    Unfilled(String),
+}
+
+/// Score the fills of the chosen method; the best one.
+fn choose(
+    s: &Session,
+    pool: &Pool,
+    fit: &[Candidate],
+    model: &QueueModel,
+    limits: &BackfillLimits,
+) -> Result<(Fill, Vec<usize>), Choice> {
+    // The session's members (solos: their teams are fixed anyway) and the candidates.
+    let mut players: Vec<Player> = s
+        .teams
+        .iter()
+        .flatten()
+        .map(|p| Player {
+            party: None,
+            enqueued_at: None,
+            ..p.clone()
+        })
+        .collect();
+    let fixed = players.len();
+    for c in fit {
+        players.extend(c.members.iter().map(|&i| pool.players[i].clone()));
+    }
+    let mini = Pool {
+        queue: pool.queue.clone(),
+        now: pool.now,
+        players,
+        history: pool.history.clone(),
+    };
+    let ix = IndexedPool::build(&mini, model).map_err(|e| match e {
+        PoolError::Player { ref id, .. } => Choice::Malformed(id.clone(), e.to_string()),
+        other => Choice::Unfilled(format!("the session cannot be scored: {other}")),
+    })?;
+    let sc = Scorer::new(&ix, model);
+    let unit_of_source = |source: usize| -> Option<u32> {
+        ix.source
+            .iter()
+            .position(|&x| x == source)
+            .map(|p| ix.unit_of[p])
+    };
+    // Fixed units with their teams; candidates as units (a rejected party has none).
+    let mut base_units = Vec::new();
+    let mut base_teams = Vec::new();
+    let mut k = 0;
+    for (t, team) in s.teams.iter().enumerate() {
+        for _ in team {
+            let u = unit_of_source(k).ok_or_else(|| {
+                Choice::Unfilled(format!(
+                    "session member {} cannot play in this queue: {}",
+                    mini.players[k].id,
+                    ix.rejected
+                        .iter()
+                        .find(|r| r.id == mini.players[k].id)
+                        .map_or("rejected", |r| r.reason.as_str())
+                ))
+            })?;
+            base_units.push(u);
+            base_teams.push(t as u8);
+            k += 1;
+        }
+    }
+    let mut cand_units: Vec<(u32, usize, f64, usize)> = Vec::new(); // unit, size, skill, fit index
+    let mut source = fixed;
+    for (ci, c) in fit.iter().enumerate() {
+        if let Some(u) = unit_of_source(source) {
+            cand_units.push((u, c.members.len(), c.skill, ci));
+        }
+        source += c.members.len();
+    }
+    if cand_units.is_empty() {
+        return Err(Choice::Unfilled(
+            "no queued party can play in this queue's format".into(),
+        ));
+    }
+
+    let score_fill = |assign: &[(usize, usize)]| {
+        let mut units = base_units.clone();
+        let mut teams = base_teams.clone();
+        for &(c, t) in assign {
+            units.push(cand_units[c].0);
+            teams.push(t as u8);
+        }
+        sc.evaluate_fixed(&units, &teams)
+            .filter(|e| e.valid())
+            .map(|e| (e, units))
+    };
+
+    let mut method = method_for(model);
+    let mut evaluated = 0usize;
+    let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
+    let mut any_exact = false;
+    if method == Method::Combination {
+        let sizes: Vec<usize> = cand_units.iter().map(|c| c.1).collect();
+        let mut plans = Vec::new();
+        let complete = fill_vertically(&sizes, &s.open, MAX_COMBINATIONS, &mut plans);
+        if complete {
+            any_exact = !plans.is_empty();
+            for plan in &plans {
+                evaluated += 1;
+                if let Some((e, _)) = score_fill(plan)
+                    && best.as_ref().is_none_or(|(b, _)| e.score > *b)
+                {
+                    best = Some((e.score, plan.clone()));
+                }
+            }
+        } else {
+            method = Method::Greedy;
+        }
+    }
+    if method == Method::Greedy {
+        let plan = greedy_fill(&cand_units, s);
+        if let Some(plan) = plan {
+            any_exact = true;
+            evaluated += 1;
+            if let Some((e, _)) = score_fill(&plan) {
+                best = Some((e.score, plan));
+            }
+        }
+    }
+    let Some((score, plan)) = best else {
+        return Err(Choice::Unfilled(if any_exact {
+            match model.network {
+                Network::PeerToPeer => format!(
+                    "every fill of the {} nearest parties breaks a hard rule (nobody could host within hosts.max_ping_ms, or strict roles)",
+                    cand_units.len()
+                ),
+                Network::Dedicated => format!(
+                    "every fill of the {} nearest parties breaks a hard rule (strict roles, or no common region)",
+                    cand_units.len()
+                ),
+            }
+        } else {
+            format!(
+                "no combination of the {} nearest queued parties fills the open slots {:?} exactly (parties stay whole)",
+                cand_units.len(),
+                s.open
+            )
+        }));
+    };
+    if score < limits.min_score {
+        return Err(Choice::Unfilled(format!(
+            "the best fill scores {score:.3}, below backfill.min_score {}",
+            limits.min_score
+        )));
+    }
+    let (eval, units) = score_fill(&plan).expect("scored above");
+    let detail = sc.describe(&units, &eval);
+    let id = |p: u32| ix.ids[p as usize].clone();
+    let mut added = vec![Vec::new(); model.teams];
+    let mut taken = Vec::new();
+    for &(c, t) in &plan {
+        let ci = cand_units[c].3;
+        for &i in &fit[ci].members {
+            added[t].push(pool.players[i].id.clone());
+            taken.push(i);
+        }
+    }
+    let added_ids: HashSet<&String> = added.iter().flatten().collect();
+    let p2p = model.network == Network::PeerToPeer;
+    let outcome = MatchOutcome {
+        teams: added.clone(),
+        score: detail.score,
+        factors: sc
+            .enabled()
+            .map(|(i, name)| (name.to_string(), detail.factors[i]))
+            .collect(),
+        roles: (!model.roles.is_empty()).then(|| {
+            detail
+                .roles
+                .iter()
+                .map(|&(p, r)| (id(p), model.roles[r].clone()))
+                .filter(|(p, _)| added_ids.contains(p))
+                .collect()
+        }),
+        region: match model.network {
+            Network::Dedicated => detail.region.map(|r| ix.regions[r].clone()),
+            Network::PeerToPeer => None,
+        },
+        hosts: p2p.then(|| detail.hosts.iter().map(|&p| id(p)).collect()),
+        host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
+        backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
+    };
+    Ok((
+        Fill {
+            session: s.id.clone(),
+            outcome,
+            method,
+            evaluated,
+        },
+        taken,
+    ))
+}
+
+/// Seed 002's combination, for backfill: team by team, every combination (lexicographic
+/// in candidate order) of unused candidates whose sizes sum to the team's open slots.
+/// Each plan is (candidate, team) pairs. Returns false when there are more than `limit`.
+fn fill_vertically(
+    sizes: &[usize],
+    open: &[usize],
+    limit: usize,
+    out: &mut Vec<Vec<(usize, usize)>>,
+) -> bool {
+    let Some(first) = open.iter().position(|&o| o > 0) else {
+        return true;
+    };
+    let mut walk = Vertical {
+        sizes,
+        open,
+        limit,
+        used: vec![false; sizes.len()],
+        plan: Vec::new(),
+        out,
+    };
+    walk.team(first, 0, open[first])
+}
+
+/// The state of [`fill_vertically`]'s walk.
+struct Vertical<'a> {
+    sizes: &'a [usize],
+    open: &'a [usize],
+    limit: usize,
+    used: Vec<bool>,
+    plan: Vec<(usize, usize)>,
+    out: &'a mut Vec<Vec<(usize, usize)>>,
+}
+
+impl Vertical<'_> {
+    /// Fill team `t`'s `left` slots from candidates `from..`; false: over the limit.
+    fn team(&mut self, t: usize, from: usize, left: usize) -> bool {
+        if left == 0 {
+            // this team is full: the next one with open slots, from the first candidate
+            return match (t + 1..self.open.len()).find(|&n| self.open[n] > 0) {
+                Some(n) => self.team(n, 0, self.open[n]),
+                None => {
+                    if self.out.len() >= self.limit {
+                        return false;
+                    }
+                    self.out.push(self.plan.clone());
+                    true
+                }
+            };
+        }
+        for c in from..self.sizes.len() {
+            if self.used[c] || self.sizes[c] > left {
+                continue;
+            }
+            self.used[c] = true;
+            self.plan.push((c, t));
+            let ok = self.team(t, c + 1, left - self.sizes[c]);
+            self.plan.pop();
+            self.used[c] = false;
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Seed 002's greedy, for backfill. Choose: candidates nearest first, each taken while a
+/// team has room for it (tentatively into the team with the most room). Place: the chosen
+/// parties by total skill, largest first, each into the team with the least total skill
+/// (members included) that has room (the seed's rule); if that packing leaves a party
+/// without room, the tentative placement stands. None when the slots cannot all be filled.
+fn greedy_fill(cands: &[(u32, usize, f64, usize)], s: &Session) -> Option<Vec<(usize, usize)>> {
+    let mut room = s.open.clone();
+    let mut chosen = Vec::new();
+    for (c, &(_, size, _, _)) in cands.iter().enumerate() {
+        if room.iter().all(|&r| r == 0) {
+            break;
+        }
+        // most room first, ties by team index
+        let t = (0..room.len()).max_by_key(|&t| (room[t], std::cmp::Reverse(t)))?;
+        if room[t] >= size {
+            room[t] -= size;
+            chosen.push((c, t));
+        }
+    }
+    if room.iter().any(|&r| r > 0) {
+        return None;
+    }
+    let mut order = chosen.clone();
+    let total = |c: usize| cands[c].2 * cands[c].1 as f64;
+    // stable: equal totals keep the nearest first
+    order.sort_by(|a, b| total(b.0).total_cmp(&total(a.0)));
+    let mut room = s.open.clone();
+    let mut sums: Vec<f64> = s
+        .teams
+        .iter()
+        .map(|t| t.iter().map(|p| p.skill).sum())
+        .collect();
+    let mut plan = Vec::new();
+    for (c, _) in order {
+        let mut teams: Vec<usize> = (0..room.len()).collect();
+        teams.sort_by(|&a, &b| sums[a].total_cmp(&sums[b]));
+        let Some(&t) = teams.iter().find(|&&t| room[t] >= cands[c].1) else {
+            return Some(chosen);
+        };
+        room[t] -= cands[c].1;
+        sums[t] += total(c);
+        plan.push((c, t));
+    }
+    Some(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(id: &str, skill: f64) -> Player {
+        Player {
+            id: id.into(),
+            party: None,
+            skill,
+            skill_sigma: None,
+            enqueued_at: None,
+            latencies: BTreeMap::from([("eu".to_string(), 30.0)]),
+            peer_pings: BTreeMap::new(),
+            roles: Vec::new(),
+            side: None,
+        }
+    }
+
+    fn in_party(mut pl: Player, party: &str) -> Player {
+        pl.party = Some(party.into());
+        pl
+    }
+
+    fn session() -> Session {
+        Session {
+            id: "s1".into(),
+            teams: vec![
+                vec![p("a", 1500.0), p("b", 1500.0), p("c", 1500.0)],
+                vec![p("d", 1500.0), p("e", 1500.0)],
+            ],
+            open: vec![0, 1],
+        }
+    }
+
+    fn pool(players: Vec<Player>) -> Pool {
+        Pool {
+            players,
+            ..Pool::default()
+        }
+    }
+
+    #[test]
+    fn the_closest_candidate_fills_and_the_rest_stays_in_the_pool() {
+        let mut far = p("far", 2600.0);
+        far.latencies.insert("eu".into(), 400.0);
+        let pl = pool(vec![far, p("near", 1490.0), p("other", 1900.0)]);
+        let out = fill_sessions(
+            &[session()],
+            &pl,
+            &QueueModel::default(),
+            &BackfillLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(out.unfilled, vec![]);
+        assert_eq!(out.fills.len(), 1);
+        let f = &out.fills[0];
+        assert_eq!(
+            f.outcome.teams,
+            vec![Vec::<String>::new(), vec!["near".into()]]
+        );
+        assert_eq!(f.method, Method::Combination);
+        assert_eq!(f.evaluated, 3);
+        let rest: Vec<&str> = out.rest.players.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(rest, ["far", "other"]);
+    }
+
+    #[test]
+    fn parties_stay_whole_and_only_exact_fills_count() {
+        let mut s = session();
+        s.teams[1].pop();
+        s.open = vec![0, 2];
+        // a party of 3 never fits; the duo fills both slots of team 1
+        let pl = pool(vec![
+            in_party(p("t1", 1500.0), "trio"),
+            in_party(p("t2", 1500.0), "trio"),
+            in_party(p("t3", 1500.0), "trio"),
+            in_party(p("d1", 1480.0), "duo"),
+            in_party(p("d2", 1520.0), "duo"),
+            p("solo", 3000.0),
+        ]);
+        let out = fill_sessions(
+            &[s],
+            &pl,
+            &QueueModel::default(),
+            &BackfillLimits::default(),
+        )
+        .unwrap();
+        let f = &out.fills[0];
+        assert_eq!(f.outcome.teams[1], vec!["d1".to_string(), "d2".to_string()]);
+        assert!(f.outcome.teams[0].is_empty());
+    }
+
+    #[test]
+    fn an_unfillable_session_says_why() {
+        let model = QueueModel::default();
+        let lim = BackfillLimits::default();
+        let empty = fill_sessions(&[session()], &pool(vec![]), &model, &lim).unwrap();
+        assert!(
+            empty.unfilled[0].reason.contains("pool is empty"),
+            "{empty:?}"
+        );
+        let duo = pool(vec![
+            in_party(p("d1", 1500.0), "duo"),
+            in_party(p("d2", 1500.0), "duo"),
+        ]);
+        let big = fill_sessions(&[session()], &duo, &model, &lim).unwrap();
+        assert!(big.unfilled[0].reason.contains("larger than 1"), "{big:?}");
+        assert_eq!(big.rest.players.len(), 2);
+        let strict = BackfillLimits { min_score: 0.99 };
+        let low = fill_sessions(&[session()], &pool(vec![p("x", 100.0)]), &model, &strict).unwrap();
+        assert!(
+            low.unfilled[0].reason.contains("below backfill.min_score"),
+            "{low:?}"
+        );
+        let mut member = session();
+        member.teams[0][0].id = "x".into();
+        let own = fill_sessions(&[member], &pool(vec![p("x", 1500.0)]), &model, &lim).unwrap();
+        assert!(own.unfilled[0].reason.contains("pool is empty"), "{own:?}");
+    }
+
+    #[test]
+    fn two_sessions_never_share_a_player() {
+        let mut s2 = session();
+        s2.id = "s2".into();
+        let pl = pool(vec![p("near", 1500.0), p("next", 1510.0)]);
+        let out = fill_sessions(
+            &[session(), s2],
+            &pl,
+            &QueueModel::default(),
+            &BackfillLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(out.fills.len(), 2);
+        assert_eq!(out.fills[0].outcome.teams[1], vec!["near".to_string()]);
+        assert_eq!(out.fills[1].outcome.teams[1], vec!["next".to_string()]);
+        assert!(out.rest.players.is_empty());
+    }
+
+    #[test]
+    fn large_formats_use_greedy_into_the_weaker_team() {
+        let model = QueueModel {
+            team_size: 7,
+            ..QueueModel::default()
+        };
+        assert_eq!(method_for(&model), Method::Greedy);
+        let team = |prefix: &str, n: usize, skill: f64| -> Vec<Player> {
+            (0..n).map(|i| p(&format!("{prefix}{i}"), skill)).collect()
+        };
+        let s = Session {
+            id: "big".into(),
+            teams: vec![team("a", 6, 1600.0), team("b", 6, 1400.0)],
+            open: vec![1, 1],
+        };
+        let pl = pool(vec![p("strong", 1700.0), p("weak", 1450.0)]);
+        let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
+        let f = &out.fills[0];
+        assert_eq!(f.method, Method::Greedy);
+        // the strongest-nearest first goes to the weaker team (seed 002's greedy rule)
+        assert_eq!(
+            f.outcome.teams,
+            vec![vec!["weak".to_string()], vec!["strong".to_string()]]
+        );
+    }
+
+    #[test]
+    fn the_fill_is_scored_like_a_new_match() {
+        let model = QueueModel::default();
+        let pl = pool(vec![p("near", 1490.0)]);
+        let out = fill_sessions(&[session()], &pl, &model, &BackfillLimits::default()).unwrap();
+        let f = &out.fills[0].outcome;
+        // the same roster solved as a new match by the core's exhaustive split, where
+        // that split is the session's: the same score
+        let mut all = session().teams.concat();
+        all.push(p("near", 1490.0));
+        let ix = IndexedPool::build(&pool(all), &model).unwrap();
+        let sc = Scorer::new(&ix, &model);
+        let units: Vec<u32> = (0..6).map(|i| ix.unit_of[i]).collect();
+        let e = sc.evaluate_fixed(&units, &[0, 0, 0, 1, 1, 1]).unwrap();
+        assert!(
+            (f.score - e.score).abs() < 1e-12,
+            "{} vs {}",
+            f.score,
+            e.score
+        );
+        assert!(f.host.is_some());
+    }
+}

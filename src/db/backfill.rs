@@ -1,0 +1,143 @@
+//! Backfill requests (migration 0017) as a round reads and closes them: the open,
+//! unexpired requests of a queue (oldest first) turned into the core's `Session`s, the
+//! expiry sweep, and the worker's "is an immediate backfill round due?" look-up. The
+//! commit writes the fills (`commit`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use sqlx::PgPool;
+
+use super::DbError;
+use crate::core::Player;
+use crate::core::backfill::Session;
+
+/// Most open requests one round considers (the oldest first); the rest wait a round.
+pub const MAX_REQUESTS_PER_ROUND: i64 = 200;
+
+/// One open request as the round reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct BackfillRequest {
+    pub request_id: i64,
+    pub session_id: String,
+    pub members: sqlx::types::Json<serde_json::Value>,
+    pub open_slots: Vec<i32>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A member as request_backfill stored it (validated there).
+#[derive(Debug, Deserialize)]
+struct Member {
+    player_id: String,
+    team: usize,
+    skill: f64,
+    #[serde(default)]
+    skill_sigma: Option<f64>,
+    #[serde(default)]
+    latencies: BTreeMap<String, f64>,
+    #[serde(default)]
+    peer_pings: BTreeMap<String, f64>,
+    #[serde(default)]
+    roles: Vec<String>,
+    #[serde(default)]
+    side: Option<f64>,
+}
+
+impl BackfillRequest {
+    /// The core's session, keyed by the request id; a stored value the core cannot read
+    /// (written around the front door) is the request's unfilled reason.
+    pub fn to_session(&self) -> Result<Session, String> {
+        let members: Vec<Member> = serde_json::from_value(self.members.0.clone())
+            .map_err(|e| format!("members: not readable ({e})"))?;
+        let open: Vec<usize> = self.open_slots.iter().map(|&o| o.max(0) as usize).collect();
+        let mut teams = vec![Vec::new(); open.len()];
+        for m in members {
+            let Some(team) = teams.get_mut(m.team) else {
+                return Err(format!(
+                    "member {} is on team {}, out of range",
+                    m.player_id, m.team
+                ));
+            };
+            team.push(Player {
+                id: m.player_id,
+                party: None,
+                skill: m.skill,
+                skill_sigma: m.skill_sigma,
+                enqueued_at: None,
+                latencies: m.latencies,
+                peer_pings: m.peer_pings,
+                roles: m.roles,
+                side: m.side,
+            });
+        }
+        Ok(Session {
+            id: self.request_id.to_string(),
+            teams,
+            open,
+        })
+    }
+}
+
+/// The queue's open, unexpired requests, oldest first. Not locked: the commit locks the
+/// ones it fills (a cancel in flight wins).
+pub async fn snapshot_backfills(db: &PgPool, queue: &str) -> Result<Vec<BackfillRequest>, DbError> {
+    Ok(sqlx::query_as(
+        "SELECT request_id, session_id, members, open_slots, created_at, expires_at
+           FROM backfill_requests
+          WHERE queue = $1 AND status = 'open' AND expires_at > now()
+          ORDER BY created_at, request_id
+          LIMIT $2",
+    )
+    .bind(queue)
+    .bind(MAX_REQUESTS_PER_ROUND)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Whether an immediate backfill round is due: an open, unexpired request that no round
+/// has tried yet, or that was tried at least `retry` ago and players arrived since; and
+/// queued players to try it with.
+pub async fn backfill_due(db: &PgPool, queue: &str, retry: Duration) -> Result<bool, DbError> {
+    let retry_ms = retry.as_millis().min(i64::MAX as u128) as i64;
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (
+                SELECT 1 FROM backfill_requests b
+                 WHERE b.queue = $1 AND b.status = 'open' AND b.expires_at > now()
+                   AND (b.attempted_at IS NULL
+                        OR (b.attempted_at <= now() - make_interval(secs => $2 / 1000.0)
+                            AND EXISTS (
+                                SELECT 1 FROM queue_entries e
+                                 WHERE e.queue = $1 AND e.status = 'queued'
+                                   AND e.enqueued_at > b.attempted_at))))
+            AND EXISTS (
+                SELECT 1 FROM queue_entries
+                 WHERE queue = $1 AND status = 'queued' AND expires_at > now())",
+    )
+    .bind(queue)
+    .bind(retry_ms as f64)
+    .fetch_one(db)
+    .await?)
+}
+
+/// Close the queue's open requests past their expiry, with why nothing filled them (the
+/// last round's reason). Returns how many.
+pub async fn expire_backfills(db: &PgPool, queue: &str) -> Result<u64, DbError> {
+    Ok(sqlx::query(
+        "UPDATE backfill_requests b
+            SET status = 'expired', updated_at = now(),
+                reason = 'expired: nothing filled it before expires_at'
+                         || coalesce(' (last try: ' || b.unfilled_reason || ')',
+                                     ' (no round tried it: no queued player in time)')
+          WHERE b.request_id IN (
+                SELECT request_id FROM backfill_requests
+                 WHERE queue = $1 AND status = 'open' AND expires_at <= now()
+                   FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(queue)
+    .execute(db)
+    .await?
+    .rows_affected())
+}

@@ -1,0 +1,610 @@
+//! Backfill of running sessions (migration 0017, `core::backfill`), against a real
+//! PostgreSQL, the clients logged in as members of matchmaker_client: a session that lost
+//! a player is refilled by the leader's immediate backfill round (the schedule far away)
+//! with the close candidate, not the far one, its members untouched; parties stay whole;
+//! a scheduled round fills and forms new matches from one pool; a cancel during the round
+//! drops the fill; an expired request says why; malformed requests are refused readably
+//! and write nothing; a login neither sees nor cancels another login's request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::SubsecRound;
+use matchmaker::config::{Config, QueueConfig};
+use matchmaker::daemon::clock::ManualClock;
+use matchmaker::daemon::round::RoundRunner;
+use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
+use matchmaker::db::RoundTrigger;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+
+use crate::support::*;
+
+/// q: 2 teams of 3, peer-to-peer, a round every 10 minutes (never during a test unless
+/// the clock is moved), backfill on with its defaults.
+const QUEUES: &str = r#"
+[queues.q]
+[queues.q.round]
+every = "10m"
+budget = "50ms"
+seed = 7
+"#;
+
+struct World {
+    tdb: TestDb,
+    clock: ManualClock,
+    worker: QueueWorker,
+    config: Arc<QueueConfig>,
+}
+
+impl World {
+    async fn new() -> World {
+        let tdb = fresh_db().await;
+        let config = Config::from_toml_str(QUEUES).expect("valid config");
+        let config = Arc::new(config.queues["q"].clone());
+        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
+        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
+        let mut worker = QueueWorker::new("q", "bf", runner, config.clone(), secs(15));
+        let first = worker.step().await.unwrap();
+        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
+        World {
+            tdb,
+            clock,
+            worker,
+            config,
+        }
+    }
+
+    fn db(&self) -> &PgPool {
+        &self.tdb.pool
+    }
+}
+
+async fn solo(client: &PgPool, player: &str, skill: f64, eu_ms: f64) {
+    sqlx::query("SELECT enqueue('q', $1, $2, jsonb_build_object('eu', $3::float8))")
+        .bind(player)
+        .bind(skill)
+        .bind(eu_ms)
+        .execute(client)
+        .await
+        .unwrap_or_else(|e| panic!("enqueue {player}: {e}"));
+}
+
+async fn party(client: &PgPool, party_id: &str, members: &[&str], skill: f64) {
+    let members: Vec<Value> = members
+        .iter()
+        .map(|m| json!({"player_id": m, "skill": skill, "latencies": {"eu": 30}}))
+        .collect();
+    sqlx::query("SELECT * FROM enqueue_party('q', $1, $2)")
+        .bind(party_id)
+        .bind(sqlx::types::Json(members))
+        .execute(client)
+        .await
+        .unwrap_or_else(|e| panic!("enqueue_party {party_id}: {e}"));
+}
+
+/// Members a, b, c on team 0 and d, e on team 1 (one left team 1), all 1500 at 30 ms.
+fn lost_one() -> Value {
+    let m = |id: &str, team: i32| json!({"player_id": id, "team": team, "skill": 1500, "latencies": {"eu": 30}});
+    json!([m("a", 0), m("b", 0), m("c", 0), m("d", 1), m("e", 1)])
+}
+
+async fn request(
+    client: &PgPool,
+    session: &str,
+    members: &Value,
+    open: &[i32],
+    expires_in: &str,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT request_backfill('q', $1, $2, $3, $4::interval)")
+        .bind(session)
+        .bind(sqlx::types::Json(members))
+        .bind(open)
+        .bind(expires_in)
+        .fetch_one(client)
+        .await
+}
+
+/// (status, reason, filled_by) of a request, as `client` reads it.
+async fn status(client: &PgPool, id: i64) -> Option<(String, Option<String>, Vec<String>)> {
+    sqlx::query_as("SELECT status, reason, filled_by FROM backfill_status WHERE request_id = $1")
+        .bind(id)
+        .fetch_optional(client)
+        .await
+        .unwrap()
+}
+
+/// The worker's next step must be an immediate backfill round.
+async fn backfill_round(w: &mut World) -> matchmaker::daemon::round::RoundReport {
+    match w.worker.step().await.unwrap() {
+        StepOutcome::Ran(r) if r.trigger == RoundTrigger::Backfill => r,
+        other => panic!("expected an immediate backfill round, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    solo(&client, "far", 2900.0, 260.0).await;
+    solo(&client, "near", 1520.0, 35.0).await;
+    let before: (Option<chrono::DateTime<chrono::Utc>>, Option<i64>) =
+        sqlx::query_as("SELECT next_round_at, last_round_id FROM queue_state WHERE queue = 'q'")
+            .fetch_one(w.db())
+            .await
+            .unwrap();
+    let channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    let mut listener = PgListener::connect_with(&client).await.unwrap();
+    listener.listen(&channel).await.unwrap();
+
+    let id = request(&client, "game-1", &lost_one(), &[0, 1], "30 seconds")
+        .await
+        .unwrap();
+    // The clock has not moved: the schedule is 10 minutes away, the round is the
+    // request's own, on the worker's first look.
+    let report = backfill_round(&mut w).await;
+    assert_eq!(report.backfilled, 1, "{report:?}");
+    assert_eq!(report.matched, 1, "{report:?}");
+
+    let (st, reason, filled_by) = status(&client, id).await.unwrap();
+    assert_eq!(st, "filled", "{reason:?}");
+    assert_eq!(filled_by, vec!["near".to_string()]);
+    let near: (String, Option<String>, Option<i32>) = sqlx::query_as(
+        "SELECT status, session_id, team FROM player_status WHERE player_id = 'near'",
+    )
+    .fetch_one(&client)
+    .await
+    .unwrap();
+    assert_eq!(near, ("matched".into(), Some("game-1".into()), Some(1)));
+    let far: String =
+        sqlx::query_scalar("SELECT status FROM player_status WHERE player_id = 'far'")
+            .fetch_one(&client)
+            .await
+            .unwrap();
+    assert_eq!(far, "queued");
+
+    // The old members are untouched: nobody enqueued or matched them.
+    let members_written: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM queue_entries WHERE player_id IN ('a','b','c','d','e'))
+              + (SELECT count(*) FROM match_players WHERE player_id IN ('a','b','c','d','e'))",
+    )
+    .fetch_one(w.db())
+    .await
+    .unwrap();
+    assert_eq!(members_written, 0);
+    // The scheduled rounds' countdown did not move.
+    let after: (Option<chrono::DateTime<chrono::Utc>>, Option<i64>) =
+        sqlx::query_as("SELECT next_round_at, last_round_id FROM queue_state WHERE queue = 'q'")
+            .fetch_one(w.db())
+            .await
+            .unwrap();
+    assert_eq!(after, before);
+
+    // One notification for the fill, event backfill, naming the new player.
+    let note = tokio::time::timeout(Duration::from_secs(5), listener.recv())
+        .await
+        .expect("a backfill notification")
+        .unwrap();
+    let payload: Value = serde_json::from_str(note.payload()).unwrap();
+    assert_eq!(payload["event"], "backfill", "{payload}");
+    assert_eq!(payload["players"][0]["player_id"], "near", "{payload}");
+    assert_eq!(payload["players"][0]["team"], 1, "{payload}");
+    assert_nobody_matched_twice(w.db()).await;
+
+    // Nothing left to fill: the next look waits for the schedule.
+    let next = w.worker.step().await.unwrap();
+    assert!(matches!(next, StepOutcome::Waiting { .. }), "{next:?}");
+}
+
+#[tokio::test]
+async fn parties_stay_whole() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    // one slot on each team: the close duo cannot be split, two farther solos fill
+    party(&client, "duo", &["d1", "d2"], 1500.0).await;
+    solo(&client, "s1", 1700.0, 30.0).await;
+    solo(&client, "s2", 1300.0, 30.0).await;
+    let m = |id: &str, team: i32| json!({"player_id": id, "team": team, "skill": 1500, "latencies": {"eu": 30}});
+    let members = json!([m("a", 0), m("b", 0), m("c", 1), m("d", 1)]);
+    let id = request(&client, "game-2", &members, &[1, 1], "30 seconds")
+        .await
+        .unwrap();
+    backfill_round(&mut w).await;
+    let (st, _, mut filled_by) = status(&client, id).await.unwrap();
+    assert_eq!(st, "filled");
+    filled_by.sort();
+    assert_eq!(filled_by, vec!["s1".to_string(), "s2".to_string()]);
+    let teams: Vec<i32> = sqlx::query_scalar(
+        "SELECT team FROM player_status WHERE player_id IN ('s1', 's2') ORDER BY team",
+    )
+    .fetch_all(&client)
+    .await
+    .unwrap();
+    assert_eq!(teams, vec![0, 1]);
+    let duo: Vec<String> =
+        sqlx::query_scalar("SELECT status FROM player_status WHERE party_id = 'duo'")
+            .fetch_all(&client)
+            .await
+            .unwrap();
+    assert_eq!(duo, vec!["queued".to_string(), "queued".to_string()]);
+
+    // Two open slots on team 1: the duo fills them together.
+    let members = json!([m("x", 0), m("y", 0), m("z", 0), m("v", 1)]);
+    let id = request(&client, "game-3", &members, &[0, 2], "30 seconds")
+        .await
+        .unwrap();
+    backfill_round(&mut w).await;
+    let (st, _, filled_by) = status(&client, id).await.unwrap();
+    assert_eq!(st, "filled");
+    assert_eq!(filled_by, vec!["d1".to_string(), "d2".to_string()]);
+    assert_nobody_matched_twice(w.db()).await;
+}
+
+#[tokio::test]
+async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    for i in 0..7 {
+        solo(&client, &format!("p{i}"), 1400.0 + 30.0 * i as f64, 30.0).await;
+    }
+    // The request arrives with the tick due: the scheduled round takes it.
+    let id = request(&client, "game-4", &lost_one(), &[0, 1], "30 seconds")
+        .await
+        .unwrap();
+    w.clock.advance(Duration::from_secs(601));
+    let report = match w.worker.step().await.unwrap() {
+        StepOutcome::Ran(r) => r,
+        other => panic!("expected a round, got {other:?}"),
+    };
+    assert_eq!(report.trigger, RoundTrigger::Schedule);
+    assert_eq!(report.backfilled, 1, "{report:?}");
+    assert_eq!(report.matches, 2, "one fill and one new match: {report:?}");
+    assert_eq!(report.matched, 7, "{report:?}");
+    let (st, _, filled_by) = status(&client, id).await.unwrap();
+    assert_eq!(st, "filled");
+    let in_new_match: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM match_players mp JOIN matches m USING (match_id)
+          WHERE m.session_id IS NULL AND mp.player_id = $1",
+    )
+    .bind(&filled_by[0])
+    .fetch_one(w.db())
+    .await
+    .unwrap();
+    assert_eq!(in_new_match, 0);
+    assert_nobody_matched_twice(w.db()).await;
+    assert_contract_invariants(w.db()).await;
+}
+
+#[tokio::test]
+async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    solo(&client, "near", 1500.0, 30.0).await;
+    let id = request(&client, "game-5", &lost_one(), &[0, 1], "30 seconds")
+        .await
+        .unwrap();
+    let runner = RoundRunner::new(w.db().clone(), Arc::new(w.clock.clone()));
+    let lease = w.worker.keep_lease().await.unwrap().expect("leading");
+    let prepared = runner
+        .prepare("q", w.config.clone(), RoundTrigger::Backfill)
+        .await
+        .unwrap();
+    let solved = runner.solve(prepared).await.unwrap();
+    assert_eq!(solved.backfill.fills.len(), 1);
+    let cancelled: i32 = sqlx::query_scalar("SELECT cancel('near', 'q')")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, 1);
+    let report = runner.commit(solved, &lease).await.unwrap();
+    assert_eq!(report.backfilled, 0);
+    let (st, reason, filled_by) = status(&client, id).await.unwrap();
+    assert_eq!(st, "open");
+    assert!(reason.unwrap().contains("fill was dropped"));
+    assert!(filled_by.is_empty());
+}
+
+#[tokio::test]
+async fn an_expired_request_says_why() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    // Only a party of three is queued: it never fits one open slot.
+    party(&client, "trio", &["t1", "t2", "t3"], 1500.0).await;
+    let id = request(&client, "game-6", &lost_one(), &[0, 1], "1 second")
+        .await
+        .unwrap();
+    backfill_round(&mut w).await;
+    let (st, reason, _) = status(&client, id).await.unwrap();
+    assert_eq!(st, "open");
+    assert!(
+        reason.as_deref().unwrap().contains("larger than 1"),
+        "{reason:?}"
+    );
+    // Expiry is the database's clock.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (st, reason, _) = status(&client, id).await.unwrap();
+    assert_eq!(st, "expired");
+    let reason = reason.unwrap();
+    assert!(reason.starts_with("expired: nothing filled it"), "{reason}");
+    assert!(reason.contains("larger than 1"), "{reason}");
+    // The leader closes it in the table with the same words.
+    w.clock.advance(Duration::from_secs(2));
+    w.worker.step().await.unwrap();
+    let stored: (String, String) =
+        sqlx::query_as("SELECT status, reason FROM backfill_requests WHERE request_id = $1")
+            .bind(id)
+            .fetch_one(w.db())
+            .await
+            .unwrap();
+    assert_eq!(stored.0, "expired");
+    assert_eq!(stored.1, reason);
+    // Nothing was matched.
+    let matched: i64 = sqlx::query_scalar("SELECT count(*) FROM match_players")
+        .fetch_one(w.db())
+        .await
+        .unwrap();
+    assert_eq!(matched, 0);
+}
+
+#[tokio::test]
+async fn malformed_requests_are_refused_readably_and_touch_nothing() {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    let m = |id: &str, team: Value| json!({"player_id": id, "team": team, "skill": 1500});
+    let five = lost_one();
+    let long = "x".repeat(65);
+    let cases: Vec<(&str, String, Value, Vec<i32>, &str, &str)> = vec![
+        // (queue, session, members, open, expires_in, expected words)
+        (
+            "nope",
+            "s".into(),
+            five.clone(),
+            vec![0, 1],
+            "30s",
+            "queue = 'nope': unknown queue; queues: q",
+        ),
+        (
+            "q",
+            long.clone(),
+            five.clone(),
+            vec![0, 1],
+            "30s",
+            "session_id",
+        ),
+        (
+            "q",
+            "s".into(),
+            five.clone(),
+            vec![0, 1, 0],
+            "30s",
+            "open_slots",
+        ),
+        (
+            "q",
+            "s".into(),
+            five.clone(),
+            vec![1, 1],
+            "30s",
+            "members + open slots must be 3",
+        ),
+        (
+            "q",
+            "s".into(),
+            five.clone(),
+            vec![0, -1],
+            "30s",
+            "open_slots[1] = -1: must be between 0 and 3",
+        ),
+        (
+            "q",
+            "s".into(),
+            five.clone(),
+            vec![0, 0],
+            "30s",
+            "open_slots",
+        ),
+        (
+            "q",
+            "s".into(),
+            five.clone(),
+            vec![0, 1],
+            "2 hours",
+            "expires_in",
+        ),
+        (
+            "q",
+            "s".into(),
+            five.clone(),
+            vec![0, 1],
+            "0 seconds",
+            "expires_in",
+        ),
+        (
+            "q",
+            "s".into(),
+            json!([m("a", json!(2))]),
+            vec![2, 3],
+            "30s",
+            "members[].team = 2: must be a team index from 0 to 1",
+        ),
+        (
+            "q",
+            "s".into(),
+            json!([m("a", json!(0)), m("a", json!(1))]),
+            vec![2, 2],
+            "30s",
+            "appears twice",
+        ),
+        ("q", "s".into(), json!([]), vec![3, 3], "30s", "members"),
+        (
+            "q",
+            "s".into(),
+            json!([{"player_id": "a", "team": 0, "skill": "high"}]),
+            vec![2, 3],
+            "30s",
+            "members[].skill",
+        ),
+        (
+            "q",
+            "s".into(),
+            json!([{"player_id": "a", "team": 0, "skill": 1, "mmr": 3}]),
+            vec![2, 3],
+            "30s",
+            "unknown field",
+        ),
+        (
+            "q",
+            "s".into(),
+            json!([{"player_id": "a", "team": 0, "skill": 1, "latencies": {"eu": -5}}]),
+            vec![2, 3],
+            "30s",
+            "latencies.eu",
+        ),
+    ];
+    for (queue, session, members, open, expires, words) in cases {
+        let err =
+            sqlx::query_scalar::<_, i64>("SELECT request_backfill($1, $2, $3, $4, $5::interval)")
+                .bind(queue)
+                .bind(&session)
+                .bind(sqlx::types::Json(&members))
+                .bind(&open)
+                .bind(expires)
+                .fetch_one(&client)
+                .await
+                .expect_err(words);
+        let (code, message) = db_error(&err);
+        assert_eq!(code, "22023", "{message}");
+        assert!(message.contains(words), "{message:?} should say {words:?}");
+    }
+    // A second open request for one session.
+    request(&client, "dup", &five, &[0, 1], "30s")
+        .await
+        .unwrap();
+    let err = request(&client, "dup", &five, &[0, 1], "30s")
+        .await
+        .unwrap_err();
+    let (code, message) = db_error(&err);
+    assert_eq!(code, "22023");
+    assert!(
+        message.contains("already has an open backfill request"),
+        "{message}"
+    );
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM backfill_requests")
+        .fetch_one(w.db())
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "only the one valid request was written");
+}
+
+#[tokio::test]
+async fn a_login_cannot_see_or_cancel_another_logins_request() {
+    let w = World::new().await;
+    let (_, alice) = client_login(&w.tdb, 2).await;
+    let (_, mallory) = client_login(&w.tdb, 2).await;
+    let id = request(&alice, "game-7", &lost_one(), &[0, 1], "30 seconds")
+        .await
+        .unwrap();
+    assert!(status(&mallory, id).await.is_none());
+    let seen: i64 = sqlx::query_scalar("SELECT count(*) FROM backfill_status")
+        .fetch_one(&mallory)
+        .await
+        .unwrap();
+    assert_eq!(seen, 0);
+    let cancelled: bool = sqlx::query_scalar("SELECT cancel_backfill($1)")
+        .bind(id)
+        .fetch_one(&mallory)
+        .await
+        .unwrap();
+    assert!(!cancelled);
+    for sql in [
+        "SELECT count(*) FROM backfill_requests",
+        "UPDATE backfill_requests SET status = 'cancelled', reason = 'x'",
+    ] {
+        let err = sqlx::query(sql).execute(&mallory).await.unwrap_err();
+        assert_eq!(db_error(&err).0, "42501", "{sql}");
+    }
+    assert_eq!(status(&alice, id).await.unwrap().0, "open");
+    let cancelled: bool = sqlx::query_scalar("SELECT cancel_backfill($1)")
+        .bind(id)
+        .fetch_one(&alice)
+        .await
+        .unwrap();
+    assert!(cancelled);
+    let (st, reason, _) = status(&alice, id).await.unwrap();
+    assert_eq!(
+        (st.as_str(), reason.as_deref()),
+        ("cancelled", Some("cancelled by the client"))
+    );
+}
+
+/// The daemon as deployed (wall clock, LISTEN/NOTIFY), polling hourly with an hourly
+/// schedule: only the request's NOTIFY can start the round that fills it, and it must do
+/// so within the queue's backfill delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
+    use matchmaker::daemon::{self, DaemonOptions};
+    use std::time::Instant;
+    let tdb = fresh_db().await;
+    let config = Config::from_toml_str(
+        "[daemon]\npoll_interval = \"1h\"\nlease_ttl = \"3s\"\nlease_renew = \"1s\"\n\
+         [queues.q.round]\nevery = \"1h\"\nbudget = \"50ms\"\n\
+         [queues.q.backfill]\ndelay = \"5s\"\n",
+    )
+    .unwrap();
+    let delay = config.queues["q"].backfill.delay;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let options = DaemonOptions {
+        holder: "bf-daemon".into(),
+        ..DaemonOptions::default()
+    };
+    let task = tokio::spawn(daemon::run(tdb.new_pool(4).await, config, options, async {
+        let _ = stop_rx.await;
+    }));
+    // Published, and listening (a NOTIFY sent before the LISTEN is lost).
+    let ready = Instant::now();
+    while count(
+        &tdb.pool,
+        "SELECT count(*) FROM pg_stat_activity
+          WHERE datname = current_database() AND state = 'idle'
+            AND query = 'LISTEN \"matchmaker_enqueue\"'",
+    )
+    .await
+        < 1
+        || count(&tdb.pool, "SELECT count(*) FROM queues WHERE active").await < 1
+    {
+        assert!(
+            ready.elapsed() < Duration::from_secs(30),
+            "the daemon did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, client) = client_login(&tdb, 2).await;
+    solo(&client, "far", 2900.0, 260.0).await;
+    solo(&client, "near", 1520.0, 35.0).await;
+
+    let asked = Instant::now();
+    let id = request(&client, "game-9", &lost_one(), &[0, 1], "30 seconds")
+        .await
+        .unwrap();
+    let filled = loop {
+        let s = status(&client, id).await.unwrap();
+        if s.0 != "open" || asked.elapsed() > delay {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(filled.0, "filled", "within {delay:?}: {filled:?}");
+    assert_eq!(filled.2, vec!["near".to_string()]);
+    let trigger: String = sqlx::query_scalar("SELECT trigger FROM rounds")
+        .fetch_one(&tdb.pool)
+        .await
+        .unwrap();
+    assert_eq!(trigger, "backfill");
+
+    let _ = stop_tx.send(());
+    task.await.unwrap().unwrap();
+}
