@@ -202,8 +202,10 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
     // The formats as the queue is published now (the fault runs never change them). A
     // match's format in the published words: its team sizes, largest first, joined by
     // 'v' (a 4v5 reads '5v4'); a match without players reads '' and matches no format.
+    // A backfill's match holds the players it added to a session: exactly the request's
+    // open slots, team by team.
     a.short_matches = sqlx::query_scalar(
-        "SELECT count(*) FROM (
+        "SELECT (SELECT count(*) FROM (
              SELECT m.match_id
                FROM matches m
                JOIN queues q ON q.queue = m.queue
@@ -211,12 +213,25 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
                      SELECT mp.team, count(*) AS size FROM match_players mp
                       WHERE mp.match_id = m.match_id
                       GROUP BY mp.team) t ON true
+              WHERE m.session_id IS NULL
               GROUP BY m.match_id, q.formats
              HAVING coalesce(string_agg(t.size::text, 'v' ORDER BY t.size DESC), '')
                         <> ALL (q.formats)
                  -- teams 0..k-1: a gap would show a team missing to a client
                  OR min(t.team) IS DISTINCT FROM 0
-                 OR max(t.team) IS DISTINCT FROM count(t.team) - 1) x",
+                 OR max(t.team) IS DISTINCT FROM count(t.team) - 1) x)
+           + (SELECT count(*)
+                FROM matches m
+                LEFT JOIN backfill_requests b ON b.request_id = m.backfill_request_id
+               WHERE m.session_id IS NOT NULL
+                 AND (b.request_id IS NULL
+                      OR EXISTS (SELECT 1 FROM generate_subscripts(b.open_slots, 1) AS i
+                                  WHERE b.open_slots[i] <> (
+                                        SELECT count(*) FROM match_players mp
+                                         WHERE mp.match_id = m.match_id AND mp.team = i - 1))
+                      OR EXISTS (SELECT 1 FROM match_players mp
+                                  WHERE mp.match_id = m.match_id
+                                    AND mp.team >= cardinality(b.open_slots))))",
     )
     .fetch_one(&mut *tx)
     .await?;

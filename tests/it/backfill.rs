@@ -277,6 +277,22 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
     assert_eq!(in_new_match, 0);
     assert_nobody_matched_twice(w.db()).await;
     assert_contract_invariants(w.db()).await;
+    // The fault audit reads the fill (one player, team 1) as the request's open slots, and
+    // the new match as the queue's format.
+    let entries: Vec<i64> = sqlx::query_scalar("SELECT entry_id FROM queue_entries")
+        .fetch_all(w.db())
+        .await
+        .unwrap();
+    let audit = matchmaker::db::audit::audit(
+        w.db(),
+        matchmaker::db::audit::Expected {
+            entries: &entries,
+            cancelled_players: &[],
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(audit.short_matches, 0, "{audit}");
 }
 
 #[tokio::test]
