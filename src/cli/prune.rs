@@ -112,8 +112,15 @@ async fn prune(
         config::format_horizon(horizon),
     );
     println!(
-        "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>8}",
-        "queue", "keep/player", "rounds", "matches", "match players", "entries", "batches"
+        "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>9} {:>8}",
+        "queue",
+        "keep/player",
+        "rounds",
+        "matches",
+        "match players",
+        "entries",
+        "backfills",
+        "batches"
     );
     let mut total = retention::Pruned::default();
     for queue in &queues {
@@ -135,20 +142,28 @@ async fn prune(
             .await?
         };
         println!(
-            "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>8}",
+            "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>9} {:>8}",
             queue,
             keep,
             pruned.rounds,
             pruned.matches,
             pruned.match_players,
             pruned.entries,
+            pruned.backfill_requests,
             pruned.batches
         );
         total.add(pruned);
     }
     println!(
-        "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>8}",
-        "total", "", total.rounds, total.matches, total.match_players, total.entries, total.batches
+        "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>9} {:>8}",
+        "total",
+        "",
+        total.rounds,
+        total.matches,
+        total.match_players,
+        total.entries,
+        total.backfill_requests,
+        total.batches
     );
     Ok(())
 }

@@ -82,6 +82,7 @@ pub async fn prune_while_leading(
                 matches = pruned.matches,
                 match_players = pruned.match_players,
                 entries = pruned.entries,
+                backfill_requests = pruned.backfill_requests,
                 batches = pruned.batches,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "history pruned"

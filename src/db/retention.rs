@@ -9,7 +9,10 @@
 //!    players (see below) or that a queued entry points at.
 //! 2. **Entries without a match** (cancelled, expired, rejected) that ended before the
 //!    cutoff, unless a round newer than the cutoff names them.
-//! 3. **Rounds** committed before the cutoff that nothing points at any more (no match, no
+//! 3. **Backfill requests** that ended (filled, expired, cancelled) before the cutoff;
+//!    an open request is never touched. (They name their fill's match and round by id,
+//!    without a foreign key, so they may go before or after those.)
+//! 4. **Rounds** committed before the cutoff that nothing points at any more (no match, no
 //!    entry, not the queue's `queue_state.last_round_id`). Tables that reference rounds
 //!    `ON DELETE CASCADE` follow.
 //!
@@ -43,13 +46,14 @@ pub struct Pruned {
     pub matches: u64,
     pub match_players: u64,
     pub entries: u64,
+    pub backfill_requests: u64,
     /// Transactions (batches) that deleted something.
     pub batches: u64,
 }
 
 impl Pruned {
     pub fn is_empty(&self) -> bool {
-        self.rounds + self.matches + self.match_players + self.entries == 0
+        self.rounds + self.matches + self.match_players + self.entries + self.backfill_requests == 0
     }
 
     pub fn add(&mut self, other: Pruned) {
@@ -57,6 +61,7 @@ impl Pruned {
         self.matches += other.matches;
         self.match_players += other.match_players;
         self.entries += other.entries;
+        self.backfill_requests += other.backfill_requests;
         self.batches += other.batches;
     }
 }
@@ -79,6 +84,7 @@ pub struct QueuePruner {
 enum Step {
     Matches { after: Option<(DateTime<Utc>, i64)> },
     Entries,
+    BackfillRequests,
     Rounds { after: Option<(DateTime<Utc>, i64)> },
     Done,
 }
@@ -137,6 +143,13 @@ impl QueuePruner {
                 Step::Entries => {
                     let pruned = self.entry_batch(conn).await?;
                     if pruned.entries > 0 {
+                        return Ok(Some(pruned));
+                    }
+                    self.step = Step::BackfillRequests;
+                }
+                Step::BackfillRequests => {
+                    let pruned = self.backfill_batch(conn).await?;
+                    if pruned.backfill_requests > 0 {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Rounds { after: None };
@@ -265,7 +278,30 @@ impl QueuePruner {
         })
     }
 
-    /// Step 3. `None` when no old round is left after `after`.
+    /// Step 3: one batch of backfill requests that ended before the cutoff.
+    async fn backfill_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
+        let deleted = sqlx::query(
+            "DELETE FROM backfill_requests WHERE request_id IN (
+                 SELECT b.request_id FROM backfill_requests b
+                  WHERE b.queue = $1 AND b.status <> 'open' AND b.updated_at < $2
+                  ORDER BY b.updated_at, b.request_id
+                  LIMIT $3
+                  FOR UPDATE SKIP LOCKED)",
+        )
+        .bind(&self.queue)
+        .bind(self.cutoff)
+        .bind(self.batch_size as i64)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        Ok(Pruned {
+            backfill_requests: deleted,
+            batches: u64::from(deleted > 0),
+            ..Pruned::default()
+        })
+    }
+
+    /// Step 4. `None` when no old round is left after `after`.
     async fn round_batch(
         &self,
         conn: &mut PgConnection,

@@ -524,3 +524,42 @@ async fn the_daemon_prunes_its_queue_while_running_rounds() {
     );
     assert_nobody_matched_twice(db).await;
 }
+
+#[tokio::test]
+async fn ended_backfill_requests_go_with_the_history_and_open_ones_stay() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    // Written as the daemon and request_backfill leave them: old filled, expired and
+    // cancelled requests, an old one still open, and a recent filled one.
+    for (session, status, days_ago) in [
+        ("old-filled", "filled", 20),
+        ("old-expired", "expired", 20),
+        ("old-cancelled", "cancelled", 20),
+        ("old-open", "open", 20),
+        ("new-filled", "filled", 1),
+    ] {
+        sqlx::query(
+            "INSERT INTO backfill_requests
+                    (queue, session_id, members, open_slots, status, reason, match_id,
+                     created_at, expires_at, updated_at)
+             VALUES ('q', $1, '[]', '{1,0}', $2,
+                     CASE WHEN $2 <> 'open' THEN 'ended' END,
+                     CASE WHEN $2 = 'filled' THEN 1 END,
+                     $3, $3 + interval '1 minute', $3)",
+        )
+        .bind(session)
+        .bind(status)
+        .bind(t0() - chrono::Duration::days(days_ago))
+        .execute(db)
+        .await
+        .unwrap();
+    }
+    let pruned = prune(db, "q", t0() - chrono::Duration::days(10), 1).await;
+    assert_eq!(pruned.backfill_requests, 3, "{pruned:?}");
+    let left: Vec<String> =
+        sqlx::query_scalar("SELECT session_id FROM backfill_requests ORDER BY session_id")
+            .fetch_all(db)
+            .await
+            .unwrap();
+    assert_eq!(left, ["new-filled", "old-open"]);
+}
