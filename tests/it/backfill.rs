@@ -373,7 +373,8 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
     let m = |id: &str, team: Value| json!({"player_id": id, "team": team, "skill": 1500});
     let five = lost_one();
     let long = "x".repeat(65);
-    let cases: Vec<(&str, String, Value, Vec<i32>, &str, &str)> = vec![
+    type Case<'a> = (&'a str, String, Value, Vec<i32>, &'a str, &'a str);
+    let cases: Vec<Case> = vec![
         // (queue, session, members, open, expires_in, expected words)
         (
             "nope",

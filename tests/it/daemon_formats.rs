@@ -118,7 +118,8 @@ async fn a_flexible_queue_forms_a_5v4_only_when_the_score_says_so() {
     let (_, client) = client_login(&tdb, 2).await;
 
     // The client reads the ranges in the catalog.
-    let catalog: Vec<(String, i32, i32, i32, i32, Vec<String>, i32, i32)> = sqlx::query_as(
+    type CatalogRow = (String, i32, i32, i32, i32, Vec<String>, i32, i32);
+    let catalog: Vec<CatalogRow> = sqlx::query_as(
         "SELECT queue, teams, team_size, min_teams, min_team_size, formats,
                 min_players_per_match, max_party_size
            FROM queue_catalog ORDER BY queue",
