@@ -4,12 +4,16 @@
 //!   wait for the tick);
 //! * **schedule**: the tick (interval or cron) is due and the pool has at least
 //!   `min_pool` players; below that the round waits for players;
-//! * **max wait**: the longest-waiting player reached the model's `max_wait` and at least
-//!   one match can be formed (of the smallest format the queue allows) — whatever the
-//!   schedule says.
+//! * **max wait**: a player reached the model's `max_wait` and at least one match can be
+//!   formed (of the smallest format the queue allows) — whatever the schedule says.
 //!
 //! The early triggers (pool size, max wait) need the pool to have changed since the last
 //! round: a pool the solver just left as it is would only give the same answer again.
+//! And a player gets one max-wait round for reaching `max_wait`: a player the last round
+//! already had past it, and left over, does not start another at every enqueue (a storm
+//! of rounds, each leaving them over, that put off the tick for good). They are tried
+//! again at each tick, even below `min_pool`, and with any player who reaches `max_wait`
+//! later.
 //! The decision also yields the countdown (`next_round_at`, what the queue waits for).
 
 use chrono::{DateTime, Utc};
@@ -23,6 +27,9 @@ pub struct QueueView {
     pub now: DateTime<Utc>,
     pub pool_size: usize,
     pub oldest_enqueued_at: Option<DateTime<Utc>>,
+    /// The oldest player who was not past `max_wait` yet when this leader's last round
+    /// started (the oldest of all before its first round).
+    pub oldest_fresh_enqueued_at: Option<DateTime<Utc>>,
     /// When the schedule's next tick is (or was) due.
     pub next_due: DateTime<Utc>,
     /// The pool is exactly as the last round left it.
@@ -47,10 +54,14 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
     let changed = !view.unchanged_since_last_round;
     let max_wait =
         chrono::Duration::from_std(config.model.max_wait).unwrap_or(chrono::Duration::MAX);
-    let max_wait_at = view
-        .oldest_enqueued_at
-        .filter(|_| can_form_match)
-        .map(|oldest| oldest + max_wait);
+    let after_max_wait = |at: Option<DateTime<Utc>>| {
+        at.filter(|_| can_form_match)
+            .and_then(|oldest| oldest.checked_add_signed(max_wait))
+    };
+    // The next max-wait round: when a player not yet tried past max_wait reaches it.
+    let max_wait_at = after_max_wait(view.oldest_fresh_enqueued_at);
+    // Someone is past max_wait (tried or not): the tick runs for them below min_pool.
+    let overdue = after_max_wait(view.oldest_enqueued_at).is_some_and(|at| view.now >= at);
 
     if changed
         && config
@@ -64,6 +75,9 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
         return Decision::Run(RoundTrigger::Schedule);
     }
     if changed && max_wait_at.is_some_and(|at| view.now >= at) {
+        return Decision::Run(RoundTrigger::MaxWait);
+    }
+    if view.now >= view.next_due && overdue {
         return Decision::Run(RoundTrigger::MaxWait);
     }
     if view.now < view.next_due {

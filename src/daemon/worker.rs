@@ -240,6 +240,8 @@ pub struct QueueWorker {
     term: Option<i64>,
     next_due: Option<DateTime<Utc>>,
     last_round_at: Option<DateTime<Utc>>,
+    /// When this leader's last round started (None: none yet in this term).
+    last_round_started_at: Option<DateTime<Utc>>,
     pool_after_last_round: Option<usize>,
     last_written: Option<QueueStateRow>,
     last_pool_size: Option<usize>,
@@ -271,6 +273,7 @@ impl QueueWorker {
             term: None,
             next_due: None,
             last_round_at: None,
+            last_round_started_at: None,
             pool_after_last_round: None,
             last_written: None,
             last_pool_size: None,
@@ -408,6 +411,7 @@ impl QueueWorker {
                 _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
             });
             self.pool_after_last_round = None;
+            self.last_round_started_at = None;
             self.last_written = None;
             // Count from here: what arrived before this term was the last leader's.
             self.enqueue_mark = None;
@@ -416,12 +420,21 @@ impl QueueWorker {
         let (new, mark) = db::entries_since(db, &self.queue, self.enqueue_mark).await?;
         metrics::record_enqueued(&self.queue, new);
         self.enqueue_mark = Some(mark);
-        let stats = db::pool_stats(db, &self.queue).await?;
+        // Players the last round had past max_wait already were its max-wait players: if
+        // it left them over, they wait for the tick, not for the next enqueue (a round at
+        // every enqueue, each leaving them over again, would put off the tick for good).
+        let max_wait =
+            chrono::Duration::from_std(self.config.model.max_wait).unwrap_or(chrono::Duration::MAX);
+        let fresh_after = self
+            .last_round_started_at
+            .and_then(|at| at.checked_sub_signed(max_wait));
+        let stats = db::pool_stats(db, &self.queue, fresh_after).await?;
         metrics::record_pool_size(&self.queue, Some(stats.size));
         let view = QueueView {
             now,
             pool_size: stats.size,
             oldest_enqueued_at: stats.oldest_enqueued_at,
+            oldest_fresh_enqueued_at: stats.oldest_fresh_enqueued_at,
             next_due,
             unchanged_since_last_round: self.pool_after_last_round == Some(stats.size),
         };
@@ -433,6 +446,7 @@ impl QueueWorker {
                 {
                     self.tidy().await?;
                 }
+                let started_at = self.runner.clock.now();
                 let result = self
                     .runner
                     .run(&self.queue, self.config.clone(), trigger, &lease)
@@ -441,7 +455,10 @@ impl QueueWorker {
                     Ok(report) => {
                         self.next_due = report.next_round_at;
                         self.last_round_at = Some(self.runner.clock.now());
-                        let left = db::pool_stats(&self.runner.db, &self.queue).await?.size;
+                        self.last_round_started_at = Some(started_at);
+                        let left = db::pool_stats(&self.runner.db, &self.queue, None)
+                            .await?
+                            .size;
                         metrics::record_pool_size(&self.queue, Some(left));
                         self.pool_after_last_round = Some(left);
                         self.last_written = None;

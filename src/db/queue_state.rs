@@ -48,20 +48,36 @@ pub struct QueueStateRow {
 pub struct PoolStats {
     pub size: usize,
     pub oldest_enqueued_at: Option<DateTime<Utc>>,
+    /// The oldest queued player enqueued after `pool_stats`' `enqueued_after` (the
+    /// oldest of all when None).
+    pub oldest_fresh_enqueued_at: Option<DateTime<Utc>>,
 }
 
-pub async fn pool_stats(db: &PgPool, queue: &str) -> Result<PoolStats, DbError> {
+/// The pool's size, its oldest player, and its oldest player enqueued after
+/// `enqueued_after`: the worker passes the last round's start minus `max_wait`, so that a
+/// player that round already had past `max_wait` (and left over) does not start a
+/// max-wait round at every enqueue (see `daemon::trigger`).
+pub async fn pool_stats(
+    db: &PgPool,
+    queue: &str,
+    enqueued_after: Option<DateTime<Utc>>,
+) -> Result<PoolStats, DbError> {
     // Served by the partial index queue_entries_queued_oldest_first.
-    let (size, oldest): (i64, Option<DateTime<Utc>>) = sqlx::query_as(
-        "SELECT count(*), min(enqueued_at) FROM queue_entries
+    let (size, oldest, oldest_fresh): (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>) =
+        sqlx::query_as(
+            "SELECT count(*), min(enqueued_at),
+                min(enqueued_at) FILTER (WHERE $2::timestamptz IS NULL OR enqueued_at > $2)
+           FROM queue_entries
           WHERE queue = $1 AND status = 'queued'",
-    )
-    .bind(queue)
-    .fetch_one(db)
-    .await?;
+        )
+        .bind(queue)
+        .bind(enqueued_after)
+        .fetch_one(db)
+        .await?;
     Ok(PoolStats {
         size: size as usize,
         oldest_enqueued_at: oldest,
+        oldest_fresh_enqueued_at: oldest_fresh,
     })
 }
 

@@ -24,6 +24,7 @@ fn decision_table() {
         now,
         pool_size: pool,
         oldest_enqueued_at: Some(now - D::minutes(oldest_min)),
+        oldest_fresh_enqueued_at: Some(now - D::minutes(oldest_min)),
         next_due: now + D::seconds(due_in),
         unchanged_since_last_round: unchanged,
     };
@@ -88,6 +89,7 @@ fn a_flexible_queue_triggers_at_its_smallest_format() {
         now,
         pool_size: pool,
         oldest_enqueued_at: Some(now - D::minutes(oldest_min)),
+        oldest_fresh_enqueued_at: Some(now - D::minutes(oldest_min)),
         next_due: now + D::seconds(due_in),
         unchanged_since_last_round: false,
     };
@@ -244,4 +246,128 @@ async fn a_reloaded_schedule_moves_the_countdown_at_once() {
             .unwrap();
     assert_eq!(next, t0() + D::seconds(210));
     assert_eq!(schedule, "every 1m");
+}
+
+/// Tanks only, in a queue whose teams need a tank, a healer and a dps: no match can form.
+async fn enqueue_tanks(
+    db: &sqlx::PgPool,
+    prefix: &str,
+    n: usize,
+    at: chrono::DateTime<chrono::Utc>,
+) {
+    let players: Vec<_> = (0..n)
+        .map(|i| {
+            let mut p = player(&format!("{prefix}{i}"), 1000.0 + 37.0 * i as f64, at);
+            p.roles = vec!["tank".into()];
+            p
+        })
+        .collect();
+    matchmaker::db::enqueue::enqueue_many(db, "q", &players, at)
+        .await
+        .expect("enqueue");
+}
+
+/// A max-wait round that leaves its overdue players over runs once: the enqueues after it
+/// do not start another each (a storm of rounds that put off the tick for good, found by
+/// `matchmaker peak`); the overdue players wait for the tick, and a player who reaches
+/// max_wait later starts the next max-wait round.
+#[tokio::test]
+async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_enqueue() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    let config = matchmaker::config::Config::from_toml_str(
+        "[queues.q]\nroles = [\"tank\", \"healer\", \"dps\"]\nrole_mode = \"strict\"\n\
+         [queues.q.round]\nevery = \"2m\"\nmin_pool = 12\nbudget = \"50ms\"\n",
+    )
+    .unwrap();
+    let config = std::sync::Arc::new(config.queues["q"].clone());
+    let mut w = worker(db, &clock, "a", config);
+
+    enqueue_tanks(db, "a", 6, t0()).await;
+    clock.set(t0() + D::minutes(10));
+    let s = w.step().await.unwrap();
+    assert_eq!(ran(&s), Some(RoundTrigger::MaxWait), "{s:?}");
+    let StepOutcome::Ran(report) = &s else {
+        unreachable!()
+    };
+    assert_eq!((report.matched, report.left_over), (0, 6), "{report:?}");
+
+    // Enqueues after it: no round at each; the countdown shows the tick.
+    let tick = report.next_round_at.expect("a tick after the round");
+    for i in 0..5 {
+        clock.advance(secs(1));
+        enqueue_tanks(db, &format!("b{i}-"), 1, clock_now(&clock)).await;
+        let s = w.step().await.unwrap();
+        assert_eq!(
+            s,
+            StepOutcome::Waiting {
+                next_round_at: Some(tick),
+                waiting_for: WaitingFor::Schedule
+            },
+            "enqueue {i}"
+        );
+    }
+    // At the tick, below min_pool (11 of 12), the overdue players are tried again: once.
+    clock.set(tick);
+    let s = w.step().await.unwrap();
+    assert_eq!(ran(&s), Some(RoundTrigger::MaxWait), "{s:?}");
+    let StepOutcome::Ran(report) = &s else {
+        unreachable!()
+    };
+    let next_tick = report.next_round_at.expect("a tick after the round");
+    clock.advance(secs(1));
+    enqueue_tanks(db, "c", 1, clock_now(&clock)).await;
+    assert_eq!(
+        w.step().await.unwrap(),
+        StepOutcome::Waiting {
+            next_round_at: Some(next_tick),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+    let rounds = count(db, "SELECT count(*) FROM rounds").await;
+    assert_eq!(rounds, 2);
+}
+
+/// The decision behind it: an overdue player the last round already tried starts no
+/// max-wait round on a pool change; one who reached max_wait since does.
+#[test]
+fn only_a_player_newly_past_max_wait_starts_a_max_wait_round() {
+    let config = queue_config("every = \"2m\"\nmin_pool = 12");
+    let now = t0();
+    let view = |fresh_min: Option<i64>, due_in: i64| QueueView {
+        now,
+        pool_size: 8,
+        oldest_enqueued_at: Some(now - D::minutes(30)),
+        oldest_fresh_enqueued_at: fresh_min.map(|m| now - D::minutes(m)),
+        next_due: now + D::seconds(due_in),
+        unchanged_since_last_round: false,
+    };
+    // Tried already (none fresh, or the fresh one not yet due): the tick.
+    for fresh in [None, Some(3)] {
+        assert_eq!(
+            decide(&config, &view(fresh, 60)),
+            Decision::Wait {
+                next_round_at: Some(now + D::seconds(60)),
+                waiting_for: WaitingFor::Schedule
+            }
+        );
+    }
+    // A fresh player due before the tick: the countdown says so, and then it runs.
+    assert_eq!(
+        decide(&config, &view(Some(9), 300)),
+        Decision::Wait {
+            next_round_at: Some(now + D::minutes(1)),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+    assert_eq!(
+        decide(&config, &view(Some(10), 300)),
+        Decision::Run(RoundTrigger::MaxWait)
+    );
+    // At the tick below min_pool, the overdue players are tried again.
+    assert_eq!(
+        decide(&config, &view(None, 0)),
+        Decision::Run(RoundTrigger::MaxWait)
+    );
 }
