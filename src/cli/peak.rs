@@ -112,7 +112,10 @@ impl PeakOutcome {
     pub fn table(&self) -> String {
         let s = &self.sims;
         let mut rows: Vec<(String, String)> = vec![
-            ("wall clock".into(), format!("{:.0} s", self.elapsed.as_secs_f64())),
+            (
+                "wall clock".into(),
+                format!("{:.0} s", self.elapsed.as_secs_f64()),
+            ),
             ("queues".into(), self.queues.to_string()),
             (
                 "distinct players enqueued".into(),
@@ -193,11 +196,8 @@ async fn peak(args: PeakArgs) -> anyhow::Result<()> {
         }
     };
     let today = Utc::now().date_naive();
-    let start = Utc.from_utc_datetime(
-        &today
-            .and_hms_opt(args.start_hour, 0, 0)
-            .expect("hour < 24"),
-    );
+    let start =
+        Utc.from_utc_datetime(&today.and_hms_opt(args.start_hour, 0, 0).expect("hour < 24"));
     let options = PeakOptions {
         evening: EveningSpec {
             regions: args.regions as usize,
@@ -451,18 +451,35 @@ async fn sample_countdowns(
 }
 
 async fn read_rounds(db: &PgPool) -> Result<Vec<RoundRow>, db::DbError> {
-    let rows: Vec<(String, i64, String, DateTime<Utc>, DateTime<Utc>, f64, f64, f64)> =
-        sqlx::query_as(
-            "SELECT queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms,
+    let rows: Vec<(
+        String,
+        i64,
+        String,
+        DateTime<Utc>,
+        DateTime<Utc>,
+        f64,
+        f64,
+        f64,
+    )> = sqlx::query_as(
+        "SELECT queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms,
                     commit_ms
                FROM rounds ORDER BY round_id",
-        )
-        .fetch_all(db)
-        .await?;
+    )
+    .fetch_all(db)
+    .await?;
     Ok(rows
         .into_iter()
         .map(
-            |(queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms, commit_ms)| {
+            |(
+                queue,
+                round_id,
+                trigger,
+                started_at,
+                committed_at,
+                snapshot_ms,
+                solve_ms,
+                commit_ms,
+            )| {
                 RoundRow {
                     queue,
                     round_id,
@@ -594,11 +611,10 @@ impl DbLoad {
 /// CPU seconds of the backends connected to our database now (None: their processes are
 /// not readable here, e.g. the server runs on another host).
 async fn backend_cpu_secs(db: &PgPool) -> Result<Option<f64>, db::DbError> {
-    let pids: Vec<i32> = sqlx::query_scalar(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()",
-    )
-    .fetch_all(db)
-    .await?;
+    let pids: Vec<i32> =
+        sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+            .fetch_all(db)
+            .await?;
     let cpu: Vec<f64> = pids
         .into_iter()
         .filter_map(|pid| u32::try_from(pid).ok().and_then(process_cpu_secs))

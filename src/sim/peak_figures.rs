@@ -10,6 +10,8 @@
 //! - **Countdown error**: each sample of `queue_state` (the time players are shown) against
 //!   the start of the round that followed it; the sample carries the last round id it saw,
 //!   read in the same statement, so a round committing at that moment is matched right.
+//!   Samples whose queue then waited for players (below `min_pool` at the tick) are
+//!   counted apart, like the rounds: their start depended on arrivals.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -69,6 +71,8 @@ pub struct PeakFigures {
     pub countdown_errors: Vec<f64>,
     /// Samples followed by an early start at the target pool (announced as such).
     pub early_start_samples: usize,
+    /// Samples whose queue then waited for players (below min_pool) before its round.
+    pub samples_before_a_wait_for_players: usize,
     pub waits: usize,
     pub matched_waits: usize,
     /// Waits past max_wait plus one round interval, per queue.
@@ -157,6 +161,12 @@ impl PeakFigures {
             };
             if next.trigger == "pool_size" {
                 f.early_start_samples += 1;
+                continue;
+            }
+            // After the tick the queue waited for players (below min_pool): the start
+            // depended on arrivals, which no countdown can know.
+            if waited.contains(&(s.queue.as_str(), s.last_round_id)) {
+                f.samples_before_a_wait_for_players += 1;
                 continue;
             }
             f.countdown_errors
@@ -262,11 +272,12 @@ impl PeakFigures {
                 p(&self.countdown_errors, 1.0, "s", 3),
             ),
             (
-                "  countdown samples (followed by an early start)".into(),
+                "  countdown samples (apart: then early start / wait for players)".into(),
                 format!(
-                    "{} ({})",
+                    "{} ({} / {})",
                     self.countdown_errors.len(),
-                    self.early_start_samples
+                    self.early_start_samples,
+                    self.samples_before_a_wait_for_players
                 ),
             ),
             (
@@ -363,14 +374,22 @@ mod tests {
             round(3, "schedule", 64.0, 64.5),
             round(4, "schedule", 120.0, 120.5),
         ];
-        let samples = [sample(None, "min_pool", Some(3))];
+        let samples = [
+            sample(Some(93.0), "schedule", Some(3)),
+            sample(None, "min_pool", Some(3)),
+        ];
         let f = PeakFigures::measure(&rounds, &samples, &[], &timing());
+        assert_eq!(f.samples_before_a_wait_for_players, 1);
+        assert!(f.countdown_errors.is_empty());
         assert_eq!(f.lateness.len(), 2);
         assert!((f.lateness[0] - 0.4).abs() < 1e-6, "{:?}", f.lateness);
         assert!((f.lateness[1] - 2.5).abs() < 1e-6, "{:?}", f.lateness);
         assert_eq!(f.waited_for_players, 1);
         let failed = f.failed_targets();
-        assert!(failed.iter().any(|t| t.contains("late by 2.500 s")), "{failed:?}");
+        assert!(
+            failed.iter().any(|t| t.contains("late by 2.500 s")),
+            "{failed:?}"
+        );
     }
 
     #[test]

@@ -36,7 +36,9 @@ async fn a_scaled_down_peak_evening_meets_its_targets() {
         exe: env!("CARGO_BIN_EXE_matchmaker").into(),
         work_dir: dir.path().to_path_buf(),
     };
-    let outcome = run_peak(&tdb.url(), &options).await.expect("the evening runs");
+    let outcome = run_peak(&tdb.url(), &options)
+        .await
+        .expect("the evening runs");
     let table = outcome.table();
     eprintln!("{table}");
     assert_eq!(outcome.queues, 4);
@@ -44,14 +46,22 @@ async fn a_scaled_down_peak_evening_meets_its_targets() {
     let f = &outcome.figures;
     // Every queue ran rounds on its schedule: 30 s of 5-8 s rounds, four queues.
     assert!(f.lateness.len() >= 8, "scheduled rounds measured: {table}");
-    assert!(f.countdown_errors.len() >= 100, "countdown samples: {table}");
+    assert!(
+        f.countdown_errors.len() >= 100,
+        "countdown samples: {table}"
+    );
     assert!(outcome.sims.matched > 0 && f.matched_waits > 0, "{table}");
     assert!(outcome.distinct_players > 100, "{table}");
     assert!(
         f.snapshot_ms.len() == f.rounds && f.rounds > 0,
         "phase times of every round: {table}"
     );
-    assert!(outcome.load.iter().any(|(k, v)| k.contains("commits") && v != "0 /s (0 /s)"));
+    assert!(
+        outcome
+            .load
+            .iter()
+            .any(|(k, v)| k.contains("commits") && v != "0 /s (0 /s)")
+    );
     let failed = outcome.failed_targets();
     assert!(failed.is_empty(), "targets failed: {failed:?}\n{table}");
 }
