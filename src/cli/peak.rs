@@ -432,7 +432,7 @@ async fn sample_countdowns(
         if *stop.borrow() {
             return Ok(samples);
         }
-        let rows: Vec<(String, Option<DateTime<Utc>>, String, Option<i64>)> = sqlx::query_as(
+        let rows: Vec<SampleRow> = sqlx::query_as(
             "SELECT s.queue, s.next_round_at, s.waiting_for,
                     (SELECT max(r.round_id) FROM rounds r WHERE r.queue = s.queue)
                FROM queue_state s",
@@ -450,17 +450,23 @@ async fn sample_countdowns(
     }
 }
 
+/// queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms, commit_ms.
+type RoundTuple = (
+    String,
+    i64,
+    String,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    f64,
+    f64,
+    f64,
+);
+
+/// queue, next_round_at, waiting_for, last round id.
+type SampleRow = (String, Option<DateTime<Utc>>, String, Option<i64>);
+
 async fn read_rounds(db: &PgPool) -> Result<Vec<RoundRow>, db::DbError> {
-    let rows: Vec<(
-        String,
-        i64,
-        String,
-        DateTime<Utc>,
-        DateTime<Utc>,
-        f64,
-        f64,
-        f64,
-    )> = sqlx::query_as(
+    let rows: Vec<RoundTuple> = sqlx::query_as(
         "SELECT queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms,
                     commit_ms
                FROM rounds ORDER BY round_id",
