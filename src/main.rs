@@ -37,6 +37,9 @@ enum Command {
     /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
     /// cancel storms under client load; then an audit of the contract's invariants.
     Soak(cli::soak::SoakArgs),
+    /// A measured peak evening: replicas, regions x modes of queues, a player base
+    /// arriving by time of day; a table of lateness, waits, countdown error and load.
+    Peak(cli::peak::PeakArgs),
     /// Ask a running daemon's /readyz or /healthz; exit 0 only on a 2xx answer (the
     /// probe of container health checks and the systemd unit).
     Health(cli::health::HealthArgs),
@@ -64,6 +67,7 @@ fn main() -> std::process::ExitCode {
         Command::Status(args) => cli::status::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Soak(args) => cli::soak::run(args),
+        Command::Peak(args) => cli::peak::run(args),
         Command::Health(args) => cli::health::run(args),
         Command::Replay(args) => cli::replay::run(args),
         Command::Explain(args) => cli::explain::run(args),

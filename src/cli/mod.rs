@@ -8,6 +8,7 @@ pub mod explain;
 pub mod health;
 pub mod migrate;
 pub mod optimize;
+pub mod peak;
 pub mod prune;
 pub mod replay;
 pub mod report;

@@ -1128,7 +1128,7 @@ fn format_skew(skew: chrono::Duration) -> String {
 }
 
 /// `url` with its database replaced by `name`.
-fn database_in(url: &str, name: &str) -> anyhow::Result<String> {
+pub fn database_in(url: &str, name: &str) -> anyhow::Result<String> {
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, Some(query)),
         None => (url, None),

@@ -172,6 +172,26 @@ impl World {
         self.rtt[a * self.cities.len() + b]
     }
 
+    /// The region whose city is closest (by measured RTT) to city `city`.
+    pub fn nearest_region(&self, city: usize) -> usize {
+        (0..self.regions.len())
+            .min_by(|&a, &b| {
+                self.rtt(city, self.regions[a].city)
+                    .total_cmp(&self.rtt(city, self.regions[b].city))
+            })
+            .expect("a world has at least one region")
+    }
+
+    /// The same world with the cities' player weights replaced by `weight(index, city)`
+    /// (e.g. only the players of one region: the others weigh 0).
+    pub fn with_player_weights(&self, weight: impl Fn(usize, &City) -> f64) -> World {
+        let mut world = self.clone();
+        for (k, city) in world.cities.iter_mut().enumerate() {
+            city.player_weight = weight(k, &self.cities[k]);
+        }
+        world
+    }
+
     /// Index of the city with this name, if any.
     pub fn city_named(&self, name: &str) -> Option<usize> {
         self.cities.iter().position(|c| c.name == name)

@@ -26,6 +26,7 @@ mod optimizer;
 mod optimizer_factors;
 mod optimizer_formats;
 mod optimizer_search;
+mod peak;
 mod replay;
 mod report;
 mod retention;

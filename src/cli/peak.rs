@@ -1,0 +1,652 @@
+//! `matchmaker peak`: a measured peak evening (issue 25, part 4). Daemon replicas run as
+//! child processes of this binary (`matchmaker run`, as `soak` starts them) over the
+//! queues of [`crate::sim::peak`] (datacenter regions x a 3v3 peer-to-peer and a 5v5
+//! dedicated mode), while one simulator per queue (`sim::simulator`, the load of
+//! `matchmaker simulate`) plays that region's players through the client functions, their
+//! arrivals following the region's time of day. Meanwhile the countdown of every queue is
+//! sampled twice a second. At the end it prints the table of [`PeakFigures`] and the
+//! database's load, and exits non-zero if a target failed.
+//!
+//! The database: a scratch database on `DATABASE_URL`'s server (dropped after a run that
+//! met its targets), or a private PostgreSQL when none is given (as `demo` does).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use chrono::{DateTime, TimeZone, Utc};
+use clap::Args;
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+use crate::cli::soak::{Replica, ReplicaSpec, wait_for_leaders, write_config};
+use crate::db::{self, local_pg::LocalPostgres};
+use crate::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
+use crate::sim::peak_figures::{CountdownSample, PeakFigures, QueueTiming, RoundRow, WaitRow};
+use crate::sim::population::{Population, PopulationSpec};
+use crate::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
+
+#[derive(Debug, Clone, Args)]
+pub struct PeakArgs {
+    /// Wall-clock length of the load (the replicas start before it, the audit follows).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Simulated seconds per wall-clock second for the time of day and match lengths
+    /// (rounds, waits and max_wait stay in wall-clock time): 12 plays two evening hours
+    /// in ten minutes, and a 10-minute match lasts 50 s.
+    #[arg(long, default_value_t = 12.0)]
+    pub speedup: f64,
+    /// Simulated UTC hour at the start (0-23): 19 is the European evening.
+    #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(u32).range(0..24))]
+    pub start_hour: u32,
+    /// Distinct players, split over the regions by where players live.
+    #[arg(long, default_value_t = 30_000)]
+    pub players: usize,
+    /// New players per second, all queues, if every region were at its busiest hour.
+    #[arg(long, default_value_t = 60.0)]
+    pub rate: f64,
+    /// Datacenter regions (largest first); two queues each.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
+    pub regions: u64,
+    /// Daemon replicas.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub replicas: u64,
+    /// Solver budget of every round.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub budget: Duration,
+    /// Solver cores of each replica (`[daemon] solver_threads`).
+    #[arg(long, default_value_t = 1)]
+    pub solver_threads: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The server to run on: a scratch database is created there. Without it, a private
+    /// PostgreSQL is started from the local binaries.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Keep the replicas' logs and the config here (default: a temporary directory,
+    /// removed after a run that met its targets).
+    #[arg(long)]
+    pub log_dir: Option<PathBuf>,
+}
+
+/// What to run, for the command and the tests.
+#[derive(Debug, Clone)]
+pub struct PeakOptions {
+    pub evening: EveningSpec,
+    pub duration: Duration,
+    pub speedup: f64,
+    pub start: DateTime<Utc>,
+    pub replicas: u64,
+    pub solver_threads: usize,
+    pub seed: u64,
+    /// The `matchmaker` binary the replicas run.
+    pub exe: PathBuf,
+    pub work_dir: PathBuf,
+}
+
+/// The measured run.
+#[derive(Debug)]
+pub struct PeakOutcome {
+    pub figures: PeakFigures,
+    /// The database's load over the run: (what, value).
+    pub load: Vec<(String, String)>,
+    pub queues: usize,
+    pub distinct_players: i64,
+    pub sims: SimReport,
+    /// Replica exits we did not cause.
+    pub replica_exits: u32,
+    pub elapsed: Duration,
+}
+
+impl PeakOutcome {
+    /// The targets that failed, and a replica that crashed.
+    pub fn failed_targets(&self) -> Vec<String> {
+        let mut failed = self.figures.failed_targets();
+        if self.replica_exits > 0 {
+            failed.push(format!("{} replica exits", self.replica_exits));
+        }
+        failed
+    }
+
+    pub fn table(&self) -> String {
+        let s = &self.sims;
+        let mut rows: Vec<(String, String)> = vec![
+            (
+                "wall clock".into(),
+                format!("{:.0} s", self.elapsed.as_secs_f64()),
+            ),
+            ("queues".into(), self.queues.to_string()),
+            (
+                "distinct players enqueued".into(),
+                self.distinct_players.to_string(),
+            ),
+            (
+                "enqueues (returning) / matched / cancelled".into(),
+                format!(
+                    "{} ({}) / {} / {}",
+                    s.enqueued, s.requeued, s.matched, s.cancelled
+                ),
+            ),
+        ];
+        if let (Some(p50), Some(p99)) = (s.wait_percentile(0.5), s.wait_percentile(0.99)) {
+            rows.push((
+                "wait to a match, p50 / p99".into(),
+                format!("{p50:.1} / {p99:.1} s"),
+            ));
+        }
+        rows.extend(self.figures.rows());
+        rows.extend(self.load.iter().cloned());
+        rows.iter()
+            .map(|(k, v)| format!("  {k:<50} {v}\n"))
+            .collect()
+    }
+}
+
+pub fn run(args: PeakArgs) -> anyhow::Result<()> {
+    // The replicas log to files; ours only warns (RUST_LOG overrides).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(crate::cli::term::stderr_colors())
+        .try_init();
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(peak(args))
+}
+
+async fn peak(args: PeakArgs) -> anyhow::Result<()> {
+    let (work, keep_work) = match &args.log_dir {
+        Some(dir) => (dir.clone(), true),
+        None => (
+            std::env::temp_dir().join(format!("matchmaker-peak-{}", std::process::id())),
+            false,
+        ),
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let (server, url, scratch) = match &args.database_url {
+        None => {
+            let server = LocalPostgres::start_temporary()
+                .await
+                .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
+            let url = server.url();
+            // The private server runs with synchronous_commit = off (fast tests); a
+            // studio's server flushes every commit.
+            let admin = db::connect_with(&url, 1).await?;
+            sqlx::query("ALTER DATABASE postgres SET synchronous_commit = on")
+                .execute(&admin)
+                .await?;
+            admin.close().await;
+            (Some(server), url, None)
+        }
+        Some(url) => {
+            let name = format!("matchmaker_peak_{}", std::process::id());
+            let admin = db::connect_with(url, 1).await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&admin)
+                .await
+                .context("creating the peak run's scratch database")?;
+            admin.close().await;
+            (
+                None,
+                crate::cli::soak::database_in(url, &name)?,
+                Some((url.clone(), name)),
+            )
+        }
+    };
+    let today = Utc::now().date_naive();
+    let start =
+        Utc.from_utc_datetime(&today.and_hms_opt(args.start_hour, 0, 0).expect("hour < 24"));
+    let options = PeakOptions {
+        evening: EveningSpec {
+            regions: args.regions as usize,
+            players: args.players,
+            rate: args.rate,
+            budget: args.budget,
+            ..EveningSpec::default()
+        },
+        duration: args.duration,
+        speedup: args.speedup,
+        start,
+        replicas: args.replicas,
+        solver_threads: args.solver_threads,
+        seed: args.seed,
+        exe: std::env::current_exe().context("locating this binary")?,
+        work_dir: work.clone(),
+    };
+    println!(
+        "matchmaker peak: {} replicas, {} regions x 2 modes, {} players, {} new/s at peak, \
+         {} of wall clock at speedup {} from {:02}:00 UTC, on {}",
+        args.replicas,
+        args.regions,
+        args.players,
+        args.rate,
+        humantime::format_duration(args.duration),
+        args.speedup,
+        args.start_hour,
+        if server.is_some() {
+            "a private PostgreSQL".to_string()
+        } else {
+            "a scratch database on DATABASE_URL".to_string()
+        }
+    );
+    println!("logs: {}", work.display());
+    let outcome = run_peak(&url, &options).await;
+    if let Some(server) = server {
+        server.stop().await?;
+    }
+    let outcome = outcome?;
+    println!("\n{}", outcome.table());
+    let failed = outcome.failed_targets();
+    if failed.is_empty() {
+        println!("  targets: all met");
+        if let Some((url, name)) = scratch {
+            let admin = db::connect_with(&url, 1).await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&admin)
+            .await?;
+            admin.close().await;
+        }
+        if !keep_work {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        Ok(())
+    } else {
+        for target in &failed {
+            println!("  target failed: {target}");
+        }
+        anyhow::bail!(
+            "{} targets failed (replica logs: {})",
+            failed.len(),
+            work.display()
+        )
+    }
+}
+
+/// The whole evening against the database at `url` (migrated here): replicas, the load,
+/// the countdown samples, then the figures.
+pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOutcome> {
+    let started = Instant::now();
+    let db = db::connect_with(url, 24).await?;
+    db::migrate(&db).await?;
+    let population = Population::realistic();
+    let plans = plan_evening(&population, &options.evening);
+    let config = write_config(
+        &options.work_dir,
+        &config_toml(&plans, &options.evening, options.solver_threads),
+    )?;
+    let mut replicas = Vec::new();
+    for i in 1..=options.replicas {
+        replicas.push(Replica::start(ReplicaSpec {
+            exe: options.exe.clone(),
+            database_url: url.to_string(),
+            config: config.clone(),
+            name: format!("r{i}"),
+            clock_skew: None,
+            log_dir: options.work_dir.clone(),
+        })?);
+    }
+    let queues: Vec<&str> = plans.iter().map(|p| p.queue.as_str()).collect();
+    if !wait_for_leaders(&db, &queues, Duration::from_secs(60)).await {
+        anyhow::bail!(
+            "the replicas did not lead every queue within 60 s; log tail:\n{}",
+            replicas[0].log_tail(20)
+        );
+    }
+
+    let before = DbLoad::read(&db).await?;
+    let load_started = Instant::now();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let sampler = tokio::spawn(sample_countdowns(db.clone(), stop_rx));
+    let mut sims = Vec::new();
+    for (k, plan) in plans.iter().enumerate() {
+        let db = db.clone();
+        let sim_options = simulator_options(plan, options, k as u64);
+        let population = Population::new(plan.world.clone());
+        sims.push(tokio::spawn(async move {
+            run_simulator(&db, &population, &sim_options, None, std::future::pending()).await
+        }));
+    }
+    let mut report = SimReport::default();
+    let mut sim_error = None;
+    for (sim, plan) in sims.into_iter().zip(&plans) {
+        match sim.await.context("a simulator task")? {
+            Ok(r) => merge(&mut report, r),
+            Err(e) => {
+                sim_error.get_or_insert(anyhow::Error::from(e).context(plan.queue.clone()));
+            }
+        }
+    }
+    let load_time = load_started.elapsed();
+    let _ = stop_tx.send(true);
+    let samples = sampler.await.context("the countdown sampler")??;
+    let after = DbLoad::read(&db).await?;
+    let backend_cpu = backend_cpu_secs(&db).await?;
+    let mut replica_exits = 0;
+    let mut replica_cpu = 0.0;
+    for r in replicas.iter_mut() {
+        r.check_alive();
+        replica_exits += r.unexpected_exits;
+        replica_cpu += r.pid().and_then(process_cpu_secs).unwrap_or(0.0);
+        r.terminate(Duration::from_secs(10));
+    }
+    if let Some(e) = sim_error {
+        return Err(e);
+    }
+
+    let rounds = read_rounds(&db).await?;
+    let waits = read_waits(&db).await?;
+    let distinct_players: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT player_id) FROM queue_entries")
+            .fetch_one(&db)
+            .await?;
+    let timing: HashMap<String, QueueTiming> = plans
+        .iter()
+        .map(|p| {
+            (
+                p.queue.clone(),
+                QueueTiming {
+                    every: p.every,
+                    max_wait: p.max_wait,
+                },
+            )
+        })
+        .collect();
+    let figures = PeakFigures::measure(&rounds, &samples, &waits, &timing);
+    let mut load = after.since(&before, load_time);
+    load.push((
+        "CPU of the database's backends open at the end".into(),
+        backend_cpu.map_or("-".into(), |s| format!("{s:.0} s")),
+    ));
+    load.push((
+        "CPU of the replicas (all their threads)".into(),
+        format!("{replica_cpu:.0} s"),
+    ));
+    db.close().await;
+    Ok(PeakOutcome {
+        figures,
+        load,
+        queues: plans.len(),
+        distinct_players,
+        sims: report,
+        replica_exits,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The simulator of one queue: its region's players, their time of day, parties no larger
+/// than a team (at most 3), its own player-id prefix.
+fn simulator_options(plan: &QueuePlan, options: &PeakOptions, k: u64) -> SimulatorOptions {
+    SimulatorOptions {
+        queue: plan.queue.clone(),
+        rate: plan.rate,
+        duration: options.duration,
+        population: plan.population,
+        seed: options.seed.wrapping_mul(1000).wrapping_add(k),
+        speedup: options.speedup,
+        start: Some(options.start),
+        spec: PopulationSpec {
+            max_party_size: plan.mode.team_size().min(3),
+            ..PopulationSpec::default()
+        },
+        id_prefix: Some(format!("{}-", plan.queue)),
+        ..SimulatorOptions::default()
+    }
+}
+
+fn merge(total: &mut SimReport, r: SimReport) {
+    total.enqueued += r.enqueued;
+    total.enqueued_in_parties += r.enqueued_in_parties;
+    total.requeued += r.requeued;
+    total.matched += r.matched;
+    total.cancelled += r.cancelled;
+    total.rejected += r.rejected;
+    total.expired += r.expired;
+    total.refused += r.refused;
+    total.keep_alive_calls += r.keep_alive_calls;
+    total.base_exhausted += r.base_exhausted;
+    total.matches += r.matches;
+    total.waits_secs.extend(r.waits_secs);
+    total.cleaned_up += r.cleaned_up;
+    if total.first_refusal.is_none() {
+        total.first_refusal = r.first_refusal;
+    }
+}
+
+/// Every queue's countdown twice a second until `stop`, each read with the newest round
+/// id of its queue in the same statement (one snapshot).
+async fn sample_countdowns(
+    db: PgPool,
+    mut stop: watch::Receiver<bool>,
+) -> Result<Vec<CountdownSample>, db::DbError> {
+    let mut samples = Vec::new();
+    let mut every = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.changed() => {}
+        }
+        if *stop.borrow() {
+            return Ok(samples);
+        }
+        let rows: Vec<SampleRow> = sqlx::query_as(
+            "SELECT s.queue, s.next_round_at, s.waiting_for,
+                    (SELECT max(r.round_id) FROM rounds r WHERE r.queue = s.queue)
+               FROM queue_state s",
+        )
+        .fetch_all(&db)
+        .await?;
+        samples.extend(rows.into_iter().map(
+            |(queue, next_round_at, waiting_for, last_round_id)| CountdownSample {
+                queue,
+                next_round_at,
+                waiting_for,
+                last_round_id,
+            },
+        ));
+    }
+}
+
+/// queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms, commit_ms.
+type RoundTuple = (
+    String,
+    i64,
+    String,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    f64,
+    f64,
+    f64,
+);
+
+/// queue, next_round_at, waiting_for, last round id.
+type SampleRow = (String, Option<DateTime<Utc>>, String, Option<i64>);
+
+async fn read_rounds(db: &PgPool) -> Result<Vec<RoundRow>, db::DbError> {
+    let rows: Vec<RoundTuple> = sqlx::query_as(
+        "SELECT queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms,
+                    commit_ms
+               FROM rounds ORDER BY round_id",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                queue,
+                round_id,
+                trigger,
+                started_at,
+                committed_at,
+                snapshot_ms,
+                solve_ms,
+                commit_ms,
+            )| {
+                RoundRow {
+                    queue,
+                    round_id,
+                    trigger,
+                    started_at,
+                    committed_at,
+                    snapshot_ms,
+                    solve_ms,
+                    commit_ms,
+                }
+            },
+        )
+        .collect())
+}
+
+/// Each entry's wait: to the start of the round that matched it, or to when it left the
+/// queue (cancelled: by the player, or by the simulator's clean-up at the end), or to now
+/// if still queued. Rejected entries (expired, withdrawn) were not waiting for a match.
+async fn read_waits(db: &PgPool) -> Result<Vec<WaitRow>, db::DbError> {
+    let rows: Vec<(String, f64, bool)> = sqlx::query_as(
+        "SELECT e.queue,
+                extract(epoch FROM CASE e.status
+                    WHEN 'matched' THEN coalesce(r.started_at, e.updated_at)
+                    WHEN 'cancelled' THEN e.updated_at
+                    ELSE now() END - e.enqueued_at)::float8,
+                e.status = 'matched'
+           FROM queue_entries e
+           LEFT JOIN rounds r ON r.round_id = e.round_id
+          WHERE e.status IN ('matched', 'cancelled', 'queued')",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(queue, waited_secs, matched)| WaitRow {
+            queue,
+            waited_secs,
+            matched,
+        })
+        .collect())
+}
+
+/// Counters of `pg_stat_database` for our database, and the server's WAL.
+#[derive(Debug, Clone, Copy)]
+struct DbLoad {
+    commits: i64,
+    rollbacks: i64,
+    inserted: i64,
+    updated: i64,
+    deleted: i64,
+    returned: i64,
+    blocks_read: i64,
+    blocks_hit: i64,
+    wal_bytes: Option<f64>,
+}
+
+impl DbLoad {
+    async fn read(db: &PgPool) -> Result<DbLoad, db::DbError> {
+        let (commits, rollbacks, inserted, updated, deleted, returned, blocks_read, blocks_hit) =
+            sqlx::query_as::<_, (i64, i64, i64, i64, i64, i64, i64, i64)>(
+                "SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted,
+                        tup_returned, blks_read, blks_hit
+                   FROM pg_stat_database WHERE datname = current_database()",
+            )
+            .fetch_one(db)
+            .await?;
+        // pg_stat_wal is PostgreSQL 14+ and counts the whole server.
+        let wal_bytes = sqlx::query_scalar::<_, f64>("SELECT wal_bytes::float8 FROM pg_stat_wal")
+            .fetch_one(db)
+            .await
+            .ok();
+        Ok(DbLoad {
+            commits,
+            rollbacks,
+            inserted,
+            updated,
+            deleted,
+            returned,
+            blocks_read,
+            blocks_hit,
+            wal_bytes,
+        })
+    }
+
+    fn since(&self, before: &DbLoad, over: Duration) -> Vec<(String, String)> {
+        let secs = over.as_secs_f64().max(1e-9);
+        let rate = |a: i64, b: i64| format!("{:.0} /s", (a - b) as f64 / secs);
+        let mut rows = vec![
+            (
+                "database: commits (rollbacks)".into(),
+                format!(
+                    "{} ({})",
+                    rate(self.commits, before.commits),
+                    rate(self.rollbacks, before.rollbacks)
+                ),
+            ),
+            (
+                "database: rows inserted / updated / deleted".into(),
+                format!(
+                    "{} / {} / {}",
+                    rate(self.inserted, before.inserted),
+                    rate(self.updated, before.updated),
+                    rate(self.deleted, before.deleted)
+                ),
+            ),
+            (
+                "database: rows read".into(),
+                rate(self.returned, before.returned),
+            ),
+            (
+                "database: blocks read from disk / from cache".into(),
+                format!(
+                    "{} / {}",
+                    rate(self.blocks_read, before.blocks_read),
+                    rate(self.blocks_hit, before.blocks_hit)
+                ),
+            ),
+        ];
+        if let (Some(a), Some(b)) = (self.wal_bytes, before.wal_bytes) {
+            rows.push((
+                "WAL written (whole server)".into(),
+                format!("{:.2} MB/s", (a - b) / secs / 1e6),
+            ));
+        }
+        rows
+    }
+}
+
+/// CPU seconds of the backends connected to our database now (None: their processes are
+/// not readable here, e.g. the server runs on another host).
+async fn backend_cpu_secs(db: &PgPool) -> Result<Option<f64>, db::DbError> {
+    let pids: Vec<i32> =
+        sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+            .fetch_all(db)
+            .await?;
+    let cpu: Vec<f64> = pids
+        .into_iter()
+        .filter_map(|pid| u32::try_from(pid).ok().and_then(process_cpu_secs))
+        .collect();
+    Ok((!cpu.is_empty()).then(|| cpu.iter().sum()))
+}
+
+/// User + system CPU seconds of a process, from /proc (Linux; USER_HZ is 100).
+fn process_cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after its ')' are fixed.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_cpu_time_is_readable() {
+        let burn: u64 = (0..2_000_000u64).map(|x| x ^ (x >> 3)).sum();
+        assert!(burn > 0);
+        assert!(process_cpu_secs(std::process::id()).is_some_and(|s| s >= 0.0));
+    }
+}

@@ -1,0 +1,451 @@
+//! The figures of a peak evening, pure: from the rounds the replicas committed, the
+//! countdowns sampled while they ran and the players' waits, the table `matchmaker peak`
+//! prints and the targets it is held to (issue 25): no round late by more than 1 s at p99,
+//! nobody waiting past `max_wait` plus one round, countdown error p99 under 1 s.
+//!
+//! - **Lateness** of a scheduled round: its start against its tick, the previous round's
+//!   commit time plus the queue's interval (the daemon's own rule, `countdown::next_tick`).
+//!   A round whose queue waited for players in between (below `min_pool`: a countdown
+//!   sample said so) is not late but counted apart; early starts (`max_wait`) are early.
+//! - **Countdown error**: each sample of `queue_state` (the time players are shown) against
+//!   the start of the round that followed it; the sample carries the last round id it saw,
+//!   read in the same statement, so a round committing at that moment is matched right.
+//!   Samples whose queue then waited for players (below `min_pool` at the tick) are
+//!   counted apart, like the rounds: their start depended on arrivals.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// One committed round, as `rounds` stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRow {
+    pub queue: String,
+    pub round_id: i64,
+    pub trigger: String,
+    pub started_at: DateTime<Utc>,
+    pub committed_at: DateTime<Utc>,
+    pub snapshot_ms: f64,
+    pub solve_ms: f64,
+    pub commit_ms: f64,
+}
+
+/// One read of a queue's countdown (`queue_state`), with the newest round id of that
+/// queue at the same moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountdownSample {
+    pub queue: String,
+    pub next_round_at: Option<DateTime<Utc>>,
+    pub waiting_for: String,
+    pub last_round_id: Option<i64>,
+}
+
+/// One player's wait in a queue: to the start of the round that matched them, or to
+/// when they left (cancelled, or still queued at the end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitRow {
+    pub queue: String,
+    pub waited_secs: f64,
+    pub matched: bool,
+}
+
+/// Per queue: its round interval and `max_wait`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueTiming {
+    pub every: Duration,
+    pub max_wait: Duration,
+}
+
+/// The measured evening.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PeakFigures {
+    pub rounds: usize,
+    pub rounds_by_trigger: BTreeMap<String, usize>,
+    /// Lateness of scheduled rounds (seconds).
+    pub lateness: Vec<f64>,
+    /// Scheduled rounds whose queue waited for players after the tick (not late).
+    pub waited_for_players: usize,
+    /// |predicted - actual start| of countdown samples (seconds).
+    pub countdown_errors: Vec<f64>,
+    /// Samples followed by an early start at the target pool (announced as such).
+    pub early_start_samples: usize,
+    /// Samples whose queue then waited for players (below min_pool) before its round.
+    pub samples_before_a_wait_for_players: usize,
+    pub waits: usize,
+    pub matched_waits: usize,
+    /// Waits past max_wait plus one round interval, per queue.
+    pub past_bound: BTreeMap<String, usize>,
+    /// The largest excess over that bound (seconds; 0 if none).
+    pub worst_excess_secs: f64,
+    pub snapshot_ms: Vec<f64>,
+    pub solve_ms: Vec<f64>,
+    pub commit_ms: Vec<f64>,
+}
+
+/// Nearest-rank percentile `p` in [0, 1]; None for no values.
+pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(v[((v.len() - 1) as f64 * p.clamp(0.0, 1.0)).round() as usize])
+}
+
+fn secs(d: chrono::Duration) -> f64 {
+    d.num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
+}
+
+impl PeakFigures {
+    pub fn measure(
+        rounds: &[RoundRow],
+        samples: &[CountdownSample],
+        waits: &[WaitRow],
+        timing: &HashMap<String, QueueTiming>,
+    ) -> PeakFigures {
+        let mut f = PeakFigures {
+            rounds: rounds.len(),
+            ..PeakFigures::default()
+        };
+        let mut by_queue: HashMap<&str, Vec<&RoundRow>> = HashMap::new();
+        for r in rounds {
+            *f.rounds_by_trigger.entry(r.trigger.clone()).or_default() += 1;
+            by_queue.entry(&r.queue).or_default().push(r);
+            f.snapshot_ms.push(r.snapshot_ms);
+            f.solve_ms.push(r.solve_ms);
+            f.commit_ms.push(r.commit_ms);
+        }
+        for list in by_queue.values_mut() {
+            list.sort_by_key(|r| r.round_id);
+        }
+        // (queue, last round seen) pairs whose countdown said "waiting for players".
+        let waited: std::collections::HashSet<(&str, Option<i64>)> = samples
+            .iter()
+            .filter(|s| s.waiting_for != "schedule")
+            .map(|s| (s.queue.as_str(), s.last_round_id))
+            .collect();
+
+        for (queue, list) in &by_queue {
+            let Some(t) = timing.get(*queue) else {
+                continue;
+            };
+            let every = chrono::Duration::from_std(t.every).unwrap_or(chrono::Duration::MAX);
+            for pair in list.windows(2) {
+                let (prev, round) = (pair[0], pair[1]);
+                if round.trigger != "schedule" {
+                    continue;
+                }
+                if waited.contains(&(*queue, Some(prev.round_id))) {
+                    f.waited_for_players += 1;
+                    continue;
+                }
+                f.lateness
+                    .push(secs(round.started_at - (prev.committed_at + every)).max(0.0));
+            }
+        }
+
+        for s in samples {
+            let (Some(predicted), "schedule") = (s.next_round_at, s.waiting_for.as_str()) else {
+                continue;
+            };
+            let Some(list) = by_queue.get(s.queue.as_str()) else {
+                continue;
+            };
+            let next = list
+                .iter()
+                .find(|r| s.last_round_id.is_none_or(|last| r.round_id > last));
+            let Some(next) = next else {
+                continue; // the run ended first
+            };
+            if next.trigger == "pool_size" {
+                f.early_start_samples += 1;
+                continue;
+            }
+            // After the tick the queue waited for players (below min_pool): the start
+            // depended on arrivals, which no countdown can know.
+            if waited.contains(&(s.queue.as_str(), s.last_round_id)) {
+                f.samples_before_a_wait_for_players += 1;
+                continue;
+            }
+            f.countdown_errors
+                .push(secs(next.started_at - predicted).abs());
+        }
+
+        for w in waits {
+            f.waits += 1;
+            f.matched_waits += usize::from(w.matched);
+            let Some(t) = timing.get(&w.queue) else {
+                continue;
+            };
+            let bound = (t.max_wait + t.every).as_secs_f64();
+            if w.waited_secs > bound {
+                *f.past_bound.entry(w.queue.clone()).or_default() += 1;
+                f.worst_excess_secs = f.worst_excess_secs.max(w.waited_secs - bound);
+            }
+        }
+        f
+    }
+
+    pub fn past_bound_total(&self) -> usize {
+        self.past_bound.values().sum()
+    }
+
+    /// The targets that failed, in words (empty: all held). A run with no scheduled
+    /// round or no countdown sample fails too: nothing was measured.
+    pub fn failed_targets(&self) -> Vec<String> {
+        let mut failed = Vec::new();
+        match percentile(&self.lateness, 0.99) {
+            None => failed.push("no scheduled round was measured".to_string()),
+            Some(p99) if p99 > 1.0 => {
+                failed.push(format!("rounds late by {p99:.3} s at p99 (target: <= 1 s)"))
+            }
+            Some(_) => {}
+        }
+        match percentile(&self.countdown_errors, 0.99) {
+            None => failed.push("no countdown was measured".to_string()),
+            Some(p99) if p99 >= 1.0 => {
+                failed.push(format!("countdown error {p99:.3} s at p99 (target: < 1 s)"))
+            }
+            Some(_) => {}
+        }
+        if self.past_bound_total() > 0 {
+            failed.push(format!(
+                "{} players waited past max_wait plus one round (worst by {:.1} s; per queue: {})",
+                self.past_bound_total(),
+                self.worst_excess_secs,
+                self.past_bound
+                    .iter()
+                    .map(|(q, n)| format!("{q} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        failed
+    }
+
+    /// The table's rows: (what, value).
+    pub fn rows(&self) -> Vec<(String, String)> {
+        let p = |v: &[f64], scale: f64, unit: &str, digits: usize| match (
+            percentile(v, 0.5),
+            percentile(v, 0.99),
+            percentile(v, 1.0),
+        ) {
+            (Some(a), Some(b), Some(c)) => format!(
+                "{:.digits$} / {:.digits$} / {:.digits$} {unit}",
+                a * scale,
+                b * scale,
+                c * scale
+            ),
+            _ => "-".into(),
+        };
+        let triggers = self
+            .rounds_by_trigger
+            .iter()
+            .map(|(t, n)| format!("{t} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        vec![
+            (
+                "rounds committed (by trigger)".into(),
+                format!("{} ({triggers})", self.rounds),
+            ),
+            (
+                "scheduled rounds late, p50 / p99 / max".into(),
+                p(&self.lateness, 1.0, "s", 3),
+            ),
+            (
+                "  of them over 1 s late".into(),
+                format!(
+                    "{} of {}",
+                    self.lateness.iter().filter(|l| **l > 1.0).count(),
+                    self.lateness.len()
+                ),
+            ),
+            (
+                "  scheduled rounds that waited for players".into(),
+                self.waited_for_players.to_string(),
+            ),
+            (
+                "countdown error, p50 / p99 / max".into(),
+                p(&self.countdown_errors, 1.0, "s", 3),
+            ),
+            (
+                "  countdown samples (apart: then early start / wait for players)".into(),
+                format!(
+                    "{} ({} / {})",
+                    self.countdown_errors.len(),
+                    self.early_start_samples,
+                    self.samples_before_a_wait_for_players
+                ),
+            ),
+            (
+                "waits measured (matched)".into(),
+                format!("{} ({})", self.waits, self.matched_waits),
+            ),
+            (
+                "players past max_wait + one round".into(),
+                if self.past_bound_total() == 0 {
+                    "0".into()
+                } else {
+                    format!(
+                        "{} (worst by {:.1} s)",
+                        self.past_bound_total(),
+                        self.worst_excess_secs
+                    )
+                },
+            ),
+            (
+                "snapshot ms, p50 / p99 / max".into(),
+                p(&self.snapshot_ms, 1.0, "ms", 1),
+            ),
+            (
+                "solve ms, p50 / p99 / max".into(),
+                p(&self.solve_ms, 1.0, "ms", 1),
+            ),
+            (
+                "commit ms, p50 / p99 / max".into(),
+                p(&self.commit_ms, 1.0, "ms", 1),
+            ),
+        ]
+    }
+}
+
+impl fmt::Display for PeakFigures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, value) in self.rows() {
+            writeln!(f, "  {name:<50} {value}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(s: f64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000, 0).unwrap()
+            + chrono::Duration::microseconds((s * 1e6) as i64)
+    }
+
+    fn round(id: i64, trigger: &str, started: f64, committed: f64) -> RoundRow {
+        RoundRow {
+            queue: "q".into(),
+            round_id: id,
+            trigger: trigger.into(),
+            started_at: at(started),
+            committed_at: at(committed),
+            snapshot_ms: 10.0,
+            solve_ms: 500.0,
+            commit_ms: 20.0,
+        }
+    }
+
+    fn sample(next: Option<f64>, waiting_for: &str, last: Option<i64>) -> CountdownSample {
+        CountdownSample {
+            queue: "q".into(),
+            next_round_at: next.map(at),
+            waiting_for: waiting_for.into(),
+            last_round_id: last,
+        }
+    }
+
+    fn timing() -> HashMap<String, QueueTiming> {
+        [(
+            "q".to_string(),
+            QueueTiming {
+                every: Duration::from_secs(30),
+                max_wait: Duration::from_secs(90),
+            },
+        )]
+        .into()
+    }
+
+    #[test]
+    fn lateness_counts_from_the_previous_commit_plus_the_interval() {
+        // Round 2 due at 0.6 + 30 = 30.6, started 31.0: 0.4 s late. Round 3 started 2.5 s
+        // after its tick: late. Round 4 came after a wait for players: not counted late.
+        let rounds = [
+            round(1, "schedule", 0.0, 0.6),
+            round(2, "schedule", 31.0, 31.5),
+            round(3, "schedule", 64.0, 64.5),
+            round(4, "schedule", 120.0, 120.5),
+        ];
+        let samples = [
+            sample(Some(93.0), "schedule", Some(3)),
+            sample(None, "min_pool", Some(3)),
+        ];
+        let f = PeakFigures::measure(&rounds, &samples, &[], &timing());
+        assert_eq!(f.samples_before_a_wait_for_players, 1);
+        assert!(f.countdown_errors.is_empty());
+        assert_eq!(f.lateness.len(), 2);
+        assert!((f.lateness[0] - 0.4).abs() < 1e-6, "{:?}", f.lateness);
+        assert!((f.lateness[1] - 2.5).abs() < 1e-6, "{:?}", f.lateness);
+        assert_eq!(f.waited_for_players, 1);
+        let failed = f.failed_targets();
+        assert!(
+            failed.iter().any(|t| t.contains("late by 2.500 s")),
+            "{failed:?}"
+        );
+    }
+
+    #[test]
+    fn a_countdown_is_matched_with_the_round_after_the_last_one_it_saw() {
+        let rounds = [
+            round(1, "schedule", 0.0, 0.6),
+            round(2, "schedule", 30.8, 31.5),
+            round(3, "pool_size", 40.0, 40.5),
+        ];
+        let samples = [
+            // Seen before round 1 committed: predicted 0.0, started 0.0.
+            sample(Some(0.0), "schedule", None),
+            // After round 1: predicted 30.6, round 2 started 30.8.
+            sample(Some(30.6), "schedule", Some(1)),
+            // After round 2: round 3 started early at the target pool.
+            sample(Some(61.5), "schedule", Some(2)),
+            // After round 3: no round followed before the end.
+            sample(Some(70.5), "schedule", Some(3)),
+        ];
+        let f = PeakFigures::measure(&rounds, &samples, &[], &timing());
+        assert_eq!(f.countdown_errors.len(), 2);
+        assert!((f.countdown_errors[1] - 0.2).abs() < 1e-6);
+        assert_eq!(f.early_start_samples, 1);
+        assert!(f.failed_targets().is_empty(), "{:?}", f.failed_targets());
+    }
+
+    #[test]
+    fn waits_past_max_wait_plus_one_round_fail_the_evening() {
+        let waits = [
+            WaitRow {
+                queue: "q".into(),
+                waited_secs: 119.0,
+                matched: true,
+            },
+            WaitRow {
+                queue: "q".into(),
+                waited_secs: 125.0,
+                matched: false,
+            },
+        ];
+        let rounds = [
+            round(1, "schedule", 0.0, 0.6),
+            round(2, "schedule", 30.8, 31.5),
+        ];
+        let samples = [sample(Some(30.6), "schedule", Some(1))];
+        let f = PeakFigures::measure(&rounds, &samples, &waits, &timing());
+        assert_eq!(f.past_bound_total(), 1);
+        assert!((f.worst_excess_secs - 5.0).abs() < 1e-9);
+        let failed = f.failed_targets();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(failed[0].contains("q 1"), "{failed:?}");
+    }
+
+    #[test]
+    fn nothing_measured_is_a_failure() {
+        let f = PeakFigures::measure(&[], &[], &[], &timing());
+        assert_eq!(f.failed_targets().len(), 2);
+    }
+}
