@@ -52,10 +52,20 @@ const FULL_HEAT_MATCHES: f64 = 50.0;
 /// thread: longer budgets started hotter faster than they could cool back, and scored
 /// lower (fixed-step runs on `simulate --write-pool --players 10000 --queue casual_5v5
 /// --max-party-size 5 --seed 1`, 2 threads: 1 M steps 0.95585, 3 M 0.95294, 10 M
-/// 0.95192, 30 M 0.95493). Scaled by the matches: 1 M 0.95653, 5 M 0.95758.
+/// 0.95192, 30 M 0.95493). Scaled by the matches: 1 M 0.95653, 5 M 0.95758, 15 M 0.95815.
+///
+/// The heat is also capped at `FULL_HEAT_MATCHES / matches`: without the cap a run of
+/// 100 s (about 3 times the heat of 30 s) still scored below 30 s on two of the three
+/// pools (`bench --large`: 0.95426 against 0.95702, 0.95332 against 0.95652), while
+/// from 2 s to 30 s every pool gained with the budget. With the start capped, a longer
+/// run only cools more slowly through the same temperatures.
 pub fn heat(steps: f64, units: f64, matches: f64) -> f64 {
-    let per_unit = FULL_HEAT_STEPS_PER_UNIT * (matches / FULL_HEAT_MATCHES).max(1.0);
-    (steps / units.max(1.0) / per_unit).clamp(0.001, 1.0)
+    let scale = (matches / FULL_HEAT_MATCHES).max(1.0);
+    let per_unit = FULL_HEAT_STEPS_PER_UNIT * scale;
+    // the cap wins over the floor (no panic of `clamp` past 50,000 matches)
+    (steps / units.max(1.0) / per_unit)
+        .max(0.001)
+        .min(1.0 / scale)
 }
 
 /// Exponent on the progress in the cooling schedule (1 would be geometric cooling).
@@ -313,13 +323,16 @@ mod tests {
         let small = heat(1e6, units, 50.0);
         assert!((heat(20e6, units, 1000.0) - small).abs() < 1e-15);
         assert!(heat(1e6, units, 1000.0) < small);
-        // never hotter with fewer steps, never past full heat or below the floor
-        let mut last = 0.0;
-        for k in 0..60 {
-            let h = heat(1e4 * 1.5f64.powi(k), units, 1000.0);
-            assert!(h >= last && (0.001..=1.0).contains(&h));
-            last = h;
+        // never hotter with fewer steps, never below the floor or past the pool's cap:
+        // full heat up to 50 matches, 50 / matches above
+        for (matches, cap) in [(50.0, 1.0), (1000.0, 0.05)] {
+            let mut last = 0.0;
+            for k in 0..60 {
+                let h = heat(1e4 * 1.5f64.powi(k), units, matches);
+                assert!(h >= last && (0.001..=cap).contains(&h));
+                last = h;
+            }
+            assert_eq!(last, cap);
         }
-        assert_eq!(last, 1.0);
     }
 }
