@@ -34,8 +34,39 @@ use super::state::{Scratch, State, Verdict};
 use super::threshold::LnUniform;
 
 /// With at least this many steps per unit the run starts at the full calibrated T0;
-/// with fewer, T0 shrinks proportionally (measured: 10,000 players 5v5 in 10 s).
+/// with fewer, T0 shrinks proportionally (`heat`).
 const FULL_HEAT_STEPS_PER_UNIT: f64 = 2000.0;
+
+/// Pools of more matches than this need proportionally more steps per unit for the
+/// same heat (`heat`); up to it (300 players 3v3) the rule is the one above alone.
+const FULL_HEAT_MATCHES: f64 = 50.0;
+
+/// The share of the calibrated T0 that a run of `steps` steps starts at, on a pool of
+/// `units` units in `matches` matches.
+///
+/// Heat only pays when the rest of the run can rebuild what the hot walk breaks. A
+/// random exchange draws its partner among all matches, so putting a unit back with
+/// the right players takes of the order of `matches` draws of it: the steps per unit a
+/// given heat needs grow with the matches. With 2,000 steps per unit whatever the pool,
+/// a 10,000-player pool (1,000 matches) was at full heat from about 16 M steps a
+/// thread: longer budgets started hotter faster than they could cool back, and scored
+/// lower (fixed-step runs on `simulate --write-pool --players 10000 --queue casual_5v5
+/// --max-party-size 5 --seed 1`, 2 threads: 1 M steps 0.95585, 3 M 0.95294, 10 M
+/// 0.95192, 30 M 0.95493). Scaled by the matches: 1 M 0.95653, 5 M 0.95758, 15 M 0.95815.
+///
+/// The heat is also capped at `FULL_HEAT_MATCHES / matches`: without the cap a run of
+/// 100 s (about 3 times the heat of 30 s) still scored below 30 s on two of the three
+/// pools (`bench --large`: 0.95426 against 0.95702, 0.95332 against 0.95652), while
+/// from 2 s to 30 s every pool gained with the budget. With the start capped, a longer
+/// run only cools more slowly through the same temperatures.
+pub fn heat(steps: f64, units: f64, matches: f64) -> f64 {
+    let scale = (matches / FULL_HEAT_MATCHES).max(1.0);
+    let per_unit = FULL_HEAT_STEPS_PER_UNIT * scale;
+    // the cap wins over the floor (no panic of `clamp` past 50,000 matches)
+    (steps / units.max(1.0) / per_unit)
+        .max(0.001)
+        .min(1.0 / scale)
+}
 
 /// Exponent on the progress in the cooling schedule (1 would be geometric cooling).
 /// Measured on the three 300-player bench pools at 1 s, 2 threads, 24 seeds each:
@@ -131,8 +162,8 @@ pub fn anneal<'s, 'a>(
     } else {
         1e-3
     };
-    // Few steps per unit (huge pools, short budgets): start colder, so that the run
-    // does not spend its budget undoing a good construction.
+    // Few steps per unit for the pool (huge pools, short budgets): start colder, so that
+    // the run does not spend its budget undoing a good construction.
     let units = sc.ix.units.len().max(1) as f64;
     let steps = if length == u64::MAX {
         let spent = (deadline.elapsed() - t_start).as_secs_f64().max(1e-6);
@@ -143,7 +174,7 @@ pub fn anneal<'s, 'a>(
     } else {
         length as f64
     };
-    t0 *= (steps / units / FULL_HEAT_STEPS_PER_UNIT).clamp(0.001, 1.0);
+    t0 *= heat(steps, units, st.matches.len() as f64);
     let t_end = t0 * 1e-3;
     let ratio = t_end / t0;
 
@@ -269,4 +300,39 @@ pub fn anneal<'s, 'a>(
 /// Compare helper used by the solver: is `a` strictly better than `b`?
 pub fn better(a: &RoundValue, b: &RoundValue) -> bool {
     a.better_than(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heat_is_the_old_rule_up_to_fifty_matches() {
+        // 300 players 3v3: the bench pools' trajectories are unchanged
+        for matches in [1.0, 10.0, 47.0, 50.0] {
+            for steps in [1e4, 3e5, 1e6, 1e8] {
+                let old = (steps / 250.0 / FULL_HEAT_STEPS_PER_UNIT).clamp(0.001, 1.0);
+                assert_eq!(heat(steps, 250.0, matches), old);
+            }
+        }
+    }
+
+    #[test]
+    fn more_matches_need_proportionally_more_steps() {
+        let units = 8000.0;
+        let small = heat(1e6, units, 50.0);
+        assert!((heat(20e6, units, 1000.0) - small).abs() < 1e-15);
+        assert!(heat(1e6, units, 1000.0) < small);
+        // never hotter with fewer steps, never below the floor or past the pool's cap:
+        // full heat up to 50 matches, 50 / matches above
+        for (matches, cap) in [(50.0, 1.0), (1000.0, 0.05)] {
+            let mut last = 0.0;
+            for k in 0..60 {
+                let h = heat(1e4 * 1.5f64.powi(k), units, matches);
+                assert!(h >= last && (0.001..=cap).contains(&h));
+                last = h;
+            }
+            assert_eq!(last, cap);
+        }
+    }
 }
