@@ -7,13 +7,14 @@
 //! * **max wait**: a player reached the model's `max_wait` and at least one match can be
 //!   formed (of the smallest format the queue allows) — whatever the schedule says.
 //!
-//! The early triggers (pool size, max wait) need the pool to have changed since the last
-//! round: a pool the solver just left as it is would only give the same answer again.
-//! And a player gets one max-wait round for reaching `max_wait`: a player the last round
-//! already had past it, and left over, does not start another at every enqueue (a storm
-//! of rounds, each leaving them over, that put off the tick for good). They are tried
-//! again at each tick, even below `min_pool`, and with any player who reaches `max_wait`
-//! later.
+//! The pool-size trigger needs the pool to have changed since the last round: a pool the
+//! solver just left as it is would only give the same answer again. A player gets one
+//! max-wait round for reaching `max_wait` (changed pool or not: past it, they come first
+//! in the solve), and only one: a player the last round already had past it, and left
+//! over, does not start another at every enqueue (a storm of rounds, each leaving them
+//! over, that put off the tick for good). They are tried again at each tick, even below
+//! `min_pool`, and with any player who reaches `max_wait` later. So the countdown always
+//! names the next crossing when it comes before the tick.
 //! The decision also yields the countdown (`next_round_at`, what the queue waits for).
 
 use chrono::{DateTime, Utc};
@@ -74,7 +75,7 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
     if view.now >= view.next_due && view.pool_size >= config.min_pool() {
         return Decision::Run(RoundTrigger::Schedule);
     }
-    if changed && max_wait_at.is_some_and(|at| view.now >= at) {
+    if max_wait_at.is_some_and(|at| view.now >= at) {
         return Decision::Run(RoundTrigger::MaxWait);
     }
     if view.now >= view.next_due && overdue {
@@ -83,7 +84,7 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
     if view.now < view.next_due {
         // Before the tick; the max-wait fallback may come first.
         let next = match max_wait_at {
-            Some(at) if at < view.next_due && changed => at,
+            Some(at) if at < view.next_due => at,
             _ => view.next_due,
         };
         Decision::Wait {
@@ -92,7 +93,7 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
         }
     } else if can_form_match {
         Decision::Wait {
-            next_round_at: max_wait_at.filter(|_| changed),
+            next_round_at: max_wait_at,
             waiting_for: WaitingFor::MinPool,
         }
     } else {
