@@ -275,10 +275,7 @@ async fn replicas_share_the_queues_and_hand_them_over_without_double_leadership(
     // Under TTL: nobody waited for b's leases to expire (a crash takes TTL + renew).
     // Usually about 100 ms; up to one renew interval more when one replica woke first
     // and took all of b's queues as orphans, handing the surplus over at its next look.
-    assert!(
-        took < TTL,
-        "took {took:?}: a graceful leave is not a crash"
-    );
+    assert!(took < TTL, "took {took:?}: a graceful leave is not a crash");
 
     let _ = stop_load.send(true);
     let batches = load.await.unwrap();
