@@ -567,6 +567,12 @@ mod tests {
                 matched: true,
                 apart: Some(PastBoundApart::BelowOneMatch),
             },
+            WaitRow {
+                queue: "q".into(),
+                waited_secs: 120.4,
+                matched: true,
+                apart: Some(PastBoundApart::NextRound),
+            },
         ];
         let rounds = [
             round(1, "schedule", 0.0, 0.6),
@@ -576,7 +582,7 @@ mod tests {
         let f = PeakFigures::measure(&rounds, &samples, &waits, &timing());
         assert_eq!(f.past_bound_total(), 1);
         assert!((f.worst_excess_secs - 5.0).abs() < 1e-9);
-        assert_eq!(f.past_bound_apart_total(), 2);
+        assert_eq!(f.past_bound_apart_total(), 3);
         assert!((f.worst_apart_excess_secs - 180.0).abs() < 1e-9);
         let rows = f.rows();
         let row = |name: &str| {
@@ -585,11 +591,12 @@ mod tests {
                 .map(|(_, v)| v.clone())
                 .unwrap()
         };
-        assert_eq!(row("(all)"), "3 (worst by 180.0 s)");
+        assert_eq!(row("(all)"), "4 (worst by 180.0 s)");
         assert!(row("no valid match").starts_with("1 "));
         assert!(row("under one match").starts_with("1 "));
+        assert!(row("next round").starts_with("1 "));
         assert_eq!(row("the others"), "1 (worst by 5.0 s)");
-        assert!(f.apart_note().unwrap().contains("q 2"));
+        assert!(f.apart_note().unwrap().contains("q 3"));
         let failed = f.failed_targets();
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert!(failed[0].contains("q 1"), "{failed:?}");

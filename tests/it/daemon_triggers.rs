@@ -467,7 +467,7 @@ async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {
             Some(RoundTrigger::Schedule),
             "round {round}: {s:?}"
         );
-        tick = tick + D::seconds(30);
+        tick += D::seconds(30);
     }
     assert_eq!(tick, t0() + D::seconds(95));
     assert_eq!(
