@@ -23,7 +23,9 @@ use tokio::sync::watch;
 use crate::cli::soak::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 use crate::db::{self, local_pg::LocalPostgres};
 use crate::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
-use crate::sim::peak_figures::{CountdownSample, PeakFigures, QueueTiming, RoundRow, WaitRow};
+use crate::sim::peak_figures::{
+    CountdownSample, PastBoundApart, PeakFigures, QueueTiming, RoundRow, WaitRow,
+};
 use crate::sim::population::{Population, PopulationSpec};
 use crate::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
 
@@ -238,6 +240,9 @@ async fn peak(args: PeakArgs) -> anyhow::Result<()> {
     }
     let outcome = outcome?;
     println!("\n{}", outcome.table());
+    if let Some(note) = outcome.figures.apart_note() {
+        println!("  {note}");
+    }
     let failed = outcome.failed_targets();
     if failed.is_empty() {
         println!("  targets: all met");
@@ -338,7 +343,6 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     }
 
     let rounds = read_rounds(&db).await?;
-    let waits = read_waits(&db).await?;
     let distinct_players: i64 =
         sqlx::query_scalar("SELECT count(DISTINCT player_id) FROM queue_entries")
             .fetch_one(&db)
@@ -355,7 +359,13 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
             )
         })
         .collect();
+    let per_match: HashMap<String, usize> = plans
+        .iter()
+        .map(|p| (p.queue.clone(), 2 * p.mode.team_size()))
+        .collect();
+    let waits = read_waits(&db, &timing, &per_match).await?;
     let figures = PeakFigures::measure(&rounds, &samples, &waits, &timing);
+    write_run_data(&options.work_dir, &rounds, &samples, &waits)?;
     let mut load = after.since(&before, load_time);
     load.push((
         "CPU of the database's backends open at the end".into(),
@@ -433,21 +443,76 @@ async fn sample_countdowns(
             return Ok(samples);
         }
         let rows: Vec<SampleRow> = sqlx::query_as(
-            "SELECT s.queue, s.next_round_at, s.waiting_for,
+            "SELECT s.queue, clock_timestamp(), s.next_round_at, s.waiting_for,
                     (SELECT max(r.round_id) FROM rounds r WHERE r.queue = s.queue)
                FROM queue_state s",
         )
         .fetch_all(&db)
         .await?;
         samples.extend(rows.into_iter().map(
-            |(queue, next_round_at, waiting_for, last_round_id)| CountdownSample {
+            |(queue, sampled_at, next_round_at, waiting_for, last_round_id)| CountdownSample {
                 queue,
+                sampled_at,
                 next_round_at,
                 waiting_for,
                 last_round_id,
             },
         ));
     }
+}
+
+/// The raw data behind the figures, as CSV in `dir` (the log directory): every round,
+/// every countdown sample and every wait, so that a failed target can be traced to the
+/// rounds and samples that failed it (with the replicas' logs and, on `DATABASE_URL`, the
+/// scratch database, which a failed run keeps).
+fn write_run_data(
+    dir: &std::path::Path,
+    rounds: &[RoundRow],
+    samples: &[CountdownSample],
+    waits: &[WaitRow],
+) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    let t = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut csv = String::from(
+        "queue,round_id,trigger,started_at,committed_at,snapshot_ms,solve_ms,commit_ms\n",
+    );
+    for r in rounds {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{:.3},{:.3},{:.3}",
+            r.queue,
+            r.round_id,
+            r.trigger,
+            t(r.started_at),
+            t(r.committed_at),
+            r.snapshot_ms,
+            r.solve_ms,
+            r.commit_ms
+        );
+    }
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    };
+    write("rounds.csv", &csv)?;
+    let mut csv = String::from("queue,sampled_at,next_round_at,waiting_for,last_round_id\n");
+    for s in samples {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{}",
+            s.queue,
+            t(s.sampled_at),
+            s.next_round_at.map(t).unwrap_or_default(),
+            s.waiting_for,
+            s.last_round_id.map(|id| id.to_string()).unwrap_or_default()
+        );
+    }
+    write("samples.csv", &csv)?;
+    let mut csv = String::from("queue,waited_secs,matched\n");
+    for w in waits {
+        let _ = writeln!(csv, "{},{:.3},{}", w.queue, w.waited_secs, w.matched);
+    }
+    write("waits.csv", &csv)
 }
 
 /// queue, round_id, trigger, started_at, committed_at, snapshot_ms, solve_ms, commit_ms.
@@ -462,8 +527,14 @@ type RoundTuple = (
     f64,
 );
 
-/// queue, next_round_at, waiting_for, last round id.
-type SampleRow = (String, Option<DateTime<Utc>>, String, Option<i64>);
+/// queue, sampled at, next_round_at, waiting_for, last round id.
+type SampleRow = (
+    String,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+    String,
+    Option<i64>,
+);
 
 async fn read_rounds(db: &PgPool) -> Result<Vec<RoundRow>, db::DbError> {
     let rows: Vec<RoundTuple> = sqlx::query_as(
@@ -504,28 +575,177 @@ async fn read_rounds(db: &PgPool) -> Result<Vec<RoundRow>, db::DbError> {
 /// Each entry's wait: to the start of the round that matched it, or to when it left the
 /// queue (cancelled: by the player, or by the simulator's clean-up at the end), or to now
 /// if still queued. Rejected entries (expired, withdrawn) were not waiting for a match.
-async fn read_waits(db: &PgPool) -> Result<Vec<WaitRow>, db::DbError> {
-    let rows: Vec<(String, f64, bool)> = sqlx::query_as(
-        "SELECT e.queue,
-                extract(epoch FROM CASE e.status
+/// A wait past `max_wait` plus one round is classified (see [`past_bound_apart`]).
+async fn read_waits(
+    db: &PgPool,
+    timing: &HashMap<String, QueueTiming>,
+    per_match: &HashMap<String, usize>,
+) -> Result<Vec<WaitRow>, db::DbError> {
+    let rows: Vec<EntryWaitRow> = sqlx::query_as(
+        "SELECT e.queue, e.player_id, e.enqueued_at,
+                CASE e.status
                     WHEN 'matched' THEN coalesce(r.started_at, e.updated_at)
                     WHEN 'cancelled' THEN e.updated_at
-                    ELSE now() END - e.enqueued_at)::float8,
-                e.status = 'matched'
+                    ELSE now() END,
+                CASE WHEN e.status = 'matched' THEN e.round_id END
            FROM queue_entries e
            LEFT JOIN rounds r ON r.round_id = e.round_id
           WHERE e.status IN ('matched', 'cancelled', 'queued')",
     )
     .fetch_all(db)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(queue, waited_secs, matched)| WaitRow {
+    let mut waits = Vec::with_capacity(rows.len());
+    for (queue, player_id, enqueued_at, ended_at, matched_in) in rows {
+        let matched = matched_in.is_some();
+        let waited_secs = (ended_at - enqueued_at)
+            .num_microseconds()
+            .unwrap_or(i64::MAX) as f64
+            / 1e6;
+        let mut apart = None;
+        if let (Some(t), Some(&per_match)) = (timing.get(&queue), per_match.get(&queue))
+            && waited_secs > t.bound().as_secs_f64()
+        {
+            let wait = EntryWait {
+                queue: &queue,
+                player_id: &player_id,
+                enqueued_at,
+                ended_at,
+                matched_in,
+            };
+            apart = past_bound_apart(db, &wait, t, per_match).await?;
+        }
+        waits.push(WaitRow {
             queue,
             waited_secs,
             matched,
-        })
-        .collect())
+            apart,
+        });
+    }
+    Ok(waits)
+}
+
+/// queue, player_id, enqueued_at, end of the wait, the round that matched it.
+type EntryWaitRow = (String, String, DateTime<Utc>, DateTime<Utc>, Option<i64>);
+
+/// One entry's wait, for [`past_bound_apart`].
+struct EntryWait<'a> {
+    queue: &'a str,
+    player_id: &'a str,
+    enqueued_at: DateTime<Utc>,
+    ended_at: DateTime<Utc>,
+    matched_in: Option<i64>,
+}
+
+/// Whether a wait past the bound is one no matchmaker could have shortened, from the
+/// entries and the rounds (not from the daemon's countdown):
+///
+/// - **below one match**: at the moment they reached `max_wait` their queue held fewer
+///   queued players than one match, and they were matched (or left) within one round of
+///   the first moment it held one (or it never did before they left);
+/// - **no valid match**: at least one round started after they reached `max_wait` while
+///   they waited, and every such round that did not match them left them over because no
+///   valid match included them (its own explanation, `round_snapshots.left_over`:
+///   `no_host`, nobody in reach to host a peer-to-peer match with them, or
+///   `no_valid_match`, party shape or roles).
+///
+/// - **next round**: matched by the first round that started after they reached
+///   `max_wait`, and that round started within 1 s of its tick (the lateness target).
+///   Its tick is the previous round's commit plus the interval, so a player who reached
+///   `max_wait` while that previous round ran (it had them, not yet overdue) waits up to
+///   its duration plus the lateness beyond `max_wait` plus the interval.
+///
+/// Anything else (outscored or not found within the budget after `max_wait`, a round
+/// more than 1 s late, no round) is not counted apart: it fails the target.
+async fn past_bound_apart(
+    db: &PgPool,
+    wait: &EntryWait<'_>,
+    timing: &QueueTiming,
+    per_match: usize,
+) -> Result<Option<PastBoundApart>, db::DbError> {
+    let max_wait = chrono::Duration::from_std(timing.max_wait).unwrap_or(chrono::Duration::MAX);
+    let every = chrono::Duration::from_std(timing.every).unwrap_or(chrono::Duration::MAX);
+    let crossed_at = wait.enqueued_at + max_wait;
+    // The first moment from the crossing on at which the queue held one match: the pool
+    // at the crossing (entries that had arrived and not yet ended, whatever their status
+    // later), then a sweep of the arrivals (+1) and ends (-1) after it. One scan of the
+    // queue's entries per player past the bound (few).
+    let full_at: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "WITH at_crossing AS (
+             SELECT count(*) AS n FROM queue_entries
+              WHERE queue = $1 AND enqueued_at <= $3
+                AND (status = 'queued' OR updated_at > $3)),
+         events AS (
+             SELECT enqueued_at AS t, 1 AS d FROM queue_entries
+              WHERE queue = $1 AND enqueued_at > $3 AND enqueued_at <= $4
+             UNION ALL
+             SELECT updated_at, -1 FROM queue_entries
+              WHERE queue = $1 AND status <> 'queued'
+                AND updated_at > $3 AND updated_at <= $4),
+         pool AS (
+             SELECT $3::timestamptz AS t, (SELECT n FROM at_crossing) AS size
+             UNION ALL
+             -- At one instant, arrivals count before ends.
+             SELECT t, (SELECT n FROM at_crossing)
+                       + sum(d) OVER (ORDER BY t, d DESC ROWS UNBOUNDED PRECEDING)
+               FROM events)
+         SELECT min(t) FROM pool WHERE size >= $2",
+    )
+    .bind(wait.queue)
+    .bind(per_match as i64)
+    .bind(crossed_at)
+    .bind(wait.ended_at)
+    .fetch_one(db)
+    .await?;
+    match full_at {
+        None => return Ok(Some(PastBoundApart::BelowOneMatch)),
+        Some(at) if at > crossed_at && wait.ended_at <= at + every => {
+            return Ok(Some(PastBoundApart::BelowOneMatch));
+        }
+        Some(_) => {}
+    }
+    // The first round after the crossing, and its tick (the previous round's commit
+    // plus the interval, as the lateness figure counts it).
+    if let Some(round_id) = wait.matched_in {
+        let first: Option<(i64, DateTime<Utc>, Option<DateTime<Utc>>)> = sqlx::query_as(
+            "SELECT r.round_id, r.started_at,
+                    (SELECT p.committed_at FROM rounds p
+                      WHERE p.queue = r.queue AND p.round_id < r.round_id
+                      ORDER BY p.round_id DESC LIMIT 1)
+               FROM rounds r
+              WHERE r.queue = $1 AND r.started_at > $2
+              ORDER BY r.round_id LIMIT 1",
+        )
+        .bind(wait.queue)
+        .bind(crossed_at)
+        .fetch_optional(db)
+        .await?;
+        if let Some((first_id, started_at, Some(previous_commit))) = first
+            && first_id == round_id
+            && started_at <= previous_commit + every + chrono::Duration::seconds(1)
+        {
+            return Ok(Some(PastBoundApart::NextRound));
+        }
+    }
+    // Why each round after the crossing left them over (the round that matched them
+    // names them in no left_over).
+    let outcomes: Vec<Option<String>> = sqlx::query_scalar(
+        "SELECT s.left_over -> $2 ->> 'outcome'
+           FROM rounds r
+           JOIN round_snapshots s USING (round_id)
+          WHERE r.queue = $1 AND r.started_at > $3 AND r.started_at <= $4
+            AND s.left_over ? $2",
+    )
+    .bind(wait.queue)
+    .bind(wait.player_id)
+    .bind(crossed_at)
+    .bind(wait.ended_at)
+    .fetch_all(db)
+    .await?;
+    let no_valid_match = !outcomes.is_empty()
+        && outcomes
+            .iter()
+            .all(|o| matches!(o.as_deref(), Some("no_host" | "no_valid_match")));
+    Ok(no_valid_match.then_some(PastBoundApart::NoValidMatch))
 }
 
 /// Counters of `pg_stat_database` for our database, and the server's WAL.

@@ -1,20 +1,29 @@
 //! When a queue's round runs: the triggers of seed 003, as one pure decision.
 //!
-//! * **pool size**: the pool reached `target_pool` — start early (more players do not
-//!   wait for the tick);
 //! * **schedule**: the tick (interval or cron) is due and the pool has at least
 //!   `min_pool` players; below that the round waits for players;
+//! * **pool size**: the pool reached `target_pool` — start early (more players do not
+//!   wait for the tick);
 //! * **max wait**: a player reached the model's `max_wait` and at least one match can be
-//!   formed (of the smallest format the queue allows) — whatever the schedule says.
+//!   formed (of the smallest format the queue allows): the fallback of a due round that
+//!   waits below `min_pool` (at the tick if someone is past it already, else when the
+//!   oldest reaches it), and, before the tick, the round of a player who reached it
+//!   without having been in any round (a `max_wait` shorter than the interval).
+//!
+//! A player a round left over starts no round before the tick, whatever their wait: the
+//! countdown players see is the tick, and it holds (seed 003's promise: "we can tell the
+//! player beforehand exactly how long they'll have to wait"). Past `max_wait` they come
+//! first in the tick's round (the solver places overdue players whenever any valid match
+//! can include them), so a player who can be matched waits at most `max_wait` plus one
+//! round. A round at their crossing instead depended on arrivals the countdown could not
+//! know (the pool below one match at the crossing, then someone arrives: a round up to a
+//! whole interval before the announced tick), and players nobody can host, crossing one
+//! after another, displaced the schedule with small rounds at odd times (`matchmaker
+//! peak`, README). The same rule keeps the fallback from repeating: its round sets the
+//! next tick, and the players it left over wait for that tick.
 //!
 //! The pool-size trigger needs the pool to have changed since the last round: a pool the
-//! solver just left as it is would only give the same answer again. A player gets one
-//! max-wait round for reaching `max_wait` (changed pool or not: past it, they come first
-//! in the solve), and only one: a player the last round already had past it, and left
-//! over, does not start another at every enqueue (a storm of rounds, each leaving them
-//! over, that put off the tick for good). They are tried again at each tick, even below
-//! `min_pool`, and with any player who reaches `max_wait` later. So the countdown always
-//! names the next crossing when it comes before the tick.
+//! solver just left as it is would only give the same answer again.
 //! The decision also yields the countdown (`next_round_at`, what the queue waits for).
 
 use chrono::{DateTime, Utc};
@@ -28,8 +37,8 @@ pub struct QueueView {
     pub now: DateTime<Utc>,
     pub pool_size: usize,
     pub oldest_enqueued_at: Option<DateTime<Utc>>,
-    /// The oldest player who was not past `max_wait` yet when this leader's last round
-    /// started (the oldest of all before its first round).
+    /// The oldest player no round has had yet: enqueued after this leader's last round
+    /// started (the oldest of all before any round).
     pub oldest_fresh_enqueued_at: Option<DateTime<Utc>>,
     /// When the schedule's next tick is (or was) due.
     pub next_due: DateTime<Utc>,
@@ -57,12 +66,8 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
         chrono::Duration::from_std(config.model.max_wait).unwrap_or(chrono::Duration::MAX);
     let after_max_wait = |at: Option<DateTime<Utc>>| {
         at.filter(|_| can_form_match)
-            .and_then(|oldest| oldest.checked_add_signed(max_wait))
+            .and_then(|enqueued| enqueued.checked_add_signed(max_wait))
     };
-    // The next max-wait round: when a player not yet tried past max_wait reaches it.
-    let max_wait_at = after_max_wait(view.oldest_fresh_enqueued_at);
-    // Someone is past max_wait (tried or not): the tick runs for them below min_pool.
-    let overdue = after_max_wait(view.oldest_enqueued_at).is_some_and(|at| view.now >= at);
 
     if changed
         && config
@@ -72,26 +77,27 @@ pub fn decide(config: &QueueConfig, view: &QueueView) -> Decision {
     {
         return Decision::Run(RoundTrigger::PoolSize);
     }
-    if view.now >= view.next_due && view.pool_size >= config.min_pool() {
+    if view.now < view.next_due {
+        // Before the tick: only a player no round has had yet may come first.
+        let fresh_at = after_max_wait(view.oldest_fresh_enqueued_at);
+        if fresh_at.is_some_and(|at| view.now >= at) {
+            return Decision::Run(RoundTrigger::MaxWait);
+        }
+        return Decision::Wait {
+            next_round_at: Some(fresh_at.map_or(view.next_due, |at| at.min(view.next_due))),
+            waiting_for: WaitingFor::Schedule,
+        };
+    }
+    // The tick is due.
+    if view.pool_size >= config.min_pool() {
         return Decision::Run(RoundTrigger::Schedule);
     }
+    // Below min_pool: the max-wait fallback, for anyone past it (tried before or not).
+    let max_wait_at = after_max_wait(view.oldest_enqueued_at);
     if max_wait_at.is_some_and(|at| view.now >= at) {
         return Decision::Run(RoundTrigger::MaxWait);
     }
-    if view.now >= view.next_due && overdue {
-        return Decision::Run(RoundTrigger::MaxWait);
-    }
-    if view.now < view.next_due {
-        // Before the tick; the max-wait fallback may come first.
-        let next = match max_wait_at {
-            Some(at) if at < view.next_due => at,
-            _ => view.next_due,
-        };
-        Decision::Wait {
-            next_round_at: Some(next),
-            waiting_for: WaitingFor::Schedule,
-        }
-    } else if can_form_match {
+    if can_form_match {
         Decision::Wait {
             next_round_at: max_wait_at,
             waiting_for: WaitingFor::MinPool,

@@ -240,8 +240,11 @@ pub struct QueueWorker {
     term: Option<i64>,
     next_due: Option<DateTime<Utc>>,
     last_round_at: Option<DateTime<Utc>>,
-    /// When this leader's last round started (None: none yet in this term).
-    last_round_started_at: Option<DateTime<Utc>>,
+    /// Players enqueued up to this instant have been in a round: the start of this
+    /// leader's last round, or the last round a new term found committed (None: no
+    /// round yet). Only a player enqueued since can start a max-wait round before the
+    /// tick (see `trigger`).
+    pooled_until: Option<DateTime<Utc>>,
     pool_after_last_round: Option<usize>,
     last_written: Option<QueueStateRow>,
     last_pool_size: Option<usize>,
@@ -273,7 +276,7 @@ impl QueueWorker {
             term: None,
             next_due: None,
             last_round_at: None,
-            last_round_started_at: None,
+            pooled_until: None,
             pool_after_last_round: None,
             last_written: None,
             last_pool_size: None,
@@ -411,7 +414,9 @@ impl QueueWorker {
                 _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
             });
             self.pool_after_last_round = None;
-            self.last_round_started_at = None;
+            // Its commit time: a player enqueued during that round counts as pooled by
+            // it, so they wait for the tick rather than start a round before it.
+            self.pooled_until = self.last_round_at;
             self.last_written = None;
             // Count from here: what arrived before this term was the last leader's.
             self.enqueue_mark = None;
@@ -420,15 +425,9 @@ impl QueueWorker {
         let (new, mark) = db::entries_since(db, &self.queue, self.enqueue_mark).await?;
         metrics::record_enqueued(&self.queue, new);
         self.enqueue_mark = Some(mark);
-        // Players the last round had past max_wait already were its max-wait players: if
-        // it left them over, they wait for the tick, not for the next enqueue (a round at
-        // every enqueue, each leaving them over again, would put off the tick for good).
-        let max_wait =
-            chrono::Duration::from_std(self.config.model.max_wait).unwrap_or(chrono::Duration::MAX);
-        let fresh_after = self
-            .last_round_started_at
-            .and_then(|at| at.checked_sub_signed(max_wait));
-        let stats = db::pool_stats(db, &self.queue, fresh_after).await?;
+        // Players a round left over wait for the tick, whatever their wait: only a player
+        // no round has had yet can start a max-wait round before it (see `trigger`).
+        let stats = db::pool_stats(db, &self.queue, self.pooled_until).await?;
         metrics::record_pool_size(&self.queue, Some(stats.size));
         let view = QueueView {
             now,
@@ -455,7 +454,7 @@ impl QueueWorker {
                     Ok(report) => {
                         self.next_due = report.next_round_at;
                         self.last_round_at = Some(self.runner.clock.now());
-                        self.last_round_started_at = Some(started_at);
+                        self.pooled_until = Some(started_at);
                         let left = db::pool_stats(&self.runner.db, &self.queue, None)
                             .await?
                             .size;

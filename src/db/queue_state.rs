@@ -54,9 +54,8 @@ pub struct PoolStats {
 }
 
 /// The pool's size, its oldest player, and its oldest player enqueued after
-/// `enqueued_after`: the worker passes the last round's start minus `max_wait`, so that a
-/// player that round already had past `max_wait` (and left over) does not start a
-/// max-wait round at every enqueue (see `daemon::trigger`).
+/// `enqueued_after`: the worker passes the last round's start, so that only a player no
+/// round has had yet can start a max-wait round before the tick (see `daemon::trigger`).
 pub async fn pool_stats(
     db: &PgPool,
     queue: &str,

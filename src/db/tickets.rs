@@ -46,10 +46,18 @@ pub async fn tidy_queue(db: &PgPool, queue: &str) -> Result<Tidied, DbError> {
              SELECT e.entry_id, gone.player_id, gone.status, gone.queue, gone.match_id
                FROM queue_entries e
               CROSS JOIN LATERAL (
-                    SELECT g.player_id, g.status, g.queue, g.match_id
-                      FROM queue_entries g
-                     WHERE g.party_key = e.party_key AND g.status <> 'queued'
-                     ORDER BY g.entry_id LIMIT 1) gone
+                    SELECT m.player_id, m.status, m.queue, m.match_id
+                      FROM (SELECT g.entry_id, g.player_id, g.status, g.queue, g.match_id
+                              FROM queue_entries g
+                             WHERE g.party_key = e.party_key AND g.status <> 'queued'
+                            -- The fence (OFFSET 0) finds the party's few rows through
+                            -- queue_entries_party, then sorts them. Without it the planner
+                            -- walked the primary key in entry_id order for the first
+                            -- match, a scan of the whole table per queued party member
+                            -- (70 ms each at 55,000 rows): a tidy of 29 s that held a
+                            -- round back as long (`matchmaker peak`).
+                            OFFSET 0) m
+                     ORDER BY m.entry_id LIMIT 1) gone
               WHERE e.queue = $1 AND e.status = 'queued' AND e.party_key IS NOT NULL
                 FOR UPDATE OF e SKIP LOCKED)
          UPDATE queue_entries e

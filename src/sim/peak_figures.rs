@@ -12,6 +12,17 @@
 //!   read in the same statement, so a round committing at that moment is matched right.
 //!   Samples whose queue then waited for players (below `min_pool` at the tick) are
 //!   counted apart, like the rounds: their start depended on arrivals.
+//! - **Players past `max_wait` plus one round** (the queue's interval): all of them are
+//!   counted and shown. Three kinds are shown apart and do not fail the target (the
+//!   table says how many of each): every round after they reached `max_wait` that left
+//!   them over found no valid match with them (its own explanation: nobody could host
+//!   them, or no match of the queue's rules); their queue held fewer players than one
+//!   match after they reached `max_wait`, and they were matched within one round of it
+//!   holding one; or they were matched by the first round after they reached it, and
+//!   that round started within 1 s of its tick (they reached `max_wait` while the round
+//!   before it ran, and a tick is that round's commit plus the interval: its duration
+//!   and the lateness are the excess). [`WaitRow::apart`] says which; the command reads
+//!   it from the rounds and entries (`cli::peak`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -37,6 +48,8 @@ pub struct RoundRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CountdownSample {
     pub queue: String,
+    /// When it was read (the database's clock, as the rounds' times).
+    pub sampled_at: DateTime<Utc>,
     pub next_round_at: Option<DateTime<Utc>>,
     pub waiting_for: String,
     pub last_round_id: Option<i64>,
@@ -49,6 +62,25 @@ pub struct WaitRow {
     pub queue: String,
     pub waited_secs: f64,
     pub matched: bool,
+    /// Past the bound for a reason no matchmaker could help (None: not past it, or no
+    /// such reason: then it fails the target).
+    pub apart: Option<PastBoundApart>,
+}
+
+/// Why a wait past `max_wait` plus one round is counted apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PastBoundApart {
+    /// Every round that had them after they reached `max_wait` (at least one) left them
+    /// over with no valid match: nobody could host them (peer-to-peer), or no match of
+    /// the queue's rules (party shape, roles) included them.
+    NoValidMatch,
+    /// Their queue held fewer players than one match after they reached `max_wait`, and
+    /// they were matched (or left) within one round of it first holding one.
+    BelowOneMatch,
+    /// Matched by the first round that started after they reached `max_wait`, and that
+    /// round started within 1 s of its tick: they reached `max_wait` while the round
+    /// before it ran (its duration and this round's lateness are the excess).
+    NextRound,
 }
 
 /// Per queue: its round interval and `max_wait`.
@@ -56,6 +88,13 @@ pub struct WaitRow {
 pub struct QueueTiming {
     pub every: Duration,
     pub max_wait: Duration,
+}
+
+impl QueueTiming {
+    /// `max_wait` plus one round: the longest wait the target allows.
+    pub fn bound(&self) -> Duration {
+        self.max_wait + self.every
+    }
 }
 
 /// The measured evening.
@@ -75,10 +114,16 @@ pub struct PeakFigures {
     pub samples_before_a_wait_for_players: usize,
     pub waits: usize,
     pub matched_waits: usize,
-    /// Waits past max_wait plus one round interval, per queue.
+    /// Waits past max_wait plus one round interval that fail the target, per queue.
     pub past_bound: BTreeMap<String, usize>,
-    /// The largest excess over that bound (seconds; 0 if none).
+    /// The largest excess over that bound of those (seconds; 0 if none).
     pub worst_excess_secs: f64,
+    /// Waits past the bound counted apart (no matchmaker could have placed them sooner),
+    /// by why, and per queue.
+    pub past_bound_apart: BTreeMap<PastBoundApart, usize>,
+    pub past_bound_apart_by_queue: BTreeMap<String, usize>,
+    /// The largest excess over the bound of those counted apart (seconds; 0 if none).
+    pub worst_apart_excess_secs: f64,
     pub snapshot_ms: Vec<f64>,
     pub solve_ms: Vec<f64>,
     pub commit_ms: Vec<f64>,
@@ -179,17 +224,36 @@ impl PeakFigures {
             let Some(t) = timing.get(&w.queue) else {
                 continue;
             };
-            let bound = (t.max_wait + t.every).as_secs_f64();
-            if w.waited_secs > bound {
-                *f.past_bound.entry(w.queue.clone()).or_default() += 1;
-                f.worst_excess_secs = f.worst_excess_secs.max(w.waited_secs - bound);
+            let bound = t.bound().as_secs_f64();
+            if w.waited_secs <= bound {
+                continue;
+            }
+            let excess = w.waited_secs - bound;
+            match w.apart {
+                Some(why) => {
+                    *f.past_bound_apart.entry(why).or_default() += 1;
+                    *f.past_bound_apart_by_queue
+                        .entry(w.queue.clone())
+                        .or_default() += 1;
+                    f.worst_apart_excess_secs = f.worst_apart_excess_secs.max(excess);
+                }
+                None => {
+                    *f.past_bound.entry(w.queue.clone()).or_default() += 1;
+                    f.worst_excess_secs = f.worst_excess_secs.max(excess);
+                }
             }
         }
         f
     }
 
+    /// Players past the bound that fail the target.
     pub fn past_bound_total(&self) -> usize {
         self.past_bound.values().sum()
+    }
+
+    /// Players past the bound counted apart (shown, not failing the target).
+    pub fn past_bound_apart_total(&self) -> usize {
+        self.past_bound_apart.values().sum()
     }
 
     /// The targets that failed, in words (empty: all held). A run with no scheduled
@@ -212,7 +276,8 @@ impl PeakFigures {
         }
         if self.past_bound_total() > 0 {
             failed.push(format!(
-                "{} players waited past max_wait plus one round (worst by {:.1} s; per queue: {})",
+                "{} players waited past max_wait plus one round, not counting those no \
+                 matchmaker could have placed sooner (worst by {:.1} s; per queue: {})",
                 self.past_bound_total(),
                 self.worst_excess_secs,
                 self.past_bound
@@ -223,6 +288,21 @@ impl PeakFigures {
             ));
         }
         failed
+    }
+
+    /// The players past the bound counted apart, per queue (None: none).
+    pub fn apart_note(&self) -> Option<String> {
+        (!self.past_bound_apart_by_queue.is_empty()).then(|| {
+            format!(
+                "players past max_wait + one round counted apart, per queue: {} (worst by {:.1} s)",
+                self.past_bound_apart_by_queue
+                    .iter()
+                    .map(|(q, n)| format!("{q} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.worst_apart_excess_secs
+            )
+        })
     }
 
     /// The table's rows: (what, value).
@@ -284,8 +364,49 @@ impl PeakFigures {
                 "waits measured (matched)".into(),
                 format!("{} ({})", self.waits, self.matched_waits),
             ),
+            ("players past max_wait + one round (all)".into(), {
+                let all = self.past_bound_total() + self.past_bound_apart_total();
+                if all == 0 {
+                    "0".into()
+                } else {
+                    format!(
+                        "{all} (worst by {:.1} s)",
+                        self.worst_excess_secs.max(self.worst_apart_excess_secs)
+                    )
+                }
+            }),
             (
-                "players past max_wait + one round".into(),
+                "  apart: no valid match in any round after max_wait".into(),
+                format!(
+                    "{} (nobody could host them, or no match of the rules)",
+                    self.past_bound_apart
+                        .get(&PastBoundApart::NoValidMatch)
+                        .copied()
+                        .unwrap_or(0)
+                ),
+            ),
+            (
+                "  apart: queue held under one match after max_wait".into(),
+                format!(
+                    "{} (matched within one round of it holding one)",
+                    self.past_bound_apart
+                        .get(&PastBoundApart::BelowOneMatch)
+                        .copied()
+                        .unwrap_or(0)
+                ),
+            ),
+            (
+                "  apart: matched by the next round, on time".into(),
+                format!(
+                    "{} (reached max_wait while the round before ran)",
+                    self.past_bound_apart
+                        .get(&PastBoundApart::NextRound)
+                        .copied()
+                        .unwrap_or(0)
+                ),
+            ),
+            (
+                "  the others (the target: 0)".into(),
                 if self.past_bound_total() == 0 {
                     "0".into()
                 } else {
@@ -347,6 +468,7 @@ mod tests {
     fn sample(next: Option<f64>, waiting_for: &str, last: Option<i64>) -> CountdownSample {
         CountdownSample {
             queue: "q".into(),
+            sampled_at: at(0.0),
             next_round_at: next.map(at),
             waiting_for: waiting_for.into(),
             last_round_id: last,
@@ -423,11 +545,33 @@ mod tests {
                 queue: "q".into(),
                 waited_secs: 119.0,
                 matched: true,
+                apart: None,
             },
             WaitRow {
                 queue: "q".into(),
                 waited_secs: 125.0,
                 matched: false,
+                apart: None,
+            },
+            // Past the bound, but no round after max_wait had a valid match with them, or
+            // their queue held under one match: shown apart, not failing the target.
+            WaitRow {
+                queue: "q".into(),
+                waited_secs: 300.0,
+                matched: false,
+                apart: Some(PastBoundApart::NoValidMatch),
+            },
+            WaitRow {
+                queue: "q".into(),
+                waited_secs: 150.0,
+                matched: true,
+                apart: Some(PastBoundApart::BelowOneMatch),
+            },
+            WaitRow {
+                queue: "q".into(),
+                waited_secs: 120.4,
+                matched: true,
+                apart: Some(PastBoundApart::NextRound),
             },
         ];
         let rounds = [
@@ -438,6 +582,21 @@ mod tests {
         let f = PeakFigures::measure(&rounds, &samples, &waits, &timing());
         assert_eq!(f.past_bound_total(), 1);
         assert!((f.worst_excess_secs - 5.0).abs() < 1e-9);
+        assert_eq!(f.past_bound_apart_total(), 3);
+        assert!((f.worst_apart_excess_secs - 180.0).abs() < 1e-9);
+        let rows = f.rows();
+        let row = |name: &str| {
+            rows.iter()
+                .find(|(k, _)| k.contains(name))
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        assert_eq!(row("(all)"), "4 (worst by 180.0 s)");
+        assert!(row("no valid match").starts_with("1 "));
+        assert!(row("under one match").starts_with("1 "));
+        assert!(row("next round").starts_with("1 "));
+        assert_eq!(row("the others"), "1 (worst by 5.0 s)");
+        assert!(f.apart_note().unwrap().contains("q 3"));
         let failed = f.failed_targets();
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert!(failed[0].contains("q 1"), "{failed:?}");

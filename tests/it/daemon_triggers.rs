@@ -329,8 +329,9 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
     assert_eq!(rounds, 2);
 }
 
-/// The decision behind it: an overdue player the last round already tried starts no
-/// max-wait round on a pool change; one who reached max_wait since does.
+/// The decision behind it: before the tick, only a player no round has had yet (the
+/// worker's `oldest_fresh_enqueued_at`) starts a max-wait round; players a round left
+/// over wait for the tick, where the fallback tries them below min_pool too.
 #[test]
 fn only_a_player_newly_past_max_wait_starts_a_max_wait_round() {
     let config = queue_config("every = \"2m\"\nmin_pool = 12");
@@ -370,4 +371,210 @@ fn only_a_player_newly_past_max_wait_starts_a_max_wait_round() {
         decide(&config, &view(None, 0)),
         Decision::Run(RoundTrigger::MaxWait)
     );
+}
+
+/// A strict-roles queue like the peak's 3v3 (a round every 30 s, max_wait 90 s).
+fn roles_config(round: &str) -> std::sync::Arc<matchmaker::config::QueueConfig> {
+    let config = matchmaker::config::Config::from_toml_str(&format!(
+        "[queues.q]\nroles = [\"tank\", \"healer\", \"dps\"]\nrole_mode = \"strict\"\n\
+         max_wait = \"90s\"\n[queues.q.round]\nbudget = \"50ms\"\n{round}\n"
+    ))
+    .unwrap();
+    std::sync::Arc::new(config.queues["q"].clone())
+}
+
+async fn enqueue_role(
+    db: &sqlx::PgPool,
+    prefix: &str,
+    role: &str,
+    n: usize,
+    at: chrono::DateTime<chrono::Utc>,
+) {
+    let players: Vec<_> = (0..n)
+        .map(|i| {
+            let mut p = player(&format!("{prefix}{i}"), 1000.0 + 11.0 * i as f64, at);
+            p.roles = vec![role.into()];
+            p
+        })
+        .collect();
+    matchmaker::db::enqueue::enqueue_many(db, "q", &players, at)
+        .await
+        .expect("enqueue");
+}
+
+async fn stored_countdown(db: &sqlx::PgPool) -> Option<chrono::DateTime<chrono::Utc>> {
+    sqlx::query_scalar("SELECT next_round_at FROM queue_state WHERE queue = 'q'")
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+/// Look at the queue every 10 s (within the lease TTL of 15 s: one term) until `until`:
+/// each look must show `tick`; then set the clock to `until`.
+async fn look_until(
+    w: &mut matchmaker::daemon::worker::QueueWorker,
+    clock: &ManualClock,
+    until: chrono::DateTime<chrono::Utc>,
+    tick: chrono::DateTime<chrono::Utc>,
+) {
+    while clock_now(clock) + D::seconds(10) < until {
+        clock.advance(secs(10));
+        assert_eq!(
+            w.step().await.unwrap(),
+            StepOutcome::Waiting {
+                next_round_at: Some(tick),
+                waiting_for: WaitingFor::Schedule
+            },
+            "at {}",
+            clock_now(clock)
+        );
+    }
+    clock.set(until);
+}
+
+/// Players a round left over who reach max_wait before the next tick start no round: the
+/// tick the round announced holds, the countdown the commit wrote is the one every look
+/// after it shows, and at the tick they come first. Before, their crossing started a
+/// round as soon as a match could be formed: right after the commit (a countdown that
+/// named the tick for the moment between the commit and the next look, then the
+/// crossing), or at the first enqueue after the crossing if the pool was below one match
+/// then (a round up to an interval before the announced tick). `matchmaker peak` found
+/// both (README).
+#[tokio::test]
+async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0() + D::seconds(5));
+    let mut w = worker(db, &clock, "a", roles_config("every = \"30s\""));
+    // Six tanks: no match can include them until healers and dps come.
+    enqueue_role(db, "a", "tank", 6, t0()).await;
+    let s = w.step().await.unwrap();
+    let mut tick = t0() + D::seconds(35);
+    assert_eq!(
+        s,
+        StepOutcome::Waiting {
+            next_round_at: Some(tick),
+            waiting_for: WaitingFor::Schedule
+        }
+    );
+    // Two scheduled rounds leave them over; they reach max_wait at t0 + 90 s, between the
+    // second round (t0 + 65 s) and its tick (t0 + 95 s).
+    for round in 1..=2 {
+        look_until(&mut w, &clock, tick, tick).await;
+        let s = w.step().await.unwrap();
+        assert_eq!(
+            ran(&s),
+            Some(RoundTrigger::Schedule),
+            "round {round}: {s:?}"
+        );
+        tick += D::seconds(30);
+    }
+    assert_eq!(tick, t0() + D::seconds(95));
+    assert_eq!(
+        stored_countdown(db).await,
+        Some(tick),
+        "the commit's countdown"
+    );
+    // The look right after the commit announces the same tick (six players could form a
+    // match by count: before, it named their crossing at t0 + 90 s).
+    let waiting = StepOutcome::Waiting {
+        next_round_at: Some(tick),
+        waiting_for: WaitingFor::Schedule,
+    };
+    assert_eq!(w.step().await.unwrap(), waiting);
+    // One leaves: below one match at the crossing. Someone arrives after it: no round.
+    assert_eq!(
+        matchmaker::db::enqueue::cancel(db, Some("q"), "a5")
+            .await
+            .unwrap(),
+        1
+    );
+    look_until(&mut w, &clock, t0() + D::seconds(90), tick).await;
+    assert_eq!(w.step().await.unwrap(), waiting);
+    clock.set(t0() + D::seconds(91));
+    enqueue_role(db, "b", "tank", 1, clock_now(&clock)).await;
+    assert_eq!(
+        w.step().await.unwrap(),
+        waiting,
+        "an arrival after the crossing"
+    );
+    assert_eq!(stored_countdown(db).await, Some(tick));
+    assert_eq!(count(db, "SELECT count(*) FROM rounds").await, 2);
+
+    // At the tick, healers and dps are there: the overdue tanks come first.
+    clock.set(tick);
+    enqueue_role(db, "h", "healer", 2, clock_now(&clock)).await;
+    enqueue_role(db, "d", "dps", 2, clock_now(&clock)).await;
+    let s = w.step().await.unwrap();
+    assert_eq!(ran(&s), Some(RoundTrigger::Schedule), "{s:?}");
+    let matched: Vec<String> = sqlx::query_scalar(
+        "SELECT player_id FROM queue_entries WHERE status = 'matched' AND roles = '{tank}'
+          ORDER BY player_id",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert_eq!(matched.len(), 2, "{matched:?}");
+    assert!(
+        matched.iter().all(|p| p.starts_with('a')),
+        "the overdue tanks, not the newcomer: {matched:?}"
+    );
+    let (rounds, terms): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT term) FROM rounds WHERE trigger = 'schedule'",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (rounds, terms),
+        (3, 1),
+        "three scheduled rounds, one leader's term"
+    );
+    assert_nobody_matched_twice(db).await;
+}
+
+/// A max_wait shorter than the interval: a player no round has had yet who reaches it
+/// before the tick starts a round then, announced by the countdown as soon as a match
+/// can be formed. (Steps within the lease TTL of 15 s: one term.)
+#[tokio::test]
+async fn a_player_reaching_max_wait_before_their_first_round_starts_one() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let clock = ManualClock::new(t0());
+    let config = matchmaker::config::Config::from_toml_str(
+        "[queues.q]\nmax_wait = \"10s\"\n[queues.q.round]\nevery = \"2m\"\nbudget = \"50ms\"\n",
+    )
+    .unwrap();
+    let mut w = worker(
+        db,
+        &clock,
+        "a",
+        std::sync::Arc::new(config.queues["q"].clone()),
+    );
+    enqueue_n(db, "q", "p", 5, t0()).await;
+    assert_eq!(
+        w.step().await.unwrap(),
+        StepOutcome::Waiting {
+            next_round_at: Some(t0() + D::minutes(2)),
+            waiting_for: WaitingFor::Schedule
+        },
+        "five players: no match, the tick"
+    );
+    clock.set(t0() + D::seconds(4));
+    enqueue_n(db, "q", "x", 1, clock_now(&clock)).await;
+    assert_eq!(
+        w.step().await.unwrap(),
+        StepOutcome::Waiting {
+            next_round_at: Some(t0() + D::seconds(10)),
+            waiting_for: WaitingFor::Schedule
+        },
+        "a match can be formed: the oldest player's max_wait"
+    );
+    clock.set(t0() + D::seconds(10));
+    let s = w.step().await.unwrap();
+    assert_eq!(ran(&s), Some(RoundTrigger::MaxWait), "{s:?}");
+    let StepOutcome::Ran(report) = &s else {
+        unreachable!()
+    };
+    assert_eq!(report.matched, 6);
 }

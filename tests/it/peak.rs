@@ -1,12 +1,16 @@
 //! The peak evening's code path, scaled down for CI: `matchmaker peak`'s `run_peak` with 2
 //! replicas (child processes of this crate's binary), 2 regions x 2 modes = 4 queues,
 //! rounds every 5-8 s and a load of simulated players for 30 s. Every part of the table
-//! must have been measured, no round may be late by more than 1 s at p99, and max-wait
-//! rounds may not outnumber the scheduled ones (the storm of a max-wait round at every
-//! enqueue that the full evening found: 3,301 of 3,510 rounds). The other two targets
-//! (nobody past max_wait plus one round, countdown error p99 under 1 s) are printed, not
-//! asserted, here: with 15-20 s waits and 200-odd countdown samples, one player nobody
-//! can host or one sample decides them; `matchmaker peak` measures them (README).
+//! must have been measured, and two targets are asserted: no round late by more than
+//! 1 s at p99, and countdown error p99 under 1 s (each sample against the start of the
+//! round that followed it: with `max_wait` longer than the interval every round starts
+//! at the tick its countdown announced, so the error is that round's lateness). No
+//! max-wait round runs at all here (the fallback only serves a due round below
+//! `min_pool`, which is one match). The third target (nobody past `max_wait` plus one
+//! round, apart from players no matchmaker could place: shown apart) is printed, not
+//! asserted: with 15-20 s waits a round 0.3 s late decides it for a player who reached
+//! max_wait just after the previous round started; `matchmaker peak` measures it
+//! (README).
 
 use std::time::Duration;
 
@@ -72,9 +76,13 @@ async fn a_scaled_down_peak_evening_meets_its_targets() {
         !failed.iter().any(|t| t.contains("late")),
         "rounds late: {failed:?}\n{table}"
     );
-    let by = |t: &str| f.rounds_by_trigger.get(t).copied().unwrap_or(0);
     assert!(
-        by("max_wait") <= by("schedule"),
-        "max-wait rounds outnumber the scheduled ones: {table}"
+        !failed.iter().any(|t| t.contains("countdown")),
+        "the countdown: {failed:?}\n{table}"
+    );
+    assert_eq!(
+        f.rounds_by_trigger.get("max_wait").copied().unwrap_or(0),
+        0,
+        "no round before its announced tick: {table}"
     );
 }
