@@ -195,6 +195,41 @@ async fn a_player_in_two_queues_is_matched_once_and_withdrawn_from_the_other() {
     assert_contract_invariants(&db).await;
 }
 
+#[tokio::test]
+async fn a_player_whose_other_entry_is_locked_waits_in_both_queues() {
+    let mut d = Daemon::start(TWO_QUEUES).await;
+    let db = d.db().clone();
+    solos(&db, "a", &["z0", "z1", "z2", "z3", "z4", "z5"]).await;
+    solos(&db, "b", &["z0"]).await;
+
+    // A client call holds z0's entry in b (as a keep-alive or a cancel in flight would)
+    // while a's round commits: a cannot withdraw it, so z0 is not matched in a this round
+    // and neither entry moves.
+    let mut client = db.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM queue_entries WHERE player_id = 'z0' AND queue = 'b' FOR UPDATE")
+        .execute(&mut *client)
+        .await
+        .unwrap();
+    let report = d.round("a").await;
+    assert_eq!((report.matched, report.withdrawn), (0, 0), "{report:?}");
+    assert!(report.dropped_by_cancel > 0, "{report:?}");
+    for queue in ["a", "b"] {
+        assert_eq!(
+            entry(&db, "z0", queue).await.status,
+            "queued",
+            "z0 in {queue}"
+        );
+    }
+    client.rollback().await.unwrap();
+
+    // Released: the next round matches z0 in a and withdraws the entry in b.
+    d.clock.advance(secs(1));
+    let report = d.round("a").await;
+    assert_eq!((report.matched, report.withdrawn), (6, 1), "{report:?}");
+    assert_eq!(entry(&db, "z0", "b").await.status, "withdrawn");
+    assert_contract_invariants(&db).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_queues_racing_for_one_player_never_both_match_them() {
     let mut d = Daemon::start(TWO_QUEUES).await;
