@@ -91,6 +91,9 @@ pub struct RoundRecord<'a> {
     /// Leave `queue_state` (the scheduled rounds' countdown) as it is: an immediate
     /// backfill round.
     pub keep_countdown: bool,
+    /// The queue's `round.history_matches`: how many recent matches per player
+    /// `recent_matches` keeps (the snapshot reads them, retention keeps them).
+    pub history_matches: usize,
 }
 
 /// The backfill side of a round (see `core::backfill`).
@@ -798,7 +801,10 @@ async fn write_matches(
             }
         }
     }
-    // The players' own values come from their rows (skill, party, enqueue time).
+    // The players' own values come from their rows (skill, party, enqueue time). Each
+    // player's row of recent_matches gets the new match id, the oldest beyond the queue's
+    // depth dropped: an update in place (HOT: no indexed column changes), so a player who
+    // has played before adds no index key; only a first match inserts one.
     sqlx::query(
         "WITH placed AS (
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
@@ -809,12 +815,22 @@ async fn write_matches(
                     team = placed.team, role = placed.role, updated_at = $6
                FROM placed
               WHERE e.entry_id = placed.entry_id AND e.status = 'queued'
-          RETURNING e.*)
-         INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id, team,
-                                    role, skill, enqueued_at, matched_at)
-         SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team, m.role,
-                m.skill, m.enqueued_at, $6
-           FROM matched m",
+          RETURNING e.*),
+         recorded AS (
+             INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id,
+                                        team, role, skill, enqueued_at, matched_at)
+             SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team,
+                    m.role, m.skill, m.enqueued_at, $6
+               FROM matched m
+          RETURNING queue, player_id, match_id)
+         INSERT INTO recent_matches AS r (queue, player_id, match_ids)
+         SELECT queue, player_id, ARRAY[match_id] FROM recorded
+          WHERE $7 > 0
+          ORDER BY queue, player_id
+             ON CONFLICT (queue, player_id) DO UPDATE
+                -- The last $7 of the old ids and the new one (match ids ascend).
+                SET match_ids = (r.match_ids || EXCLUDED.match_ids)
+                                [greatest(cardinality(r.match_ids) + 2 - $7, 1):]",
     )
     .bind(&p_match)
     .bind(&p_entry)
@@ -822,6 +838,7 @@ async fn write_matches(
     .bind(&p_role)
     .bind(round_id)
     .bind(r.committed_at)
+    .bind(r.history_matches as i32)
     .execute(&mut *conn)
     .await?;
     Ok(())
