@@ -131,13 +131,19 @@ async fn try_snapshot(
         let rows: Vec<(i64, DateTime<Utc>, i32, String)> = sqlx::query_as(
             "WITH recent AS (
                  -- Each pooled player's last N matches in this queue: one row per
-                 -- player (primary key of recent_matches), oldest id first.
+                 -- player, oldest id first, read through the primary key of
+                 -- recent_matches (OFFSET 0: one index lookup per pooled player; a scan
+                 -- of the whole table, one row per player ever seen, would grow with
+                 -- the history).
                  SELECT DISTINCT h.match_id
-                   FROM recent_matches r
+                   FROM unnest($2::text[]) AS p(player_id)
+                  CROSS JOIN LATERAL (
+                        SELECT r.match_ids FROM recent_matches r
+                         WHERE r.queue = $1 AND r.player_id = p.player_id
+                        OFFSET 0) r
                   CROSS JOIN LATERAL unnest(
                         r.match_ids[greatest(cardinality(r.match_ids) - $3 + 1, 1):])
-                        AS h(match_id)
-                  WHERE r.queue = $1 AND r.player_id = ANY($2::text[]))
+                        AS h(match_id))
              SELECT mp.match_id, mp.matched_at, mp.team, mp.player_id
                FROM recent JOIN match_players mp USING (match_id)
               ORDER BY mp.match_id, mp.team, mp.player_id",
