@@ -130,7 +130,11 @@ async fn recent_matches_follow_the_rounds_and_the_depth() {
         assert_recent_matches_agree(db, 3).await;
         clock.advance(secs(60));
     }
-    let longest = count(db, "SELECT max(cardinality(match_ids)) FROM recent_matches").await;
+    let longest = count(
+        db,
+        "SELECT max(cardinality(match_ids))::bigint FROM recent_matches",
+    )
+    .await;
     assert_eq!(longest, 3);
     // What the snapshot reads is what the per-player query over match_players read.
     enqueue_pool(db, clock.now()).await;
