@@ -304,7 +304,7 @@ async fn the_migration_fills_recent_matches_from_the_history_before_it() {
 
     db::migrate(db).await.unwrap();
     for (queue, depth) in [("a", 3), ("b", 2), ("c", 1)] {
-        let wrong: Vec<(String, Option<Vec<i64>>, Option<Vec<i64>>)> = sqlx::query_as(
+        let wrong: Vec<(String, MatchIds, MatchIds)> = sqlx::query_as(
             "WITH expected AS (
                  SELECT player_id, array_agg(match_id ORDER BY match_id) AS ids
                    FROM (SELECT player_id, match_id,
