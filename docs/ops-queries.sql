@@ -42,10 +42,16 @@ SELECT match_id, round(match_score::numeric, 3) AS match_score, factor,
 -- name: player_recent_matches
 -- Player $2's last 10 matches in queue $1: team, teammates, opponents, where it was
 -- played (region or hosts), how good the match was and how long the player waited.
+-- (Found through the player's entries, index queue_entries_player_latest.)
 SELECT match_id, round_id, created_at, team, teammates, opponents, region, hosts,
        round(match_score::numeric, 3) AS match_score, round(waited_seconds) AS waited_s
   FROM match_details
  WHERE queue = $1 AND player_id = $2
+   AND match_id = ANY (ARRAY(SELECT e.match_id FROM queue_entries e
+                              WHERE e.player_id = $2 AND e.queue = $1
+                                AND e.status = 'matched'
+                              ORDER BY e.entry_id DESC
+                              LIMIT 10))
  ORDER BY created_at DESC
  LIMIT 10;
 
@@ -76,19 +82,21 @@ SELECT q.queue, q.matched_players,
 WITH recent_rounds AS (
     SELECT round_id FROM rounds WHERE queue = $1 ORDER BY round_id DESC LIMIT 20),
 pairs AS (
-    SELECT m.round_id, a.player_id, a.matched_at, b.player_id AS opponent
+    SELECT m.round_id, a.player_id, a.entry_id, b.player_id AS opponent
       FROM recent_rounds r
       JOIN matches m ON m.round_id = r.round_id
       JOIN match_players a ON a.match_id = m.match_id
       JOIN match_players b ON b.match_id = a.match_id AND b.team <> a.team),
+-- The player's match before: their entries in a queue follow their matches
+-- (index queue_entries_player_latest).
 previous AS (
     SELECT p.*, pm.match_id AS prev_match, pm.team AS prev_team
       FROM pairs p
       LEFT JOIN LATERAL (
-            SELECT x.match_id, x.team FROM match_players x
-             WHERE x.queue = $1 AND x.player_id = p.player_id
-               AND x.matched_at < p.matched_at
-             ORDER BY x.matched_at DESC
+            SELECT x.match_id, x.team FROM queue_entries x
+             WHERE x.player_id = p.player_id AND x.entry_id < p.entry_id
+               AND x.queue = $1 AND x.status = 'matched'
+             ORDER BY x.entry_id DESC
              LIMIT 1) pm ON true)
 SELECT pr.round_id,
        count(*) AS opponent_pairs,

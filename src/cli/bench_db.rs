@@ -162,12 +162,24 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
         );
         let mut databases = vec![(0, pool.clone())];
         if let Some(history) = &history_pool {
+            if history_exists {
+                check_kept_schema(history, &history_name).await?;
+            }
             db::migrate(history).await?;
             let held: i64 = sqlx::query_scalar("SELECT count(*) FROM match_players")
                 .fetch_one(history)
                 .await?;
             if held as u64 >= args.history_rows && args.keep_history.is_some() {
                 println!("history: reusing {history_name}, {held} match_players rows");
+                // As the empty database starts: the last runs' dead rows gone from the
+                // tables and from every index (INDEX_CLEANUP ON: a plain VACUUM skips
+                // the indexes when few pages of a large table hold dead rows, and the
+                // queued-only indexes would keep the last runs' entries), the
+                // statistics current (a migration may have just added a table).
+                sqlx::query("VACUUM (ANALYZE, INDEX_CLEANUP ON)")
+                    .execute(history)
+                    .await
+                    .context("VACUUM ANALYZE the kept history")?;
             } else {
                 anyhow::ensure!(
                     held == 0,
@@ -176,6 +188,16 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
                 fill_history(history, args.history_rows, &args.sizes).await?;
             }
             databases.push((args.history_rows, history.clone()));
+        }
+        if history_pool.is_some() {
+            // Both databases start measuring just after a checkpoint (the server's, so
+            // one for both): the first change of each page after it writes the whole
+            // page to the WAL, as in the minutes after any checkpoint of a live server,
+            // and neither database is measured with the other's writes still pending.
+            // Needs a superuser (or pg_checkpoint); without it the run goes on.
+            if let Err(e) = sqlx::query("CHECKPOINT").execute(&mut admin).await {
+                println!("(no CHECKPOINT before measuring: {e})");
+            }
         }
         bench_rounds(&databases, &args).await?;
         if args.rounds_only {
@@ -202,6 +224,27 @@ async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
         server.stop().await?;
     }
     result
+}
+
+/// A kept history database must not hold migrations this binary does not know: another
+/// build's schema (an index dropped, a table added) would be measured as this one's. An
+/// older schema is fine: `migrate` brings it up to date (migration 0022 fills
+/// `recent_matches` from the history it finds).
+async fn check_kept_schema(history: &PgPool, name: &str) -> anyhow::Result<()> {
+    let known = db::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    // A database never migrated has no such table: nothing to check.
+    let applied: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
+        .fetch_one(history)
+        .await
+        .unwrap_or(None);
+    if let Some(applied) = applied {
+        anyhow::ensure!(
+            applied <= known,
+            "{name} holds migration {applied}, newer than this binary's last ({known}): its \
+             schema is another build's; keep the history under another name"
+        );
+    }
+    Ok(())
 }
 
 /// A lease for the bench queue (nobody else competes for it).
@@ -312,6 +355,7 @@ async fn timed_round(
             replay: Some(&replay),
             backfill: &crate::db::BackfillRecord::default(),
             keep_countdown: false,
+            history_matches: config.history_matches(),
         },
     )
     .await?;
@@ -346,7 +390,8 @@ const HISTORY_MATCHES_PER_PLAYER: u64 = 50;
 /// `rows` rows of match history in queue `bench`: matches of 6 over the last 60 days,
 /// each with its round and its players' matched entries, as the daemon leaves them. Among
 /// the players are those of the round measurement's pools, so their rounds read real
-/// history. One INSERT ... SELECT generate_series per table; then VACUUM ANALYZE, as
+/// history. One INSERT ... SELECT generate_series per table, the indexes that are no
+/// constraint built afterwards, `recent_matches` from the rows; then VACUUM ANALYZE, as
 /// autovacuum would have done on a database that grew this large.
 async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Result<()> {
     let started = Instant::now();
@@ -378,6 +423,25 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     let _ = sqlx::query("SET session_replication_role = replica")
         .execute(&mut *conn)
         .await;
+    sqlx::query("SET maintenance_work_mem = '1GB'")
+        .execute(&mut *conn)
+        .await?;
+    // The indexes that are no constraint are built after the rows are in, each in one
+    // sort, instead of taking ten million inserts at random places (most of the fill's
+    // time, and gigabytes of WAL). Same definitions, from the catalog.
+    let deferred: Vec<(String, String)> = sqlx::query_as(
+        "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+           FROM pg_index i
+          WHERE i.indrelid IN ('queue_entries'::regclass, 'match_players'::regclass)
+            AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conindid = i.indexrelid)",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for (index, _) in &deferred {
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP INDEX {index}")))
+            .execute(&mut *conn)
+            .await?;
+    }
     let first_round: i64 = sqlx::query_scalar(
         "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
                              committed_at, pool_size, match_count, matched, left_over,
@@ -438,6 +502,22 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     )
     .execute(&mut *conn)
     .await?;
+    for (_, definition) in &deferred {
+        sqlx::query(sqlx::AssertSqlSafe(definition.clone()))
+            .execute(&mut *conn)
+            .await?;
+    }
+    // Each player's last matches, as the commit keeps them (migration 0022).
+    sqlx::query(
+        "INSERT INTO recent_matches (queue, player_id, match_ids)
+         SELECT queue, player_id, (array_agg(match_id ORDER BY match_id))
+                                  [greatest(count(*)::int - $1 + 1, 1):]
+           FROM match_players
+          GROUP BY queue, player_id",
+    )
+    .bind(bench_config().history_matches() as i32)
+    .execute(&mut *conn)
+    .await?;
     for seq in [("matches", "match_id"), ("queue_entries", "entry_id")] {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT setval(pg_get_serial_sequence('{0}', '{1}'), (SELECT max({1}) FROM {0}))",
@@ -449,7 +529,7 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     sqlx::query("RESET session_replication_role")
         .execute(&mut *conn)
         .await?;
-    sqlx::query("VACUUM ANALYZE rounds, matches, queue_entries, match_players")
+    sqlx::query("VACUUM ANALYZE rounds, matches, queue_entries, match_players, recent_matches")
         .execute(&mut *conn)
         .await?;
     let size: String =

@@ -330,6 +330,7 @@ impl RoundRunner {
                 replay: solved.replay.as_ref(),
                 backfill: &solved.backfill,
                 keep_countdown: p.trigger == RoundTrigger::Backfill,
+                history_matches: p.config.history_matches(),
             },
         )
         .await?;

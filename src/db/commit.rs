@@ -91,6 +91,9 @@ pub struct RoundRecord<'a> {
     /// Leave `queue_state` (the scheduled rounds' countdown) as it is: an immediate
     /// backfill round.
     pub keep_countdown: bool,
+    /// The queue's `round.history_matches`: how many recent matches per player
+    /// `recent_matches` keeps (the snapshot reads them, retention keeps them).
+    pub history_matches: usize,
 }
 
 /// The backfill side of a round (see `core::backfill`).
@@ -807,7 +810,10 @@ async fn write_matches(
         }
     }
     // One statement: the matches, then their players, whose own values come from their
-    // rows (skill, party, enqueue time). The foreign keys of both are checked at its end.
+    // rows (skill, party, enqueue time); the foreign keys of both are checked at its end.
+    // Each player's row of recent_matches gets the new match id, the oldest beyond the
+    // queue's depth dropped: an update in place (HOT: no indexed column changes), so a
+    // player who has played before adds no index key; only a first match inserts one.
     sqlx::query(
         "WITH new_matches AS (
              INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
@@ -827,12 +833,22 @@ async fn write_matches(
                     team = placed.team, role = placed.role, updated_at = $6
                FROM placed
               WHERE e.entry_id = placed.entry_id AND e.status = 'queued'
-          RETURNING e.*)
-         INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id, team,
-                                    role, skill, enqueued_at, matched_at)
-         SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team, m.role,
-                m.skill, m.enqueued_at, $6
-           FROM matched m",
+          RETURNING e.*),
+         recorded AS (
+             INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id,
+                                        team, role, skill, enqueued_at, matched_at)
+             SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team,
+                    m.role, m.skill, m.enqueued_at, $6
+               FROM matched m
+          RETURNING queue, player_id, match_id)
+         INSERT INTO recent_matches AS r (queue, player_id, match_ids)
+         SELECT queue, player_id, ARRAY[match_id] FROM recorded
+          WHERE $15 > 0
+          ORDER BY queue, player_id
+             ON CONFLICT (queue, player_id) DO UPDATE
+                -- The last $15 of the old ids and the new one (match ids ascend).
+                SET match_ids = (r.match_ids || EXCLUDED.match_ids)
+                                [greatest(cardinality(r.match_ids) + 2 - $15, 1):]",
     )
     .bind(&p_match)
     .bind(&p_entry)
@@ -848,6 +864,7 @@ async fn write_matches(
     .bind(&hosts)
     .bind(&host)
     .bind(&backup)
+    .bind(r.history_matches as i32)
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -186,22 +186,23 @@ async fn read_repeats(
     let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "WITH {WINDOW_ROUNDS},
          placed AS (
-             SELECT r.round_id, mp.queue, mp.match_id, mp.player_id, mp.team, mp.matched_at
+             SELECT r.round_id, mp.queue, mp.match_id, mp.entry_id, mp.player_id, mp.team
                FROM window_rounds r
                JOIN matches m ON m.round_id = r.round_id
                JOIN match_players mp ON mp.match_id = m.match_id),
          -- Each placed player's match before this one in the same queue (seed 003's
          -- opponent variation looks one match back), found once per player rather than
-         -- once per pair; match_players_recent serves the lookup. It may lie before the
-         -- window.
+         -- once per pair, through the player's entries (queue_entries_player_latest): a
+         -- player has one queued entry per queue at a time, so their entries in a queue
+         -- are in the order of their matches. It may lie before the window.
          previous AS (
              SELECT p.*, pm.match_id AS prev_match, pm.team AS prev_team
                FROM placed p
                LEFT JOIN LATERAL (
-                     SELECT x.match_id, x.team FROM match_players x
-                      WHERE x.queue = p.queue AND x.player_id = p.player_id
-                        AND x.matched_at < p.matched_at
-                      ORDER BY x.matched_at DESC
+                     SELECT x.match_id, x.team FROM queue_entries x
+                      WHERE x.player_id = p.player_id AND x.entry_id < p.entry_id
+                        AND x.queue = p.queue AND x.status = 'matched'
+                      ORDER BY x.entry_id DESC
                       LIMIT 1) pm ON true),
          -- Every (player, opponent) pair of the round, and the team the opponent had in
          -- the player's previous match (NULL: not in it).

@@ -21,9 +21,10 @@
 //! player, their last `round.history_matches` matches in the queue (never fewer than the
 //! model's `opponent_variation.depth`), however old (`snapshot.rs`). A time horizon alone
 //! cannot promise that (a player back after two months has a last match older than any
-//! horizon), so a match stays while any of its players has fewer than `keep_matches`
-//! newer matches in the queue. Keeping it costs at most `keep_matches` matches per player
-//! ever seen: bounded by the player base, not by time. Which matches are a player's last
+//! horizon), so a match stays while it is among the last `keep_matches` matches of any
+//! of its players in the queue, as `recent_matches` names them (the round's commit
+//! writes that row with the match; migration 0022). Keeping it costs at most
+//! `keep_matches` matches per player ever seen: bounded by the player base, not by time. Which matches are a player's last
 //! only changes by newer matches arriving, so a match found prunable stays prunable, and
 //! two pruners (or a pruner and a round) never disagree.
 //!
@@ -184,17 +185,14 @@ impl QueuePruner {
                   LIMIT $5
                   FOR UPDATE SKIP LOCKED)
              SELECT c.match_id, c.created_at,
-                    -- Kept: one of its players has fewer than $6 newer matches in the
-                    -- queue, so the snapshot may still read it as their history (index
-                    -- match_players_recent; ties with the Nth count as kept).
+                    -- Kept: it is among the last $6 matches of one of its players in
+                    -- the queue (recent_matches, the history the snapshot reads).
                     EXISTS (SELECT 1 FROM match_players mp
+                              JOIN recent_matches r
+                                ON r.queue = mp.queue AND r.player_id = mp.player_id
                              WHERE mp.match_id = c.match_id
-                               AND (SELECT count(*) FROM (
-                                        SELECT 1 FROM match_players x
-                                         WHERE x.queue = mp.queue
-                                           AND x.player_id = mp.player_id
-                                           AND x.matched_at > mp.matched_at
-                                         LIMIT $6) newer) < $6)
+                               AND c.match_id = ANY (
+                                   r.match_ids[greatest(cardinality(r.match_ids) - $6 + 1, 1):]))
                     -- A queued entry pointing at a match is written around the daemon;
                     -- the match stays rather than the batch failing on the foreign key.
                     OR EXISTS (SELECT 1 FROM queue_entries e
@@ -208,7 +206,7 @@ impl QueuePruner {
         .bind(after_at)
         .bind(after_id)
         .bind(self.batch_size as i64)
-        .bind(self.keep_matches as i64)
+        .bind(self.keep_matches as i32)
         .fetch_all(&mut *conn)
         .await?;
         let Some(&(last_id, last_at, _)) = candidates.last() else {

@@ -130,22 +130,27 @@ async fn try_snapshot(
         let players: Vec<&str> = entries.iter().map(|e| e.player_id.as_str()).collect();
         let rows: Vec<(i64, DateTime<Utc>, i32, String)> = sqlx::query_as(
             "WITH recent AS (
-                 -- Each pooled player's last N matches in this queue
-                 -- (index match_players_recent).
-                 SELECT DISTINCT r.match_id
+                 -- Each pooled player's last N matches in this queue: one row per
+                 -- player, oldest id first, read through the primary key of
+                 -- recent_matches (OFFSET 0: one index lookup per pooled player; a scan
+                 -- of the whole table, one row per player ever seen, would grow with
+                 -- the history).
+                 SELECT DISTINCT h.match_id
                    FROM unnest($2::text[]) AS p(player_id)
                   CROSS JOIN LATERAL (
-                        SELECT mp.match_id FROM match_players mp
-                         WHERE mp.queue = $1 AND mp.player_id = p.player_id
-                         ORDER BY mp.matched_at DESC
-                         LIMIT $3) r)
+                        SELECT r.match_ids FROM recent_matches r
+                         WHERE r.queue = $1 AND r.player_id = p.player_id
+                        OFFSET 0) r
+                  CROSS JOIN LATERAL unnest(
+                        r.match_ids[greatest(cardinality(r.match_ids) - $3 + 1, 1):])
+                        AS h(match_id))
              SELECT mp.match_id, mp.matched_at, mp.team, mp.player_id
                FROM recent JOIN match_players mp USING (match_id)
               ORDER BY mp.match_id, mp.team, mp.player_id",
         )
         .bind(queue)
         .bind(&players)
-        .bind(history_matches as i64)
+        .bind(history_matches as i32)
         .fetch_all(&mut *tx)
         .await?;
         group_history(rows)

@@ -194,6 +194,8 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     assert_eq!(payload["players"][0]["player_id"], "near", "{payload}");
     assert_eq!(payload["players"][0]["team"], 1, "{payload}");
     assert_nobody_matched_twice(w.db()).await;
+    // The fill is the new player's last match (migration 0022).
+    assert_recent_matches_agree(w.db(), w.config.history_matches()).await;
 
     // Nothing left to fill: the next look waits for the schedule.
     let next = w.worker.step().await.unwrap();
@@ -242,6 +244,7 @@ async fn parties_stay_whole() {
     assert_eq!(st, "filled");
     assert_eq!(filled_by, vec!["d1".to_string(), "d2".to_string()]);
     assert_nobody_matched_twice(w.db()).await;
+    assert_recent_matches_agree(w.db(), w.config.history_matches()).await;
 }
 
 #[tokio::test]

@@ -27,6 +27,7 @@ mod optimizer_factors;
 mod optimizer_formats;
 mod optimizer_search;
 mod peak;
+mod recent_matches;
 mod replay;
 mod report;
 mod retention;

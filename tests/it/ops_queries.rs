@@ -157,6 +157,7 @@ async fn every_ops_query_runs_and_answers() {
             replay: None,
             backfill: &matchmaker::db::BackfillRecord::default(),
             keep_countdown: false,
+            history_matches: model.history_matches(),
         },
     )
     .await

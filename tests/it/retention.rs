@@ -268,6 +268,7 @@ async fn the_history_the_depth_needs_is_kept() {
     let pruned = prune(db, "q", cutoff, config.history_matches()).await;
     let after = read().await;
     assert_eq!(before, after, "the history a round reads is unchanged");
+    assert_recent_matches_agree(db, 3).await;
     // Each player keeps exactly their last 3 matches: p0-p5 rounds 4, 5, 6, p6-p11
     // rounds 3, 4, 5. So rounds 3-6 keep the matches their players need, rounds 1-2 go.
     let kept = count(db, "SELECT count(*) FROM matches").await;

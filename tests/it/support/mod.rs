@@ -47,6 +47,15 @@ impl TestDb {
 
 /// A new database on the shared test server, migrated.
 pub async fn fresh_db() -> TestDb {
+    let tdb = unmigrated_db().await;
+    matchmaker::db::migrate(&tdb.pool)
+        .await
+        .expect("migrations apply");
+    tdb
+}
+
+/// A new, empty database on the shared test server (no migration applied).
+pub async fn unmigrated_db() -> TestDb {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = format!(
         "mm_t_{}_{}",
@@ -70,9 +79,6 @@ pub async fn fresh_db() -> TestDb {
         .connect_with(options.clone())
         .await
         .expect("connect to the test database");
-    matchmaker::db::migrate(&pool)
-        .await
-        .expect("migrations apply");
     TestDb {
         pool,
         options,
@@ -465,5 +471,36 @@ pub async fn assert_contract_invariants(db: &PgPool) {
         silent.is_empty(),
         "entries that left the queue without a reason (or a withdrawn one without the \
          winning match): {silent:?}"
+    );
+}
+
+/// Match ids of one player: as match_players says (expected), as recent_matches holds.
+pub type MatchIds = Option<Vec<i64>>;
+
+/// `recent_matches` (migration 0022) says what `match_players` says: per queue and
+/// player, the ids of their last `depth` matches (newest by `matched_at`), oldest first,
+/// and no row for a player without a match.
+pub async fn assert_recent_matches_agree(db: &PgPool, depth: usize) {
+    let disagree: Vec<(String, String, MatchIds, MatchIds)> = sqlx::query_as(
+        "WITH expected AS (
+             SELECT queue, player_id, array_agg(match_id ORDER BY match_id) AS ids
+               FROM (SELECT queue, player_id, match_id,
+                            row_number() OVER (PARTITION BY queue, player_id
+                                               ORDER BY matched_at DESC, match_id DESC) AS n
+                       FROM match_players) x
+              WHERE n <= $1
+              GROUP BY queue, player_id)
+         SELECT queue, player_id, e.ids, r.match_ids
+           FROM expected e FULL JOIN recent_matches r USING (queue, player_id)
+          WHERE e.ids IS DISTINCT FROM r.match_ids
+          ORDER BY 1, 2",
+    )
+    .bind(depth as i64)
+    .fetch_all(db)
+    .await
+    .unwrap();
+    assert!(
+        disagree.is_empty(),
+        "recent_matches disagrees with match_players (queue, player, expected, held): {disagree:?}"
     );
 }
