@@ -17,6 +17,31 @@
 -- before, and the table (a row per player, not per match) stays small. The snapshot
 -- reads the rows of its pooled players through the primary key, and retention keeps
 -- the matches they name.
+-- Not additive: it drops match_players_recent, which the previous release's rounds read
+-- and write (without it a replica of that release scans match_players per pooled player,
+-- and its commits would leave recent_matches behind). So it refuses to run while any
+-- replica is alive or holds an unexpired lease: the upgrade must stop every replica
+-- first (deploy/README.md). A replica killed without a clean stop keeps its lease until
+-- daemon.lease_ttl has passed; then the migration runs.
+DO $$
+DECLARE
+    live text;
+BEGIN
+    SELECT string_agg(DISTINCT who, ', ' ORDER BY who) INTO live
+      FROM (SELECT replica AS who FROM replicas WHERE expires_at > now()
+            UNION ALL
+            SELECT holder FROM leases WHERE expires_at > now()) AS alive;
+    IF live IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_in_use',
+            MESSAGE = format('migration 0022 (recent_matches) needs every replica stopped; '
+                             'alive or holding a lease: %s', live),
+            HINT = 'stop every matchmaker replica, wait for daemon.lease_ttl if one was '
+                   'killed, then run `matchmaker migrate` (deploy/README.md, "Migration 0022")';
+    END IF;
+END
+$$;
+
 CREATE TABLE recent_matches (
     queue     text NOT NULL,
     player_id text NOT NULL,

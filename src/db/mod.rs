@@ -272,10 +272,18 @@ pub async fn migrate_waiting(db: &PgPool, lock_timeout: Duration) -> Result<(), 
         .execute(&mut *conn)
         .await?;
     let result = migrator.run(&mut *conn).await;
+    if result.is_err() {
+        // sqlx returns at the failing migration without releasing its advisory lock, which
+        // the pooled connection would keep: the next `migrate` in this process would wait
+        // for it. Closing the session releases it.
+        let _ = conn.close().await;
+        result?;
+        return Ok(());
+    }
     // The connection goes back to the pool: without the migration's setting.
-    let reset = sqlx::query("RESET lock_timeout").execute(&mut *conn).await;
-    result?;
-    reset?;
+    sqlx::query("RESET lock_timeout")
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

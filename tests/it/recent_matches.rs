@@ -343,6 +343,75 @@ async fn the_migration_fills_recent_matches_from_the_history_before_it() {
     );
 }
 
+#[tokio::test]
+async fn the_migration_waits_until_every_replica_is_stopped() {
+    let tdb = unmigrated_db().await;
+    let db = &tdb.pool;
+    let before_0022 = sqlx::migrate::Migrator::with_migrations(
+        db::MIGRATOR
+            .iter()
+            .filter(|m| m.version < 22)
+            .cloned()
+            .collect(),
+    );
+    before_0022.run(db).await.unwrap();
+
+    // A replica of the previous release, alive and leading a queue.
+    sqlx::query(
+        "INSERT INTO replicas (replica, started_at, heartbeat_at, expires_at)
+         VALUES ('old-1', now(), now(), now() + interval '10 seconds')",
+    )
+    .execute(db)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO leases (queue, holder, term, acquired_at, expires_at)
+         VALUES ('q', 'old-2', 1, now(), now() + interval '10 seconds')",
+    )
+    .execute(db)
+    .await
+    .unwrap();
+    let refused = db::migrate(db)
+        .await
+        .expect_err("refused while replicas live");
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains("needs every replica stopped") && message.contains("old-1, old-2"),
+        "{message}"
+    );
+    let applied: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE version = 22")
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(applied, 0, "nothing of 0022 applied");
+    let old_index: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE indexname = 'match_players_recent'",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(old_index, 1, "the previous release's index is still there");
+
+    // Stopped (a clean stop deletes the row and releases the lease): it runs.
+    sqlx::query("DELETE FROM replicas")
+        .execute(db)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE leases SET expires_at = now()")
+        .execute(db)
+        .await
+        .unwrap();
+    db::migrate(db)
+        .await
+        .expect("migrates once every replica is stopped");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM recent_matches")
+        .fetch_one(db)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}
+
 async fn count_bound(db: &PgPool, sql: &'static str, value: &str) -> i64 {
     sqlx::query_scalar(sql)
         .bind(value)
