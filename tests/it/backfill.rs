@@ -566,6 +566,7 @@ async fn a_login_cannot_see_or_cancel_another_logins_request() {
 /// so within the queue's backfill delay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
+    let _timing = TIMING.lock().await;
     use matchmaker::daemon::{self, DaemonOptions};
     use std::time::Instant;
     let tdb = fresh_db().await;

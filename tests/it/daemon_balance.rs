@@ -186,6 +186,7 @@ fn start_load(db: PgPool) -> (watch::Sender<bool>, tokio::task::JoinHandle<usize
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_share_the_queues_and_hand_them_over_without_double_leadership() {
+    let _timing = TIMING.lock().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();

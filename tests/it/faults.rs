@@ -147,6 +147,7 @@ async fn terms_with_rounds(db: &PgPool) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_points_of_rounds_loses_nothing() {
+    let _timing = TIMING.lock().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();
@@ -225,6 +226,7 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
+    let _timing = TIMING.lock().await;
     // A server of our own: it is restarted under the daemon.
     let server = LocalPostgres::start_temporary()
         .await
@@ -340,6 +342,7 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease() {
+    let _timing = TIMING.lock().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();
@@ -478,6 +481,7 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_storm_racing_a_solve_matches_no_cancelled_player() {
+    let _timing = TIMING.lock().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let dir = tempfile::tempdir().unwrap();
@@ -551,6 +555,7 @@ async fn committing_sessions(db: &PgPool) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
+    let _timing = TIMING.lock().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();

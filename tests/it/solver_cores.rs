@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use matchmaker::core::{Budget, QueueModel, SolveOptions, StopReason, solve};
 use matchmaker::daemon::cores::SolverCores;
+
+use crate::support::TIMING;
 use matchmaker::sim::population::{Population, PopulationSpec};
 
 /// What one of the overlapping solves did.
@@ -27,6 +29,7 @@ struct Run {
 /// budget of 2 cores (the CI machine's): more rounds than cores overlap all the time.
 #[test]
 fn overlapping_rounds_share_the_cores_and_each_ends_within_its_budget() {
+    let _timing = TIMING.blocking_lock();
     let population = Arc::new(Population::realistic());
     let cores = SolverCores::new(2);
     let model = Arc::new(QueueModel::default());
