@@ -223,10 +223,8 @@ async fn retention_keeps_what_recent_matches_names() {
     assert!(!read.is_empty());
 }
 
-#[tokio::test]
-async fn the_migration_fills_recent_matches_from_the_history_before_it() {
-    let tdb = unmigrated_db().await;
-    let db = &tdb.pool;
+/// The schema of the release before migration 0022.
+async fn migrate_before_0022(db: &PgPool) {
     let before_0022 = sqlx::migrate::Migrator::with_migrations(
         db::MIGRATOR
             .iter()
@@ -235,6 +233,13 @@ async fn the_migration_fills_recent_matches_from_the_history_before_it() {
             .collect(),
     );
     before_0022.run(db).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_migration_fills_recent_matches_from_the_history_before_it() {
+    let tdb = unmigrated_db().await;
+    let db = &tdb.pool;
+    migrate_before_0022(db).await;
 
     // History of three queues, recorded before migration 0022: queue a's last round says
     // history_matches = 3; b's says only opponent_variation.depth = 2; c's config names
@@ -347,14 +352,7 @@ async fn the_migration_fills_recent_matches_from_the_history_before_it() {
 async fn the_migration_waits_until_every_replica_is_stopped() {
     let tdb = unmigrated_db().await;
     let db = &tdb.pool;
-    let before_0022 = sqlx::migrate::Migrator::with_migrations(
-        db::MIGRATOR
-            .iter()
-            .filter(|m| m.version < 22)
-            .cloned()
-            .collect(),
-    );
-    before_0022.run(db).await.unwrap();
+    migrate_before_0022(db).await;
 
     // A replica of the previous release, alive and leading a queue.
     sqlx::query(
