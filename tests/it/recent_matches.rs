@@ -377,19 +377,24 @@ async fn the_migration_waits_until_every_replica_is_stopped() {
         message.contains("needs every replica stopped") && message.contains("old-1, old-2"),
         "{message}"
     );
-    let applied: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE version = 22")
-            .fetch_one(db)
-            .await
-            .unwrap();
-    assert_eq!(applied, 0, "nothing of 0022 applied");
-    let old_index: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_indexes WHERE indexname = 'match_players_recent'",
-    )
-    .fetch_one(db)
-    .await
-    .unwrap();
-    assert_eq!(old_index, 1, "the previous release's index is still there");
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM _sqlx_migrations WHERE version = 22"
+        )
+        .await,
+        0,
+        "nothing of 0022 applied"
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'match_players_recent'"
+        )
+        .await,
+        1,
+        "the previous release's index is still there"
+    );
 
     // Stopped (a clean stop deletes the row and releases the lease): it runs.
     sqlx::query("DELETE FROM replicas")
@@ -403,11 +408,7 @@ async fn the_migration_waits_until_every_replica_is_stopped() {
     db::migrate(db)
         .await
         .expect("migrates once every replica is stopped");
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM recent_matches")
-        .fetch_one(db)
-        .await
-        .unwrap();
-    assert_eq!(rows, 0);
+    assert_eq!(count(db, "SELECT count(*) FROM recent_matches").await, 0);
 }
 
 async fn count_bound(db: &PgPool, sql: &'static str, value: &str) -> i64 {
