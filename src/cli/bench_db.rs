@@ -51,7 +51,8 @@ pub struct BenchDbArgs {
     /// Concurrent enqueue connections.
     #[arg(long, default_value_t = 8)]
     pub connections: usize,
-    /// Duration of the enqueue measurement (both paths together: each gets half).
+    /// Duration of the enqueue measurement (both paths together: each gets half; at
+    /// least 1s, two slices of 500 ms).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub enqueue_for: Duration,
     /// Enqueue with `SET synchronous_commit = off` (a client's choice: the commit does
@@ -80,6 +81,15 @@ pub struct BenchDbArgs {
 const QUEUE: &str = "bench";
 
 pub fn run(args: BenchDbArgs) -> anyhow::Result<()> {
+    // Both paths need a slice each (A B B A), or one of them is never measured; refused
+    // before a scratch database is made and the rounds are run.
+    anyhow::ensure!(
+        args.rounds_only || args.enqueue_for >= SLICE * 2,
+        "--enqueue-for {}: at least {} (the two enqueue paths alternate in slices of {} ms)",
+        humantime::format_duration(args.enqueue_for),
+        humantime::format_duration(SLICE * 2),
+        SLICE.as_millis()
+    );
     init_logging(Default::default());
     tokio::runtime::Runtime::new()?.block_on(run_async(args))
 }

@@ -254,3 +254,42 @@ async fn cli_database_errors_print_once_without_server_source_lines() {
     let report = error_report(&anyhow::Error::from(DbError::from(err)));
     assert_eq!(report.matches("does not exist").count(), 1, "{report}");
 }
+
+/// An enqueue measurement too short for both paths is refused at once, before a scratch
+/// database is made and the rounds run (it used to fail at the end with "no enqueue
+/// through raw INSERT"). The URL points nowhere: the refusal must not need a server.
+#[test]
+fn cli_bench_db_refuses_an_enqueue_measurement_too_short_for_both_paths() {
+    let out = output_within(
+        cli().args([
+            "bench-db",
+            "--database-url",
+            "postgres://nobody@127.0.0.1:1/none",
+            "--enqueue-for",
+            "300ms",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--enqueue-for 300ms: at least 1s"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    // --rounds-only measures no enqueue: no floor then (it fails later, on the server).
+    let out = output_within(
+        cli().args([
+            "bench-db",
+            "--database-url",
+            "postgres://nobody@127.0.0.1:1/none",
+            "--enqueue-for",
+            "300ms",
+            "--rounds-only",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert!(!out.status.success());
+    assert!(!text(&out.stderr).contains("at least 1s"));
+}
