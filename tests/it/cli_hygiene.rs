@@ -260,18 +260,20 @@ async fn cli_database_errors_print_once_without_server_source_lines() {
 /// through raw INSERT"). The URL points nowhere: the refusal must not need a server.
 #[test]
 fn cli_bench_db_refuses_an_enqueue_measurement_too_short_for_both_paths() {
-    let out = output_within(
-        cli().args([
+    let bench_db = |extra: &[&str]| {
+        let mut cmd = cli();
+        cmd.args([
             "bench-db",
             "--database-url",
             "postgres://nobody@127.0.0.1:1/none",
-            "--enqueue-for",
-            "300ms",
-        ]),
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    let stderr = text(&out.stderr);
+        ])
+        .args(["--enqueue-for", "300ms"])
+        .args(extra);
+        let out = output_within(&mut cmd, Duration::from_secs(30));
+        assert!(!out.status.success());
+        text(&out.stderr)
+    };
+    let stderr = bench_db(&[]);
     assert!(
         stderr.contains("--enqueue-for 300ms: at least 1s"),
         "{stderr}"
@@ -279,17 +281,5 @@ fn cli_bench_db_refuses_an_enqueue_measurement_too_short_for_both_paths() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
     // --rounds-only measures no enqueue: no floor then (it fails later, on the server).
-    let out = output_within(
-        cli().args([
-            "bench-db",
-            "--database-url",
-            "postgres://nobody@127.0.0.1:1/none",
-            "--enqueue-for",
-            "300ms",
-            "--rounds-only",
-        ]),
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    assert!(!text(&out.stderr).contains("at least 1s"));
+    assert!(!bench_db(&["--rounds-only"]).contains("at least 1s"));
 }
