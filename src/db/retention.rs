@@ -4,17 +4,20 @@
 //! What goes, per queue, in this order (each step in batches of at most `batch_size`):
 //!
 //! 1. **Matches** created before the cutoff, with their `match_players` rows and the
-//!    entries that point at them (matched in this queue, withdrawn from other queues),
-//!    except a match that is still among the last `keep_matches` matches of one of its
-//!    players (see below) or that a queued entry points at.
-//! 2. **Entries without a match** (cancelled, expired, rejected) that ended before the
-//!    cutoff, unless a round newer than the cutoff names them.
+//!    entries matched into them (found through `match_players`), except a match that is
+//!    still among the last `keep_matches` matches of one of its players (see below).
+//! 2. **Entries that ended outside a match** (cancelled, expired, rejected, withdrawn
+//!    from this queue for a match elsewhere) before the cutoff, unless a round newer than
+//!    the cutoff names them. (An entry's `match_id` and `round_id` are copies without a
+//!    foreign key, migration 0023: a withdrawn entry may outlive the match that won, or
+//!    go before it.)
 //! 3. **Backfill requests** that ended (filled, expired, cancelled) before the cutoff;
 //!    an open request is never touched. (They name their fill's match and round by id,
 //!    without a foreign key, so they may go before or after those.)
-//! 4. **Rounds** committed before the cutoff that nothing points at any more (no match, no
-//!    entry, not the queue's `queue_state.last_round_id`). Tables that reference rounds
-//!    `ON DELETE CASCADE` follow.
+//! 4. **Rounds** committed before the cutoff that nothing points at any more (no match,
+//!    not the queue's `queue_state.last_round_id`). Tables that reference rounds
+//!    `ON DELETE CASCADE` follow. The entries a round matched or rejected went in steps 1
+//!    and 2: they ended when it committed.
 //!
 //! Never touched: a `queued` entry (whatever its age), anything of a round newer than the
 //! cutoff, and the history the next round reads. The snapshot reads, for each pooled
@@ -193,10 +196,6 @@ impl QueuePruner {
                              WHERE mp.match_id = c.match_id
                                AND c.match_id = ANY (
                                    r.match_ids[greatest(cardinality(r.match_ids) - $6 + 1, 1):]))
-                    -- A queued entry pointing at a match is written around the daemon;
-                    -- the match stays rather than the batch failing on the foreign key.
-                    OR EXISTS (SELECT 1 FROM queue_entries e
-                                WHERE e.match_id = c.match_id AND e.status = 'queued')
                     AS kept
                FROM candidate c
               ORDER BY c.created_at, c.match_id",
@@ -219,18 +218,20 @@ impl QueuePruner {
             .collect();
         let mut pruned = Pruned::default();
         if !ids.is_empty() {
-            // Children first: match_players (-> matches, entries), then the entries that
-            // point at the matches, then the matches.
-            pruned.match_players =
-                sqlx::query("DELETE FROM match_players WHERE match_id = ANY($1)")
-                    .bind(&ids)
-                    .execute(&mut *conn)
-                    .await?
-                    .rows_affected();
-            pruned.entries = sqlx::query(
-                "DELETE FROM queue_entries WHERE match_id = ANY($1) AND status <> 'queued'",
+            // Children first: match_players (-> matches, entries), then the entries they
+            // named (a queued one stays: it was written around the daemon), then the
+            // matches.
+            let entries: Vec<i64> = sqlx::query_scalar(
+                "DELETE FROM match_players WHERE match_id = ANY($1) RETURNING entry_id",
             )
             .bind(&ids)
+            .fetch_all(&mut *conn)
+            .await?;
+            pruned.match_players = entries.len() as u64;
+            pruned.entries = sqlx::query(
+                "DELETE FROM queue_entries WHERE entry_id = ANY($1) AND status <> 'queued'",
+            )
+            .bind(&entries)
             .execute(&mut *conn)
             .await?
             .rows_affected();
@@ -244,13 +245,14 @@ impl QueuePruner {
         Ok(Some((pruned, (last_at, last_id))))
     }
 
-    /// Step 2: one batch of entries that ended without a match before the cutoff.
+    /// Step 2: one batch of entries that ended outside a match before the cutoff.
     async fn entry_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
         let entries = sqlx::query(
             "DELETE FROM queue_entries WHERE entry_id IN (
-                 -- Index queue_entries_ended_unmatched: never a queued row.
+                 -- Index queue_entries_ended_outside_matches: never a queued row, never
+                 -- a matched one (those go with their match, step 1).
                  SELECT e.entry_id FROM queue_entries e
-                  WHERE e.queue = $1 AND e.status <> 'queued' AND e.match_id IS NULL
+                  WHERE e.queue = $1 AND e.status NOT IN ('queued', 'matched')
                     AND e.updated_at < $2
                     -- Rejected in a round newer than the cutoff: that round's.
                     AND NOT EXISTS (SELECT 1 FROM rounds r
@@ -316,10 +318,9 @@ impl QueuePruner {
                   LIMIT $5
                   FOR UPDATE SKIP LOCKED)
              SELECT c.round_id, c.committed_at,
-                    -- Kept while anything points at it: a kept match, an entry (queued,
-                    -- or of a kept match), the countdown's last round.
+                    -- Kept while anything points at it: a kept match (and so the
+                    -- entries matched in it), the countdown's last round.
                     EXISTS (SELECT 1 FROM matches m WHERE m.round_id = c.round_id)
-                    OR EXISTS (SELECT 1 FROM queue_entries e WHERE e.round_id = c.round_id)
                     OR EXISTS (SELECT 1 FROM queue_state s WHERE s.last_round_id = c.round_id)
                     AS kept
                FROM candidate c

@@ -224,6 +224,76 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
     assert_nobody_matched_twice(db).await;
 }
 
+/// An entry's match is a copy without a foreign key (migration 0023): the entries a
+/// match took from other queues (withdrawn) go by their own age in their own queue,
+/// before or after the match, and the matched ones go with their match.
+#[tokio::test]
+async fn withdrawn_entries_go_by_their_age_in_their_own_queue() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let config = config("");
+    let clock = ManualClock::new(t0());
+    // Six players queued in q and in a second queue; q's round matches them and
+    // withdraws their other entries, naming the match.
+    enqueue_n(db, "q", "p", 6, clock.now()).await;
+    enqueue_n(db, "other", "p", 6, clock.now()).await;
+    round(db, &clock, &config).await;
+    let match_id = count(db, "SELECT max(match_id) FROM matches").await;
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE queue = 'other' AND status = 'withdrawn'"
+        )
+        .await,
+        6
+    );
+    // Withdrawn in the second queue later on: queued there now, newer than the cutoff.
+    clock.advance(20 * DAY);
+    enqueue_n(db, "other", "late", 1, clock.now()).await;
+    let cutoff = t0() + chrono::Duration::days(10);
+
+    // The second queue first: its six withdrawn entries, while their match still stands.
+    let other = prune(db, "other", cutoff, 0).await;
+    assert_eq!(
+        (
+            other.rounds,
+            other.matches,
+            other.match_players,
+            other.entries
+        ),
+        (0, 0, 0, 6)
+    );
+    assert_eq!(
+        count(db, "SELECT count(*) FROM match_players").await,
+        6,
+        "the match and its players stay with q"
+    );
+    // Then q: the match, its players and their matched entries (the round stays: it is
+    // the queue's last, which the countdown names).
+    let q = prune(db, "q", cutoff, 0).await;
+    assert_eq!(
+        (q.rounds, q.matches, q.match_players, q.entries),
+        (0, 1, 6, 6)
+    );
+    assert_eq!(
+        ids(
+            db,
+            "SELECT entry_id FROM queue_entries WHERE match_id IS NOT NULL"
+        )
+        .await,
+        Vec::<i64>::new(),
+        "no entry names match {match_id} any more"
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM queue_entries WHERE player_id = 'late0' AND status = 'queued'"
+        )
+        .await,
+        1
+    );
+}
+
 #[tokio::test]
 async fn the_history_the_depth_needs_is_kept() {
     let tdb = fresh_db().await;
