@@ -75,6 +75,11 @@ async fn fingerprint(db: &sqlx::PgPool) -> Vec<i64> {
     out
 }
 
+/// What a pass deleted: (rounds, matches, match players, entries).
+fn deleted(p: &Pruned) -> (u64, u64, u64, u64) {
+    (p.rounds, p.matches, p.match_players, p.entries)
+}
+
 #[tokio::test]
 async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
     let tdb = fresh_db().await;
@@ -148,15 +153,7 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
     let pruned = prune(db, "q", cutoff, config.history_matches()).await;
     // Round A: its 2 matches, 12 players, 12 entries; and the 2 cancelled entries. B and
     // C stay: they are their players' last matches, which the snapshot reads.
-    assert_eq!(
-        (
-            pruned.rounds,
-            pruned.matches,
-            pruned.match_players,
-            pruned.entries
-        ),
-        (1, 2, 12, 14)
-    );
+    assert_eq!(deleted(&pruned), (1, 2, 12, 14));
     assert_eq!(
         ids(db, "SELECT round_id FROM rounds ORDER BY round_id").await,
         [b, c]
@@ -195,15 +192,7 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
     // Next pass: round B is no longer anyone's last match; C still is, and the new
     // round is inside the horizon.
     let pruned = prune(db, "q", cutoff, config.history_matches()).await;
-    assert_eq!(
-        (
-            pruned.rounds,
-            pruned.matches,
-            pruned.match_players,
-            pruned.entries
-        ),
-        (1, 2, 12, 12)
-    );
+    assert_eq!(deleted(&pruned), (1, 2, 12, 12));
     assert_eq!(
         ids(db, "SELECT round_id FROM rounds ORDER BY round_id").await,
         [c, report.round_id]
@@ -247,22 +236,14 @@ async fn withdrawn_entries_go_by_their_age_in_their_own_queue() {
         .await,
         6
     );
-    // Withdrawn in the second queue later on: queued there now, newer than the cutoff.
+    // Twenty days later a player queues in the second queue: newer than the cutoff.
     clock.advance(20 * DAY);
     enqueue_n(db, "other", "late", 1, clock.now()).await;
     let cutoff = t0() + chrono::Duration::days(10);
 
     // The second queue first: its six withdrawn entries, while their match still stands.
     let other = prune(db, "other", cutoff, 0).await;
-    assert_eq!(
-        (
-            other.rounds,
-            other.matches,
-            other.match_players,
-            other.entries
-        ),
-        (0, 0, 0, 6)
-    );
+    assert_eq!(deleted(&other), (0, 0, 0, 6));
     assert_eq!(
         count(db, "SELECT count(*) FROM match_players").await,
         6,
@@ -271,10 +252,7 @@ async fn withdrawn_entries_go_by_their_age_in_their_own_queue() {
     // Then q: the match, its players and their matched entries (the round stays: it is
     // the queue's last, which the countdown names).
     let q = prune(db, "q", cutoff, 0).await;
-    assert_eq!(
-        (q.rounds, q.matches, q.match_players, q.entries),
-        (0, 1, 6, 6)
-    );
+    assert_eq!(deleted(&q), (0, 1, 6, 6));
     assert_eq!(
         ids(
             db,
