@@ -50,6 +50,9 @@ pub struct Audit {
     pub matches_with_closed_entries: i64,
     /// `matched` rows without their `match_players` row.
     pub matched_without_match: i64,
+    /// `match_players` rows whose match or entry is gone (their foreign keys went in
+    /// migration 0024: the round writes all three in one statement).
+    pub players_without_match_or_entry: i64,
     /// Matches whose team sizes are none of the queue's formats (`queues.formats`: the
     /// full format, and a flexible queue's smaller ones), or whose teams are not
     /// numbered 0, 1, ... in order.
@@ -78,6 +81,10 @@ impl Audit {
             (
                 "matched rows without their match",
                 self.matched_without_match,
+            ),
+            (
+                "match players without their match or entry",
+                self.players_without_match_or_entry,
             ),
             ("matches outside the queue's formats", self.short_matches),
             ("split parties", self.split_parties),
@@ -195,6 +202,14 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
           WHERE e.status = 'matched'
             AND NOT EXISTS (SELECT 1 FROM match_players mp
                              WHERE mp.entry_id = e.entry_id AND mp.match_id = e.match_id)",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+
+    a.players_without_match_or_entry = sqlx::query_scalar(
+        "SELECT count(*) FROM match_players mp
+          WHERE NOT EXISTS (SELECT 1 FROM matches m WHERE m.match_id = mp.match_id)
+             OR NOT EXISTS (SELECT 1 FROM queue_entries e WHERE e.entry_id = mp.entry_id)",
     )
     .fetch_one(&mut *tx)
     .await?;

@@ -25,6 +25,8 @@ use crate::support::*;
 
 const TTL: Duration = Duration::from_secs(3);
 const RENEW: Duration = Duration::from_secs(1);
+/// How late this test may see a takeover that happened on time.
+const OBSERVED: Duration = Duration::from_millis(100);
 const QUEUES: usize = 9;
 
 fn config() -> Config {
@@ -237,9 +239,12 @@ async fn replicas_share_the_queues_and_hand_them_over_without_double_leadership(
     })
     .await;
     eprintln!("a and b led c's queues {took:?} after the kill");
+    // The worst case is the bound itself (c renewed just before the kill, a look just
+    // before its lease expired): what this test adds to it, its 25 ms polling and the
+    // statements of the look and of the poll, gets `OBSERVED` (seen: 13 ms over).
     assert!(
-        took <= TTL + RENEW,
-        "took {took:?} > TTL {TTL:?} + renew {RENEW:?}"
+        took <= TTL + RENEW + OBSERVED,
+        "took {took:?} > TTL {TTL:?} + renew {RENEW:?} (+ {OBSERVED:?} to observe it)"
     );
     for survivor in ["a", "b"] {
         assert!(

@@ -75,6 +75,15 @@ async fn fingerprint(db: &sqlx::PgPool) -> Vec<i64> {
     out
 }
 
+/// The audit's count of match_players rows whose match or entry is gone: their links
+/// are not foreign keys (migration 0024), so pruning must keep them whole itself.
+async fn players_without_match_or_entry(db: &sqlx::PgPool) -> i64 {
+    let audit = matchmaker::db::audit::audit(db, Default::default())
+        .await
+        .unwrap();
+    audit.players_without_match_or_entry
+}
+
 /// What a pass deleted: (rounds, matches, match players, entries).
 fn deleted(p: &Pruned) -> (u64, u64, u64, u64) {
     (p.rounds, p.matches, p.match_players, p.entries)
@@ -211,6 +220,47 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
     );
     assert_eq!(a, rounds[0]);
     assert_nobody_matched_twice(db).await;
+    assert_eq!(players_without_match_or_entry(db).await, 0);
+}
+
+/// match_players' links are written, not checked by foreign keys (migration 0024): a
+/// match or an entry deleted around the daemon leaves its match players behind, and the
+/// audit (`matchmaker soak`, the fault tests) counts each of them.
+#[tokio::test]
+async fn the_audit_counts_match_players_whose_match_or_entry_is_gone() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let config = config("");
+    let clock = ManualClock::new(t0());
+    enqueue_n(db, "q", "p", 12, clock.now()).await;
+    round(db, &clock, &config).await;
+    let matches = ids(db, "SELECT match_id FROM matches ORDER BY match_id").await;
+    assert!(matches.len() >= 2, "two matches at least: {matches:?}");
+    assert_eq!(players_without_match_or_entry(db).await, 0);
+
+    // As the owner, around the daemon: the first match's row, then one entry of the second.
+    let first_players = count(
+        db,
+        "SELECT count(*) FROM match_players
+          WHERE match_id = (SELECT min(match_id) FROM matches)",
+    )
+    .await;
+    assert!(first_players > 0);
+    sqlx::query("DELETE FROM matches WHERE match_id = $1")
+        .bind(matches[0])
+        .execute(db)
+        .await
+        .unwrap();
+    assert_eq!(players_without_match_or_entry(db).await, first_players);
+    sqlx::query(
+        "DELETE FROM queue_entries
+          WHERE entry_id = (SELECT min(entry_id) FROM match_players WHERE match_id = $1)",
+    )
+    .bind(matches[1])
+    .execute(db)
+    .await
+    .unwrap();
+    assert_eq!(players_without_match_or_entry(db).await, first_players + 1);
 }
 
 /// An entry's match is a copy without a foreign key (migration 0023): the entries a
