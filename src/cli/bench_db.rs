@@ -882,5 +882,90 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> 
             matched, max_round
         );
     }
+    server_time_per_call(pool, &population).await
+}
+
+/// Calls per path and repetition of the server-time measurement.
+const SERVER_CALLS: usize = 1000;
+/// Repetitions of the server-time measurement, alternating the paths.
+const SERVER_REPS: usize = 9;
+
+/// Server time per enqueue, without the client, the network, the commit or rounds running
+/// meanwhile: `SERVER_CALLS` players enqueued one statement each in a PL/pgSQL loop,
+/// inside a transaction that is rolled back, each path `SERVER_REPS` times in turn; the
+/// median per call. The throughput above is what a client sees, and on a busy 2-core host
+/// it moves by about 0.1 from run to run; this shows what `enqueue()` itself adds, within a
+/// few percent.
+async fn server_time_per_call(pool: &PgPool, population: &Population) -> anyhow::Result<()> {
+    let players = population
+        .generate_pool(
+            &PopulationSpec {
+                players: SERVER_CALLS,
+                id_prefix: "srv-".into(),
+                ..PopulationSpec::default()
+            },
+            99,
+        )
+        .players;
+    let members: Vec<serde_json::Value> = players.iter().map(db::enqueue::member_json).collect();
+    let mut conn = pool.acquire().await?;
+    sqlx::query(
+        "CREATE TEMP TABLE bench_players AS
+         SELECT * FROM jsonb_to_recordset($1)
+                    AS m(player_id text, skill float8, skill_sigma float8, latencies jsonb,
+                         peer_pings jsonb, roles text[], side float8)",
+    )
+    .bind(sqlx::types::Json(&members))
+    .execute(&mut *conn)
+    .await?;
+    let call = |path: EnqueuePath| match path {
+        EnqueuePath::Function => format!(
+            "id := enqueue(queue => '{QUEUE}', player_id => r.player_id, skill => r.skill,
+                           latencies => r.latencies, peer_pings => r.peer_pings,
+                           roles => r.roles, side => r.side, skill_sigma => r.skill_sigma);"
+        ),
+        EnqueuePath::RawInsert => format!(
+            "INSERT INTO queue_entries (queue, player_id, party_id, skill, skill_sigma,
+                                        latencies, peer_pings, roles, side, enqueued_at)
+             VALUES ('{QUEUE}', r.player_id, NULL, r.skill, r.skill_sigma, r.latencies,
+                     r.peer_pings, r.roles, r.side, now())
+             RETURNING entry_id INTO id;"
+        ),
+    };
+    let mut per_call: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for rep in 0..SERVER_REPS {
+        // A B, then B A: a drift of the host's speed hits both paths alike.
+        let order = if rep % 2 == 0 {
+            EnqueuePath::BOTH
+        } else {
+            [EnqueuePath::RawInsert, EnqueuePath::Function]
+        };
+        for path in order {
+            let body = format!(
+                "DO $$ DECLARE r record; id bigint; BEGIN
+                     FOR r IN SELECT * FROM bench_players LOOP {} END LOOP;
+                 END $$",
+                call(path)
+            );
+            let mut tx = conn.begin().await?;
+            let t = Instant::now();
+            // The body is ours: QUEUE is a constant, the players come from a table.
+            sqlx::raw_sql(sqlx::AssertSqlSafe(body))
+                .execute(&mut *tx)
+                .await?;
+            per_call[path.index()].push(t.elapsed().as_secs_f64() * 1e6 / SERVER_CALLS as f64);
+            tx.rollback().await?;
+        }
+    }
+    let [function, raw] = per_call.map(|mut v| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    });
+    println!(
+        "server time per enqueue ({SERVER_CALLS} calls in one transaction, rolled back, \
+         median of {SERVER_REPS}): enqueue() {function:.0} us, raw INSERT {raw:.0} us, \
+         raw / enqueue() = {:.3}",
+        raw / function
+    );
     Ok(())
 }

@@ -730,6 +730,77 @@ async fn two_logins_may_each_queue_a_party_of_one_id() {
     assert_contract_invariants(w.db()).await;
 }
 
+/// Two calls for one player at once (two logins, or a client's retry while its first call
+/// is still open): the second waits for the first, then is refused readably if the first
+/// committed, or goes in if it rolled back. Never the bare unique violation, never two
+/// queued rows.
+#[tokio::test]
+async fn two_enqueues_of_one_player_at_once_queue_it_once() {
+    let w = World::new().await;
+    let (_, a) = client_login(&w.tdb, 1).await;
+    let (_, b) = client_login(&w.tdb, 1).await;
+    for (player, first_commits) in [("racer", true), ("racer2", false)] {
+        let mut tx = a.begin().await.unwrap();
+        let first: i64 = sqlx::query_scalar("SELECT enqueue('q', $1, 1500)")
+            .bind(player)
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        let second = tokio::spawn({
+            let b = b.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>("SELECT enqueue('q', $1, 1500)")
+                    .bind(player)
+                    .fetch_one(&b)
+                    .await
+            }
+        });
+        // The second call waits on the first's row.
+        let asked = Instant::now();
+        while count(
+            w.db(),
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'
+                AND query LIKE 'SELECT enqueue(%'",
+        )
+        .await
+            < 1
+        {
+            assert!(
+                asked.elapsed() < Duration::from_secs(30),
+                "the second call never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!second.is_finished(), "the second call did not wait");
+        if first_commits {
+            tx.commit().await.unwrap();
+            let err = second.await.unwrap().expect_err("a second queued row");
+            let (code, message) = db_error(&err);
+            assert_eq!(code, "22023", "{message}");
+            assert!(
+                message.contains(&format!(
+                    "player_id = '{player}': is already queued in queue q (cancel it first)"
+                )),
+                "{message}"
+            );
+        } else {
+            tx.rollback().await.unwrap();
+            let second = second.await.unwrap().expect("the first call rolled back");
+            assert_ne!(second, first);
+        }
+        let queued: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM queue_entries WHERE player_id = $1 AND status = 'queued'",
+        )
+        .bind(player)
+        .fetch_one(w.db())
+        .await
+        .unwrap();
+        assert_eq!(queued, 1, "{player}");
+    }
+    assert_contract_invariants(w.db()).await;
+}
+
 async fn visible_players(client: &PgPool) -> Vec<String> {
     sqlx::query_scalar("SELECT player_id FROM player_status ORDER BY player_id")
         .fetch_all(client)
