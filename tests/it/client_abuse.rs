@@ -801,6 +801,31 @@ async fn two_enqueues_of_one_player_at_once_queue_it_once() {
     assert_contract_invariants(w.db()).await;
 }
 
+/// A player the fast path is too strict for (a quote in a region name shows as a backslash
+/// in the map's text) goes in through the slow route that checks rule by rule, once: a
+/// second call is refused as already queued on that route too.
+#[tokio::test]
+async fn a_player_only_the_slow_route_accepts_is_queued_once() {
+    let w = World::new().await;
+    let (_, a) = client_login(&w.tdb, 1).await;
+    let sql = r#"SELECT enqueue('q', 'quoted', 1500, '{"eu \"north\"": 30}')"#;
+    let id: i64 = sqlx::query_scalar(sql).fetch_one(&a).await.unwrap();
+    let latencies: serde_json::Value =
+        sqlx::query_scalar("SELECT latencies FROM queue_entries WHERE entry_id = $1")
+            .bind(id)
+            .fetch_one(w.db())
+            .await
+            .unwrap();
+    assert_eq!(latencies, serde_json::json!({"eu \"north\"": 30}));
+    refused(
+        &a,
+        sql,
+        &["player_id = 'quoted': is already queued in queue q (cancel it first)"],
+    )
+    .await;
+    assert_contract_invariants(w.db()).await;
+}
+
 async fn visible_players(client: &PgPool) -> Vec<String> {
     sqlx::query_scalar("SELECT player_id FROM player_status ORDER BY player_id")
         .fetch_all(client)
