@@ -9,11 +9,11 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use matchmaker::core::QueueModel;
-use matchmaker::core::index::IndexedPool;
-use matchmaker::core::score::Scorer;
-use matchmaker::core::search::{construct, moves, state::Scratch};
 use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::QueueModel;
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::score::Scorer;
+use matchmaker_optimizer::search::{construct, moves, state::Scratch};
 
 fn bench_split(c: &mut Criterion) {
     let population = Population::realistic();

@@ -20,11 +20,11 @@
 use std::time::Duration;
 
 use matchmaker::config::Config;
-use matchmaker::core::index::IndexedPool;
-use matchmaker::core::score::Scorer;
-use matchmaker::core::search::state::State;
-use matchmaker::core::solver::{SolveOptions, search};
-use matchmaker::core::{Budget, Deadline, Pool};
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::score::Scorer;
+use matchmaker_optimizer::search::state::State;
+use matchmaker_optimizer::solver::{SolveOptions, search};
+use matchmaker_optimizer::{Budget, Deadline, Pool};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();

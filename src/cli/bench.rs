@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::core::index::IndexedPool;
-use crate::core::{
+use crate::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::{
     Budget, PastMatch, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve,
 };
-use crate::sim::population::{Population, PopulationSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {

@@ -32,9 +32,9 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 
 use super::run::init_logging;
 use crate::config::Config;
-use crate::core::{self, Budget, Network, SolveOptions, Strategy};
 use crate::db::{self, RoundRecord, RoundTrigger, local_pg::LocalPostgres};
 use crate::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::{self as optimizer, Budget, Network, SolveOptions, Strategy};
 
 #[derive(Debug, Args)]
 pub struct BenchDbArgs {
@@ -319,7 +319,7 @@ async fn timed_round(
     let (outcome, core_pool) = {
         let options = options.clone();
         tokio::task::spawn_blocking(move || {
-            core::solve(&core_pool, &model, &options).map(|o| (o, core_pool))
+            optimizer::solve(&core_pool, &model, &options).map(|o| (o, core_pool))
         })
         .await??
     };
@@ -382,7 +382,7 @@ fn bench_config() -> crate::config::QueueConfig {
 }
 
 /// The players of the round measurement's pool of `size`.
-fn round_players(population: &Population, size: usize) -> Vec<crate::core::Player> {
+fn round_players(population: &Population, size: usize) -> Vec<matchmaker_optimizer::Player> {
     let spec = PopulationSpec {
         players: size,
         network: Network::PeerToPeer,
@@ -679,7 +679,7 @@ const SLICE_ORDER: [EnqueuePath; 4] = [
 async fn enqueue_once(
     conn: &mut sqlx::PgConnection,
     path: EnqueuePath,
-    p: &crate::core::Player,
+    p: &matchmaker_optimizer::Player,
 ) -> anyhow::Result<i64> {
     Ok(match path {
         EnqueuePath::Function => db::enqueue::enqueue(&mut *conn, QUEUE, p).await?,

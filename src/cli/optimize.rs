@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::config::{self, Config};
-use crate::core::{self, Budget, Pool, SolveOptions, Strategy};
+use matchmaker_optimizer::{self as optimizer, Budget, Pool, SolveOptions, Strategy};
 
 #[derive(Debug, clap::Args)]
 pub struct OptimizeArgs {
@@ -83,7 +83,7 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<()> {
         moves_per_restart: args.moves_per_restart,
         check_delta: std::env::var("MATCHMAKER_CHECK_DELTA").is_ok_and(|v| v == "1"),
     };
-    let outcome = core::solve(&pool, &queue.model, &options)?;
+    let outcome = optimizer::solve(&pool, &queue.model, &options)?;
     println!("{}", serde_json::to_string_pretty(&outcome)?);
     Ok(())
 }

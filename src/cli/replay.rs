@@ -27,9 +27,11 @@ use sqlx::PgPool;
 
 use crate::cli::run::{DatabaseArgs, open_database, require_schema};
 use crate::config::{Config, QueueConfig};
-use crate::core::{self, Budget, LeftOverKind, Pool, RoundOutcome, SolveOptions};
 use crate::daemon::round::solve_rejecting_malformed;
 use crate::db::{self, BudgetRecord, StoredRound};
+use matchmaker_optimizer::{
+    self as optimizer, Budget, LeftOverKind, Pool, RoundOutcome, SolveOptions,
+};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
@@ -331,7 +333,7 @@ pub fn replay_round(
             )
         })?;
     let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let left_over = core::explain_left_over(&pool, &config.model, &outcome)?;
+    let left_over = optimizer::explain_left_over(&pool, &config.model, &outcome)?;
 
     let stored_side = stored_side(stored);
     let replay_side = replay_side(
@@ -447,7 +449,7 @@ fn replay_side(
     pool: &Pool,
     outcome: &RoundOutcome,
     malformed: usize,
-    left_over: &[core::LeftOver],
+    left_over: &[optimizer::LeftOver],
     solve_ms: f64,
 ) -> Side {
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();

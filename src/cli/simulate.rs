@@ -230,7 +230,7 @@ async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateArgs) -> anyhow::Result
 
 /// The players a queue can use: parties no larger than a team, the queue's roles unless
 /// roles were given explicitly.
-pub fn fit_to_queue(options: &mut SimulatorOptions, model: &crate::core::QueueModel) {
+pub fn fit_to_queue(options: &mut SimulatorOptions, model: &matchmaker_optimizer::QueueModel) {
     options.spec.max_party_size = options.spec.max_party_size.min(model.team_size);
     if options.spec.roles.is_empty() {
         options.spec.roles = model.roles.clone();

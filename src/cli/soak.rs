@@ -24,9 +24,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::core::Player;
 use crate::db::local_pg::{LocalPostgres, StopMode};
 use crate::db::{self, DbError, audit};
+use matchmaker_optimizer::Player;
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {

@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::core::{Budget, QueueModel, Strategy};
+use matchmaker_optimizer::{Budget, QueueModel, Strategy};
 pub use schedule::Schedule;
 
 /// The embedded default configuration (`config/matchmaker.toml`).
@@ -739,7 +739,7 @@ impl QueueConfig {
 /// queue table.
 fn validate_model(model: &QueueModel) -> Result<(), String> {
     model.validate().map_err(|e| match e {
-        crate::core::PoolError::Model(message) => message,
+        matchmaker_optimizer::PoolError::Model(message) => message,
         other => other.to_string(),
     })
 }
@@ -764,7 +764,7 @@ mod tests {
         for (name, queue) in &config.queues {
             let mut queue = queue.clone();
             queue.round.restarts = Some(4);
-            queue.model.equal_teams.p = crate::core::model::Exponent::INFINITE;
+            queue.model.equal_teams.p = matchmaker_optimizer::model::Exponent::INFINITE;
             let text = queue.to_toml(name);
             let back = Config::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(back.default_queue, *name);

@@ -18,8 +18,10 @@ use super::clock::Clock;
 use super::cores::SolverCores;
 use super::countdown;
 use crate::config::QueueConfig;
-use crate::core::{self, Pool, PoolError, Rejection, RoundOutcome, SolveOptions};
 use crate::db::{self, DbError, Lease, RoundRecord, RoundTrigger, Snapshot};
+use matchmaker_optimizer::{
+    self as optimizer, Pool, PoolError, Rejection, RoundOutcome, SolveOptions,
+};
 
 #[derive(Debug, Error)]
 pub enum RoundError {
@@ -231,11 +233,11 @@ impl RoundRunner {
                 // Backfill first: running sessions are short of players now, and a fill
                 // is cheap and bounded; the search gets the rest of the pool (and the
                 // whole budget), so nobody is both in a fill and in a new match.
-                let limits = core::backfill::BackfillLimits {
+                let limits = optimizer::backfill::BackfillLimits {
                     min_score: config.backfill.min_score,
                 };
                 let filled =
-                    core::backfill::fill_sessions(&sessions, &pool, &config.model, &limits);
+                    optimizer::backfill::fill_sessions(&sessions, &pool, &config.model, &limits);
                 let (fills, unfilled, rest) = match filled {
                     Ok(b) => (b.fills, b.unfilled, b.rest),
                     Err(e) => {
@@ -389,11 +391,12 @@ pub fn replay_record(
     pool: &Pool,
     outcome: &RoundOutcome,
 ) -> db::ReplayRecord {
-    let left_over = core::explain_left_over(pool, &config.model, outcome).unwrap_or_else(|e| {
-        // The pool was just solved, so this is not expected; the round still commits.
-        tracing::warn!(error = %e, "left-over players not explained");
-        Vec::new()
-    });
+    let left_over =
+        optimizer::explain_left_over(pool, &config.model, outcome).unwrap_or_else(|e| {
+            // The pool was just solved, so this is not expected; the round still commits.
+            tracing::warn!(error = %e, "left-over players not explained");
+            Vec::new()
+        });
     let (pool_lz4, pool_json_bytes) = db::round_snapshot::compress_pool(pool);
     db::ReplayRecord {
         pool_lz4,
@@ -415,7 +418,7 @@ fn backfill_outcome(rest: &Pool, options: &SolveOptions, started: Instant) -> Ro
         unmatched: rest.players.iter().map(|p| p.id.clone()).collect(),
         rejected: Vec::new(),
         score: 0.0,
-        stats: core::SolveStats {
+        stats: optimizer::SolveStats {
             strategy: "backfill".to_string(),
             elapsed,
             elapsed_ms: elapsed.as_secs_f64() * 1e3,
@@ -425,7 +428,7 @@ fn backfill_outcome(rest: &Pool, options: &SolveOptions, started: Instant) -> Ro
             moves_per_second: 0.0,
             time_to_best: elapsed,
             time_to_best_ms: elapsed.as_secs_f64() * 1e3,
-            stop_reason: core::StopReason::Exhausted,
+            stop_reason: optimizer::StopReason::Exhausted,
             threads: 1,
             seed: options.seed,
             delta_checks: 0,
@@ -438,12 +441,12 @@ fn backfill_outcome(rest: &Pool, options: &SolveOptions, started: Instant) -> Ro
 /// Returns the pool the successful solve was given.
 pub fn solve_rejecting_malformed(
     mut pool: Pool,
-    model: &core::QueueModel,
+    model: &optimizer::QueueModel,
     options: &SolveOptions,
 ) -> Result<(RoundOutcome, Vec<Rejection>, Pool), PoolError> {
     let mut rejected = Vec::new();
     loop {
-        let (id, reason) = match core::solve(&pool, model, options) {
+        let (id, reason) = match optimizer::solve(&pool, model, options) {
             Ok(outcome) => return Ok((outcome, rejected, pool)),
             Err(PoolError::Player { id, field, problem }) => (id, format!("{field}: {problem}")),
             Err(PoolError::PlayerIndex { index, problem }) if index < pool.players.len() => {
@@ -472,12 +475,12 @@ pub fn solve_rejecting_malformed(
         pool.players.retain(|p| p.id != id);
         if let Some(party) = party {
             // Never the rest of a party without the member: it sits out with them.
-            let broken = [core::BrokenParty {
+            let broken = [optimizer::BrokenParty {
                 party,
                 member: id.clone(),
                 reason: reason.clone(),
             }];
-            rejected.extend(core::reject_parties(&mut pool.players, &broken));
+            rejected.extend(optimizer::reject_parties(&mut pool.players, &broken));
         }
         rejected.push(Rejection { id, reason });
     }

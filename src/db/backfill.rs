@@ -11,8 +11,8 @@ use serde::Deserialize;
 use sqlx::PgPool;
 
 use super::DbError;
-use crate::core::Player;
-use crate::core::backfill::Session;
+use matchmaker_optimizer::Player;
+use matchmaker_optimizer::backfill::Session;
 
 /// Most open requests one round considers (the oldest first); the rest wait a round.
 pub const MAX_REQUESTS_PER_ROUND: i64 = 200;

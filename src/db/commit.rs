@@ -26,7 +26,7 @@ use super::notify::{MatchEvent, notify_matches};
 use super::queue_state::{QueueStateRow, write_queue_state};
 use super::round_snapshot::{ReplayRecord, StoredLeftOver, write_round_snapshot};
 use super::snapshot::Snapshot;
-use crate::core::{LeftOverKind, MatchOutcome, Rejection, RoundOutcome};
+use matchmaker_optimizer::{LeftOverKind, MatchOutcome, Rejection, RoundOutcome};
 
 /// Why a round ran; `rounds.trigger`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub struct RoundRecord<'a> {
     pub history_matches: usize,
 }
 
-/// The backfill side of a round (see `core::backfill`).
+/// The backfill side of a round (see `matchmaker_optimizer::backfill`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BackfillRecord {
     pub fills: Vec<BackfillFill>,
@@ -730,7 +730,7 @@ fn left_over_record<'a>(
 /// unless matches were dropped; then the plain mean of the kept matches replaces it.
 fn summarize(
     outcome: &RoundOutcome,
-    kept: &[&crate::core::MatchOutcome],
+    kept: &[&matchmaker_optimizer::MatchOutcome],
     dropped: bool,
 ) -> (Option<f64>, BTreeMap<String, f64>) {
     let mut sums: HashMap<&str, (f64, usize)> = HashMap::new();

@@ -19,7 +19,7 @@ use serde_json::json;
 use sqlx::PgExecutor;
 
 use super::DbError;
-use crate::core::Player;
+use matchmaker_optimizer::Player;
 
 /// Enqueue one solo player through `enqueue()`; returns the entry id. A refusal comes back
 /// as the function's message (field, value, rule), SQLSTATE 22023.

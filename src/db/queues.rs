@@ -9,8 +9,8 @@ use sqlx::PgPool;
 
 use super::DbError;
 use crate::config::QueueConfig;
-use crate::core::Network;
-use crate::core::model::format_label;
+use matchmaker_optimizer::Network;
+use matchmaker_optimizer::model::format_label;
 
 /// Insert or update the published row of `queue` (active again if it was retired).
 pub async fn publish_queue(

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use super::DbError;
-use crate::core::{Budget, LeftOver, LeftOverKind, Pool, Strategy};
+use matchmaker_optimizer::{Budget, LeftOver, LeftOverKind, Pool, Strategy};
 
 /// The layout of `round_snapshots.pool` this build writes.
 pub const FORMAT: i16 = 1;
@@ -28,7 +28,7 @@ pub struct ReplayRecord {
     pub budget: BudgetRecord,
     pub strategy: Strategy,
     pub threads: Option<usize>,
-    /// The solver's left-over players, explained by the core (`core::explain_left_over`).
+    /// The solver's left-over players, explained by the core (`matchmaker_optimizer::explain_left_over`).
     pub left_over: Vec<LeftOver>,
 }
 

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::DbError;
-use crate::core::{BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties};
+use matchmaker_optimizer::{BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties};
 
 /// One queued row as read by the snapshot.
 #[derive(Debug, Clone, sqlx::FromRow)]

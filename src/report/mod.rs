@@ -76,7 +76,7 @@ pub struct PingModel {
 
 impl Default for PingModel {
     fn default() -> Self {
-        let p = crate::core::model::PingParams::default();
+        let p = matchmaker_optimizer::model::PingParams::default();
         PingModel {
             dedicated: false,
             relay_overhead_ms: p.relay_overhead_ms,

@@ -23,7 +23,7 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::world::World;
-use crate::core::{Network, Player, Pool};
+use matchmaker_optimizer::{Network, Player, Pool};
 
 /// The default rating of a new player, where the distribution is densest.
 pub const DEFAULT_RATING: f64 = 1500.0;

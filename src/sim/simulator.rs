@@ -46,8 +46,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::population::{CityPicker, Population, PopulationSpec, Profile, activity};
-use crate::core::Player;
 use crate::db::{self, DbError};
+use matchmaker_optimizer::Player;
 
 /// Wall-clock period of the simulation loop.
 const TICK: Duration = Duration::from_millis(250);

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use chrono::SubsecRound;
 use matchmaker::config::{Config, QueueConfig};
-use matchmaker::core::Player;
 use matchmaker::daemon::clock::{Clock, ManualClock};
 use matchmaker::daemon::round::{RoundReport, RoundRunner};
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
 use matchmaker::daemon::{self, DaemonOptions};
 use matchmaker::db::{self, RoundTrigger, enqueue as front};
+use matchmaker_optimizer::Player;
 use sqlx::PgPool;
 
 use crate::support::*;

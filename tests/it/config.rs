@@ -20,7 +20,7 @@ fn shipped_config_is_valid_and_has_the_default_queue() {
     assert_eq!(q.round.target_pool, Some(300));
     assert!(config.queues.contains_key("casual_5v5"));
     // The file shows every model key of ranked_3v3 with its default value.
-    assert_eq!(q.model, matchmaker::core::QueueModel::default());
+    assert_eq!(q.model, matchmaker_optimizer::QueueModel::default());
 }
 
 /// A flexible queue's round can form its smallest format: `min_pool` defaults to it and

@@ -12,15 +12,15 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::Value;
 
 use matchmaker::config::Config;
-use matchmaker::core::index::IndexedPool;
-use matchmaker::core::{
-    Budget, LeftOverKind, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy,
-    explain_left_over, solve,
-};
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
 use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::{
+    Budget, LeftOverKind, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy,
+    explain_left_over, solve,
+};
 
 use crate::client_contract::{contract_statements, run};
 use crate::support::*;

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use matchmaker::config::Config;
-use matchmaker::core::{MatchOutcome, RoundOutcome, SolveStats, StopReason};
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::db::{self, RoundRecord, RoundTrigger};
+use matchmaker_optimizer::{MatchOutcome, RoundOutcome, SolveStats, StopReason};
 use serde_json::Value;
 
 use crate::support::*;

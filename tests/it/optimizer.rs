@@ -4,7 +4,9 @@
 
 use std::process::Command;
 
-use matchmaker::core::{Budget, Player, Pool, QueueModel, RoleMode, SolveOptions, Strategy, solve};
+use matchmaker_optimizer::{
+    Budget, Player, Pool, QueueModel, RoleMode, SolveOptions, Strategy, solve,
+};
 
 pub fn player(id: &str, skill: f64) -> Player {
     Player {

@@ -2,11 +2,13 @@
 //! worked examples (seed 002's combination and greedy tables, seed 003's premade table,
 //! seed 001's imbalance function).
 
-use matchmaker::core::index::IndexedPool;
-use matchmaker::core::model::{CurveKind, Exponent, PingParams, SpreadMeasure, TeamSkill, Weights};
-use matchmaker::core::score::Scorer;
-use matchmaker::core::search::baselines::greedy_split;
-use matchmaker::core::{Network, PastMatch, Player, QueueModel, RoundOutcome, Strategy, solve};
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::model::{
+    CurveKind, Exponent, PingParams, SpreadMeasure, TeamSkill, Weights,
+};
+use matchmaker_optimizer::score::Scorer;
+use matchmaker_optimizer::search::baselines::greedy_split;
+use matchmaker_optimizer::{Network, PastMatch, Player, QueueModel, RoundOutcome, Strategy, solve};
 
 use super::optimizer::{player, pool_of, quick};
 
@@ -186,7 +188,7 @@ fn seed_002_greedy_example_reproduced() {
     let out = solve(
         &pool,
         &model,
-        &matchmaker::core::SolveOptions {
+        &matchmaker_optimizer::SolveOptions {
             strategy: Strategy::Greedy,
             ..quick()
         },

@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 
-use matchmaker::core::index::IndexedPool;
-use matchmaker::core::score::Scorer;
-use matchmaker::core::{Budget, Network, Pool, QueueModel, RoundOutcome, SolveOptions, solve};
 use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::score::Scorer;
+use matchmaker_optimizer::{Budget, Network, Pool, QueueModel, RoundOutcome, SolveOptions, solve};
 
 use super::optimizer::{player, pool_of, quick};
 

@@ -8,16 +8,16 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use matchmaker::core::index::IndexedPool;
-use matchmaker::core::model::TeamSkill;
-use matchmaker::core::score::Scorer;
-use matchmaker::core::search::{construct, moves, shaping::Shaping, state::Scratch};
-use matchmaker::core::solver::NEAR_HOST_CREDIT;
-use matchmaker::core::{
+use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::index::IndexedPool;
+use matchmaker_optimizer::model::TeamSkill;
+use matchmaker_optimizer::score::Scorer;
+use matchmaker_optimizer::search::{construct, moves, shaping::Shaping, state::Scratch};
+use matchmaker_optimizer::solver::NEAR_HOST_CREDIT;
+use matchmaker_optimizer::{
     Budget, MatchOutcome, PastMatch, Pool, QueueModel, RoleMode, RoundOutcome, SolveOptions,
     Strategy, solve,
 };
-use matchmaker::sim::population::{Population, PopulationSpec};
 
 fn generate(spec: &PopulationSpec, seed: u64) -> Pool {
     static POPULATION: std::sync::OnceLock<Population> = std::sync::OnceLock::new();
@@ -97,7 +97,7 @@ fn delta_equals_full_on_random_moves() {
     delta_walk(&pool, &QueueModel::default(), true);
     let five = QueueModel {
         team_size: 5,
-        network: matchmaker::core::model::Network::Dedicated,
+        network: matchmaker_optimizer::model::Network::Dedicated,
         ..QueueModel::default()
     };
     delta_walk(&pool, &five, true);
@@ -151,7 +151,7 @@ fn near_host_credit_is_searched_but_never_reported() {
         );
         assert!(credited.score >= true_.score - 1e-12);
         let detail = sc.describe(m, &credited);
-        let hosts = detail.factors[matchmaker::core::factors::TWO_HOSTS];
+        let hosts = detail.factors[matchmaker_optimizer::factors::TWO_HOSTS];
         assert!(
             [0.0, 0.5, 1.0].contains(&hosts),
             "reported two-hosts factor {hosts}"
@@ -178,7 +178,7 @@ fn near_host_credit_is_searched_but_never_reported() {
 /// exactly. Thresholds are drawn around each move's exact delta, so both verdicts occur.
 #[test]
 fn the_bound_rejects_only_moves_below_the_threshold() {
-    use matchmaker::core::search::state::Verdict;
+    use matchmaker_optimizer::search::state::Verdict;
     use rand::RngExt;
     let pool = with_history(generate(
         &PopulationSpec {
@@ -189,7 +189,7 @@ fn the_bound_rejects_only_moves_below_the_threshold() {
     ));
     let dedicated = QueueModel {
         team_size: 5,
-        network: matchmaker::core::model::Network::Dedicated,
+        network: matchmaker_optimizer::model::Network::Dedicated,
         ..QueueModel::default()
     };
     for model in [
@@ -478,7 +478,7 @@ fn restart_budget_gives_identical_results_on_any_thread_count() {
 
 /// The invariants every round must satisfy.
 fn assert_valid(pool: &Pool, model: &QueueModel, out: &RoundOutcome) {
-    let by_id: HashMap<&str, &matchmaker::core::Player> =
+    let by_id: HashMap<&str, &matchmaker_optimizer::Player> =
         pool.players.iter().map(|p| (p.id.as_str(), p)).collect();
     let mut seen = HashSet::new();
     for m in &out.matches {
@@ -716,7 +716,7 @@ fn small_pools_stop_early_under_a_time_budget_at_the_optimum() {
         let out = solve(&pool, &model, &options).unwrap();
         assert_eq!(
             out.stats.stop_reason,
-            matchmaker::core::StopReason::Converged,
+            matchmaker_optimizer::StopReason::Converged,
             "seed {seed}"
         );
         assert!(

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use matchmaker::config::{Config, QueueConfig};
-use matchmaker::core::{PastMatch, Player};
 use matchmaker::daemon::clock::{Clock, ManualClock};
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::db::retention::{self, QueuePruner};
 use matchmaker::db::{self, RoundTrigger};
+use matchmaker_optimizer::{PastMatch, Player};
 use sqlx::PgPool;
 
 use crate::support::*;

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use matchmaker::cli::explain::explain_player;
 use matchmaker::cli::replay::{ReplayArgs, apply_sets, effective_config, replay_round};
-use matchmaker::core::{LeftOverKind, Network};
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::db::{self, RoundTrigger};
 use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker_optimizer::{LeftOverKind, Network};
 
 use crate::support::*;
 

@@ -340,7 +340,7 @@ async fn the_history_the_depth_needs_is_kept() {
         round(db, &clock, &config).await;
         clock.advance(secs(60));
     }
-    let players: Vec<matchmaker::core::Player> = (0..6)
+    let players: Vec<matchmaker_optimizer::Player> = (0..6)
         .map(|i| player(&format!("p{i}"), 1000.0 + 37.0 * i as f64, clock.now()))
         .collect();
     db::enqueue::enqueue_many(db, "q", &players, clock.now())

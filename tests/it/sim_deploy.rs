@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use matchmaker::config::Config;
-use matchmaker::core::Network;
 use matchmaker::sim::population::Population;
+use matchmaker_optimizer::Network;
 
 fn load(name: &str) -> Config {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

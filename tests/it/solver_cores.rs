@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use matchmaker::core::{Budget, QueueModel, SolveOptions, StopReason, solve};
 use matchmaker::daemon::cores::SolverCores;
+use matchmaker_optimizer::{Budget, QueueModel, SolveOptions, StopReason, solve};
 
 use crate::support::TIMING;
 use matchmaker::sim::population::{Population, PopulationSpec};

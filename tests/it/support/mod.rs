@@ -276,10 +276,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use matchmaker::config::{Config, QueueConfig};
-use matchmaker::core::Player;
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::daemon::worker::QueueWorker;
+use matchmaker_optimizer::Player;
 
 /// A fixed start time for manual clocks.
 pub fn t0() -> DateTime<Utc> {

@@ -5,7 +5,7 @@
 //! migration possible), exactly one scores `hosts.one_host_score` (0.5), none 0. The
 //! output lists the possible hosts, best (lowest worst ping) first.
 
-use crate::core::model::HostParams;
+use crate::model::HostParams;
 
 pub fn score(possible_hosts: usize, params: &HostParams) -> f64 {
     match possible_hosts {

@@ -71,10 +71,7 @@ pub struct BrokenParty {
 /// Take the members of broken parties out of `players` and return their rejections: a
 /// party is placed whole or not at all (seed 002: a party plays on one team together), so
 /// a member the round cannot use (a malformed row, a refused field) keeps it all out.
-pub fn reject_parties(
-    players: &mut Vec<Player>,
-    broken: &[BrokenParty],
-) -> Vec<crate::core::Rejection> {
+pub fn reject_parties(players: &mut Vec<Player>, broken: &[BrokenParty]) -> Vec<crate::Rejection> {
     let mut cause: std::collections::HashMap<&str, &BrokenParty> = std::collections::HashMap::new();
     for b in broken {
         cause.entry(b.party.as_str()).or_insert(b);
@@ -85,7 +82,7 @@ pub fn reject_parties(
             return true;
         };
         if p.id != b.member {
-            mates.push(crate::core::Rejection {
+            mates.push(crate::Rejection {
                 id: p.id.clone(),
                 reason: format!("party member {} was rejected ({})", b.member, b.reason),
             });

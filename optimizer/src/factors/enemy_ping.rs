@@ -12,8 +12,8 @@
 //! latency (ties: lower mean, then name), a missing latency counting as
 //! `ping.unknown_ms`; the factor is the mean over players of `ping.score(latency)`.
 
-use crate::core::index::IndexedPool;
-use crate::core::model::PingParams;
+use crate::index::IndexedPool;
+use crate::model::PingParams;
 
 /// Region choice for a dedicated-server match: (region index, factor score).
 pub fn choose_region(ix: &IndexedPool, players: &[u32], ping: &PingParams) -> (Option<usize>, f64) {

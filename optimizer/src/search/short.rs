@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::core::score::{MatchEval, Scorer};
+use crate::score::{MatchEval, Scorer};
 
 /// Benches of at most this many units get the exact selection.
 pub const EXACT_UNITS: usize = 20;

@@ -9,7 +9,7 @@
 //! d = max over teams of s(X) - min over teams (for two teams seed 001's d_p), and the
 //! factor is `equal_teams.curve`(d) (default linear, scale 300: 1 - d/300, floored at 0).
 
-use crate::core::model::{EqualTeamsParams, TeamSkill};
+use crate::model::{EqualTeamsParams, TeamSkill};
 
 /// Skill of one team.
 pub fn team_skill(skills: &[f64], params: &EqualTeamsParams) -> f64 {
@@ -51,7 +51,7 @@ pub fn difference(team_skills: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::{Exponent, TeamSkill};
+    use crate::model::{Exponent, TeamSkill};
 
     fn params(team_skill: TeamSkill, p: f64) -> EqualTeamsParams {
         EqualTeamsParams {

@@ -8,7 +8,7 @@
 //! total skill that still has room (ties: the first team). When that fails (no room,
 //! or strict roles unfilled) the exhaustive split is used.
 
-use crate::core::score::Scorer;
+use crate::score::Scorer;
 
 use super::construct;
 use super::state::State;

@@ -384,7 +384,7 @@ fn among_left_over(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Player, SolveOptions, solve};
+    use crate::{Player, SolveOptions, solve};
 
     fn player(id: &str, skill: f64, roles: &[&str]) -> Player {
         Player {
@@ -405,7 +405,7 @@ mod tests {
             pool,
             model,
             &SolveOptions {
-                budget: crate::core::Budget::Restarts(2),
+                budget: crate::Budget::Restarts(2),
                 threads: Some(1),
                 ..SolveOptions::default()
             },

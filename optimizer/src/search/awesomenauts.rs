@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::core::deadline::Deadline;
-use crate::core::score::Scorer;
+use crate::deadline::Deadline;
+use crate::score::Scorer;
 
 use super::anneal::{Outcome, assert_delta};
 use super::state::{BENCH, Scratch, State};
@@ -18,7 +18,7 @@ pub fn hill_climb(sc: &Scorer, mut st: State, deadline: &Deadline, check_delta: 
     let mut found_at: Duration = deadline.elapsed();
     let size = |u: u32| sc.ix.units[u as usize].size();
     'outer: loop {
-        let mut best: Option<(crate::core::search::state::Scored, u32, u32, u32, u32)> = None;
+        let mut best: Option<(crate::search::state::Scored, u32, u32, u32, u32)> = None;
         let nm = st.matches.len() as u32;
         for a in 0..nm {
             for b in (a + 1..nm).chain(std::iter::once(BENCH)) {

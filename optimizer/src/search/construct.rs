@@ -12,8 +12,8 @@ use std::collections::VecDeque;
 use rand::RngExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::core::factors::roles;
-use crate::core::score::Scorer;
+use crate::factors::roles;
+use crate::score::Scorer;
 
 use super::state::State;
 
@@ -138,7 +138,7 @@ pub fn fits(sc: &Scorer, units: &[u32]) -> bool {
         return false;
     }
     let nroles = sc.model.roles.len();
-    if nroles == 0 || sc.model.role_mode != crate::core::model::RoleMode::Strict {
+    if nroles == 0 || sc.model.role_mode != crate::model::RoleMode::Strict {
         return true;
     }
     let teams = sc.model.teams;

@@ -21,7 +21,7 @@ use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use crate::core::score::Scorer;
+use crate::score::Scorer;
 
 use super::construct;
 use super::moves::{Exchange, below, counterpart, source_match};
@@ -170,9 +170,9 @@ pub fn neighbour_exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::index::IndexedPool;
-    use crate::core::model::QueueModel;
-    use crate::core::pool::Pool;
+    use crate::index::IndexedPool;
+    use crate::model::QueueModel;
+    use crate::pool::Pool;
     use rand::SeedableRng;
 
     /// Run `f` on the default queue's scorer of solos with the given skills and home

@@ -36,7 +36,7 @@ pub fn interpolate(table: &[[f64; 2]], x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::PremadeParams;
+    use crate::model::PremadeParams;
 
     #[test]
     fn seed_003_premade_table_for_3v3() {

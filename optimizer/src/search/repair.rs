@@ -13,8 +13,8 @@
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::core::factors::PREMADES;
-use crate::core::score::Scorer;
+use crate::factors::PREMADES;
+use crate::score::Scorer;
 
 use super::moves::{Exchange, below};
 use super::state::State;
@@ -114,9 +114,9 @@ pub fn premade_repair(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::index::IndexedPool;
-    use crate::core::model::QueueModel;
-    use crate::core::pool::Pool;
+    use crate::index::IndexedPool;
+    use crate::model::QueueModel;
+    use crate::pool::Pool;
     use rand::SeedableRng;
 
     /// `n` players of party `party` (an empty party: `n` solos), as pool JSON entries.

@@ -12,7 +12,7 @@
 //! "Hosts first"): +0.00017 to +0.00021 of round score in three paired batches, from one
 //! hostless match fewer where the pool's remote players could be grouped.
 
-use crate::core::score::Scorer;
+use crate::score::Scorer;
 
 /// The two-hosts weight's multiplier at the start of the run.
 pub const HOSTS_EARLY_FACTOR: f64 = 5.0;
@@ -36,7 +36,7 @@ impl<'a> Shaping<'a> {
 
     /// Hosts first, for a scorer whose two-hosts factor counts (peer-to-peer queues).
     pub fn hosts_first(sc: &Scorer<'a>) -> Shaping<'a> {
-        if sc.weights[crate::core::factors::TWO_HOSTS] <= 0.0 {
+        if sc.weights[crate::factors::TWO_HOSTS] <= 0.0 {
             return Shaping::none();
         }
         let n = HOSTS_EARLY_STEPS;
@@ -65,9 +65,9 @@ impl<'a> Shaping<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::index::IndexedPool;
-    use crate::core::model::{Network, QueueModel};
-    use crate::core::pool::Pool;
+    use crate::index::IndexedPool;
+    use crate::model::{Network, QueueModel};
+    use crate::pool::Pool;
 
     #[test]
     fn the_multiplier_falls_in_steps_to_the_true_weight() {
@@ -76,8 +76,8 @@ mod tests {
         let ix = IndexedPool::build(&pool, &model).unwrap();
         let sc = Scorer::new(&ix, &model);
         let sh = Shaping::hosts_first(&sc);
-        let w = |p: f64| sh.at(p, &sc).weights[crate::core::factors::TWO_HOSTS];
-        let base = sc.weights[crate::core::factors::TWO_HOSTS];
+        let w = |p: f64| sh.at(p, &sc).weights[crate::factors::TWO_HOSTS];
+        let base = sc.weights[crate::factors::TWO_HOSTS];
         assert_eq!(w(0.0), base * HOSTS_EARLY_FACTOR);
         // one step in: a sixth of the way down
         let step = HOSTS_EARLY_UNTIL / HOSTS_EARLY_STEPS as f64;
@@ -94,7 +94,7 @@ mod tests {
         assert!(std::ptr::eq(sh.at(0.99, &sc), &sc));
         // the other weights are untouched
         for (i, (a, b)) in sh.at(0.0, &sc).weights.iter().zip(&sc.weights).enumerate() {
-            if i != crate::core::factors::TWO_HOSTS {
+            if i != crate::factors::TWO_HOSTS {
                 assert_eq!(a, b);
             }
         }

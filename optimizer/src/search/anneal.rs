@@ -23,8 +23,8 @@ use std::time::Duration;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::core::deadline::Deadline;
-use crate::core::score::{RoundValue, Scorer};
+use crate::deadline::Deadline;
+use crate::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
 use super::neighbours::{self, Neighbours, neighbour_exchange};

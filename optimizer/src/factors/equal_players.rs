@@ -8,7 +8,7 @@
 //!
 //! The factor is `equal_players.curve`(spread) (default linear, scale 600).
 
-use crate::core::model::{EqualPlayersParams, SpreadMeasure};
+use crate::model::{EqualPlayersParams, SpreadMeasure};
 
 pub fn spread(skills: &[f64], params: &EqualPlayersParams) -> f64 {
     let n = skills.len();
@@ -43,7 +43,7 @@ pub fn spread(skills: &[f64], params: &EqualPlayersParams) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::Exponent;
+    use crate::model::Exponent;
 
     #[test]
     fn pairwise_mean_over_fifteen_pairs() {

@@ -9,7 +9,7 @@
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::core::score::Scorer;
+use crate::score::Scorer;
 
 use super::state::{BENCH, State};
 

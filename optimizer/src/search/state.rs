@@ -8,8 +8,8 @@
 //! (`score::incremental`), and a match's unit list is in the row's slot order, so that
 //! a move re-scores only the pairs of the players it brings in.
 
-use crate::core::score::incremental::{MatchRows, SoloProbe, by_size};
-use crate::core::score::{MatchEval, RoundValue, Scorer};
+use crate::score::incremental::{MatchRows, SoloProbe, by_size};
+use crate::score::{MatchEval, RoundValue, Scorer};
 
 pub const BENCH: u32 = u32::MAX;
 
