@@ -10,7 +10,7 @@
 //!   positive (Lin-Kernighan's gain criterion).
 //!
 //! Gains are summed over disjoint improvements and printed per match (the unit of the
-//! round score). Used to show that the gap between a 1 s and a 50 s run is not made of
+//! round score). It shows that the gap between a 1 s and a 50 s run is not made of
 //! such local improvements (docs/optimizer-tuning.md).
 //!
 //! ```text

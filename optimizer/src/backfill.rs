@@ -1,11 +1,11 @@
-//! Backfill of running sessions (seed 002: "backfill proposal to a session with minimum 1
-//! player member"; issue 24, part 1): choose whole parties of the round's pool to fill a
+//! Backfill of running sessions (AccelByte's rebalance guide: "backfill proposal to a session with minimum 1
+//! player member"): choose whole parties of the round's pool to fill a
 //! session's open slots, its members fixed on their teams.
 //!
 //! Each completed session is scored with the queue's own match score (`Scorer`: the same
 //! factors, weights and hosts rule as a new match), the session's members and the
 //! candidates placed on the given teams (`Scorer::evaluate_fixed`). Which fills are tried
-//! follows seed 002's methods, chosen as [`rebalance::choose_method`] does for the queue's
+//! follows the AccelByte guide's methods, chosen as [`rebalance::choose_method`] does for the queue's
 //! format: **combination** (queues of at most 12 players) fills the teams "vertically",
 //! team by team, from every combination of the nearest candidates that fills each team
 //! exactly, and keeps the best score; **greedy** (larger queues, or more combinations
@@ -129,7 +129,7 @@ pub fn fill_sessions(
     })
 }
 
-/// The method seed 002 uses for a strict format of this size (the queue's full format):
+/// The method AccelByte's rebalance guide uses for a strict format of this size (the queue's full format):
 /// combination up to 12 players, greedy above.
 pub fn method_for(model: &QueueModel) -> Method {
     let strict = Alliance {
@@ -459,7 +459,7 @@ fn choose(
     ))
 }
 
-/// Seed 002's combination, for backfill: team by team, every combination (lexicographic
+/// The AccelByte guide's combination, for backfill: team by team, every combination (lexicographic
 /// in candidate order) of unused candidates whose sizes sum to the team's open slots.
 /// Each plan is (candidate, team) pairs. Returns false when there are more than `limit`.
 fn fill_vertically(
@@ -525,7 +525,7 @@ impl Vertical<'_> {
     }
 }
 
-/// Seed 002's greedy, for backfill. Choose: candidates nearest first, each taken while a
+/// The AccelByte guide's greedy, for backfill. Choose: candidates nearest first, each taken while a
 /// team has room for it (tentatively into the team with the most room). Place: the chosen
 /// parties by total skill, largest first, each into the team with the least total skill
 /// (members included) that has room (the seed's rule); if that packing leaves a party
@@ -728,7 +728,7 @@ mod tests {
         let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
         let f = &out.fills[0];
         assert_eq!(f.method, Method::Greedy);
-        // the strongest-nearest first goes to the weaker team (seed 002's greedy rule)
+        // the strongest-nearest first goes to the weaker team (the AccelByte guide's greedy rule)
         assert_eq!(
             f.outcome.teams,
             vec![vec!["weak".to_string()], vec!["strong".to_string()]]

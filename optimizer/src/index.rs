@@ -21,7 +21,7 @@ use super::model::{QueueModel, RoleMode};
 use super::pool::Pool;
 use super::round::Rejection;
 
-/// A party (or a solo player): always placed whole on one team (seed 002).
+/// A party (or a solo player): always placed whole on one team (AccelByte's rebalance guide).
 #[derive(Debug, Clone)]
 pub struct Unit {
     pub members: Vec<u32>,

@@ -12,7 +12,7 @@
 //!   not form within its budget (**not_found**; the objective always prefers one more
 //!   match, so only the budget explains it);
 //! - neither, but some of the matches tried were valid except that nobody in them could
-//!   host (peer-to-peer, seed 003's host rule, a hard rule here): **no_host**, with how
+//!   host (peer-to-peer, the Awesomenauts post's host rule, a hard rule here): **no_host**, with how
 //!   many pooled players are within `hosts.max_ping_ms` of them;
 //! - none at all: **no_valid_match**, with what was tried.
 //!

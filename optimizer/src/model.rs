@@ -3,11 +3,11 @@
 //! `[queues.NAME]` table of `config/matchmaker.toml` minus the daemon's `round` table.
 //!
 //! Every key has a default (`#[serde(default)]`), so an empty table is the Awesomenauts
-//! 3v3 peer-to-peer queue of seed 003. The formulas each parameter feeds are documented in
+//! 3v3 peer-to-peer queue of the Awesomenauts matchmaker post. The formulas each parameter feeds are documented in
 //! `core::factors` (one file per factor); [`QueueModel::validate`] refuses bad values
 //! with a message naming the key.
 //!
-//! Reproducing Alman and McKay's imbalance f = alpha * d_p + v_q (seed 001) exactly:
+//! Reproducing Alman and McKay's imbalance f = alpha * d_p + v_q (Alman and McKay) exactly:
 //! weights `equal_teams = alpha`, `equal_players = 1`, every other weight 0,
 //! `equal_teams.team_skill = "norm"`, `equal_teams.p = P`, `equal_players.measure =
 //! "uniformity"`, `equal_players.q = Q` (P, Q >= 1 or `"inf"`), both curves
@@ -31,22 +31,22 @@ pub struct QueueModel {
     /// Players per team (>= 1).
     pub team_size: usize,
     pub network: Network,
-    /// Role-restricted queue (seed 001): each team fills every role listed here, once.
+    /// Role-restricted queue (Alman and McKay): each team fills every role listed here, once.
     /// Empty: no roles. At most `team_size` roles; remaining slots take any player.
     pub roles: Vec<String>,
     /// `strict`: a team must fill every role (hard constraint); `soft`: scored by the
     /// roles factor.
     pub role_mode: RoleMode,
     /// A player waiting longer than this must be placed whenever any valid match can
-    /// include them (seed 003's max-wait fallback).
+    /// include them (the Awesomenauts post's max-wait fallback).
     #[serde(with = "humantime_serde")]
     pub max_wait: Duration,
-    /// Seed 001's time-sensitive priority g = f + beta * wait: score credit per minute
+    /// Alman and McKay's time-sensitive priority g = f + beta * wait: score credit per minute
     /// of wait (capped at `max_wait`) for each player placed in a match rather than left
     /// unmatched.
     pub wait_priority_per_minute: f64,
     /// Round score = power mean of the match scores with this exponent (0 < p <= 1):
-    /// 1 is the plain mean of seed 003; 0.5 (its "square root" remark) makes fixing the
+    /// 1 is the plain mean of the Awesomenauts matchmaker post; 0.5 (its "square root" remark) makes fixing the
     /// worst matches more important.
     pub round_score_power: f64,
     pub weights: Weights,
@@ -59,7 +59,7 @@ pub struct QueueModel {
     pub opponent_variation: VariationParams,
     pub hosts: HostParams,
     pub predicted_fairness: FairnessParams,
-    /// Seed 002's alliance rule: a range of teams and of players per team. Absent
+    /// The AccelByte guide's alliance rule: a range of teams and of players per team. Absent
     /// (the default): the one format `teams` x `team_size`. Left out of the written
     /// config when absent (a fixed queue's stored config is unchanged).
     #[serde(skip_serializing_if = "AllianceParams::is_absent")]
@@ -175,7 +175,7 @@ impl QueueModel {
             .unwrap_or_else(|| self.players_per_match())
     }
 
-    /// Fewest teams and fewest players per team of any format (seed 002's
+    /// Fewest teams and fewest players per team of any format (the AccelByte guide's
     /// `min_number` and `player_min_number`; the full format's for a fixed queue).
     pub fn min_teams_and_team_size(&self) -> (usize, usize) {
         let formats = self.formats();
@@ -188,7 +188,7 @@ impl QueueModel {
         (teams, size)
     }
 
-    /// More than one format (seed 002's relaxed alliance rule).
+    /// More than one format (the AccelByte guide's relaxed alliance rule).
     pub fn is_flexible(&self) -> bool {
         let a = &self.alliance;
         a.min_number.is_some_and(|m| m != self.teams)
@@ -440,7 +440,7 @@ pub fn format_splits(format: &[usize]) -> u64 {
     (fact(players) / div).min(u64::MAX as u128) as u64
 }
 
-/// Seed 002's alliance rule (`[queues.NAME.alliance]`): `min_number`..`max_number`
+/// The AccelByte guide's alliance rule (`[queues.NAME.alliance]`): `min_number`..`max_number`
 /// teams of `player_min_number`..`player_max_number` players. The maxima are the full
 /// format (`teams`, `team_size`; they may be omitted, and must match when given); the
 /// minima default to them (one format).
@@ -472,7 +472,7 @@ impl AllianceParams {
     }
 }
 
-/// How players connect: peer-to-peer (one player hosts, seed 003) or dedicated servers
+/// How players connect: peer-to-peer (one player hosts, the Awesomenauts matchmaker post) or dedicated servers
 /// in regions (the match is placed in the region that minimises the worst latency).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -490,7 +490,7 @@ pub enum RoleMode {
     Soft,
 }
 
-/// Weights of the match-score factors (seed 003's weighted average). A weight of 0
+/// Weights of the match-score factors (the Awesomenauts post's weighted average). A weight of 0
 /// disables the factor. Factors that do not apply to a queue (hosts on dedicated
 /// servers, roles without roles) are left out of the average.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -506,7 +506,7 @@ pub struct Weights {
     pub side_preference: f64,
     pub roles: f64,
     pub predicted_fairness: f64,
-    /// Seed 002's member-count difference between teams; only flexible queues
+    /// The AccelByte guide's member-count difference between teams; only flexible queues
     /// (`alliance` ranges) have it in the average, so fixed formats score as before.
     /// Left out of the written config at its default, so that a fixed queue's stored
     /// config (and its hash) is what it was before flexible formats.
@@ -555,7 +555,7 @@ impl Weights {
     }
 }
 
-/// Skill capping before any skill factor (seed 003: "we cap them to workable ranges").
+/// Skill capping before any skill factor (the Awesomenauts matchmaker post: "we cap them to workable ranges").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SkillParams {
@@ -662,12 +662,12 @@ impl<'de> Deserialize<'de> for Exponent {
     }
 }
 
-/// Factor 1, equal teams (seeds 003, 001).
+/// Factor 1, equal teams (the Awesomenauts matchmaker post; Alman and McKay).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EqualTeamsParams {
     /// `mean`: team skill is the power mean (mean of s^p)^(1/p), the plain mean for
-    /// p = 1 (seed 003). `norm`: seed 001's p-norm (sum of s^p)^(1/p).
+    /// p = 1 (the Awesomenauts matchmaker post). `norm`: Alman and McKay's p-norm (sum of s^p)^(1/p).
     pub team_skill: TeamSkill,
     /// p >= 1 or "inf" (team skill = best player).
     pub p: Exponent,
@@ -696,12 +696,12 @@ impl Default for EqualTeamsParams {
     }
 }
 
-/// Factor 2, equal players (seeds 003, 001).
+/// Factor 2, equal players (the Awesomenauts matchmaker post; Alman and McKay).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EqualPlayersParams {
-    /// `pairwise`: mean absolute difference over all pairs (seed 003's 15 pairs for 6
-    /// players). `uniformity`: seed 001's v_q = (mean |s - mean|^q)^(1/q).
+    /// `pairwise`: mean absolute difference over all pairs (the Awesomenauts post's 15 pairs for 6
+    /// players). `uniformity`: Alman and McKay's v_q = (mean |s - mean|^q)^(1/q).
     pub measure: SpreadMeasure,
     /// q >= 1 or "inf" (largest deviation), for `uniformity`.
     pub q: Exponent,
@@ -729,7 +729,7 @@ impl Default for EqualPlayersParams {
     }
 }
 
-/// Factor 3, indistinguishable teams (seed 000).
+/// Factor 3, indistinguishable teams (the mutual-information balancing note).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IndistinguishableParams {
@@ -749,13 +749,13 @@ impl Default for IndistinguishableParams {
     }
 }
 
-/// Factor 4, premades (seed 003).
+/// Factor 4, premades (the Awesomenauts matchmaker post).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PremadeParams {
     /// Piecewise-linear score of the relative premade difference between the teams,
     /// as [difference, score] points with increasing difference in [0, 1]. The default
-    /// reproduces seed 003 for 3v3: same structure 1, 3 vs 2+1 0.6, 3 vs 1+1+1 0.
+    /// reproduces the Awesomenauts matchmaker post for 3v3: same structure 1, 3 vs 2+1 0.6, 3 vs 1+1+1 0.
     pub table: Vec<[f64; 2]>,
 }
 
@@ -767,7 +767,7 @@ impl Default for PremadeParams {
     }
 }
 
-/// Factor 5, ping with enemies (seed 003), and the ping estimate used by hosts.
+/// Factor 5, ping with enemies (the Awesomenauts matchmaker post), and the ping estimate used by hosts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PingParams {
@@ -806,17 +806,17 @@ impl PingParams {
     }
 }
 
-/// Factor 6, opponent variation (seed 003).
+/// Factor 6, opponent variation (the Awesomenauts matchmaker post).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VariationParams {
-    /// How many of each player's most recent past matches count (seed 003: 1).
+    /// How many of each player's most recent past matches count (the Awesomenauts matchmaker post: 1).
     pub depth: usize,
     /// Weight of an older match: decay^k for the k-th most recent (k = 0 newest).
     pub decay: f64,
     /// Cost of meeting in the same relation as before (opponents again, teammates again).
     pub same_relation_cost: f64,
-    /// Cost of meeting in the swapped relation (seed 003: "slightly better").
+    /// Cost of meeting in the swapped relation (the Awesomenauts matchmaker post: "slightly better").
     pub swapped_relation_cost: f64,
 }
 
@@ -831,7 +831,7 @@ impl Default for VariationParams {
     }
 }
 
-/// Factor 7, two possible hosts (seed 003, peer-to-peer only).
+/// Factor 7, two possible hosts (the Awesomenauts matchmaker post, peer-to-peer only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HostParams {

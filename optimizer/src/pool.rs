@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Player {
     pub id: String,
-    /// Premade group: players sharing a party id always play on one team (seed 002).
+    /// Premade group: players sharing a party id always play on one team (AccelByte's rebalance guide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub party: Option<String>,
     pub skill: f64,
@@ -28,15 +28,15 @@ pub struct Player {
     /// Measured round-trip time in ms to other players, by player id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub peer_pings: BTreeMap<String, f64>,
-    /// Roles this player accepts (role-restricted queues, seed 001). Empty: any role.
+    /// Roles this player accepts (role-restricted queues, Alman and McKay). Empty: any role.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
-    /// Side preference in [0, 1] (seed 000): 0 prefers the first team, 1 the second.
+    /// Side preference in [0, 1] (the mutual-information balancing note): 0 prefers the first team, 1 the second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side: Option<f64>,
 }
 
-/// A past match, used for the opponent-variation factor (seed 003).
+/// A past match, used for the opponent-variation factor (the Awesomenauts matchmaker post).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PastMatch {
@@ -69,7 +69,7 @@ pub struct BrokenParty {
 }
 
 /// Take the members of broken parties out of `players` and return their rejections: a
-/// party is placed whole or not at all (seed 002: a party plays on one team together), so
+/// party is placed whole or not at all (AccelByte's rebalance guide: a party plays on one team together), so
 /// a member the round cannot use (a malformed row, a refused field) keeps it all out.
 pub fn reject_parties(players: &mut Vec<Player>, broken: &[BrokenParty]) -> Vec<crate::Rejection> {
     let mut cause: std::collections::HashMap<&str, &BrokenParty> = std::collections::HashMap::new();

@@ -1,4 +1,4 @@
-//! Seed 002's three rebalance methods (AccelByte AGS "Matchmaking rebalance"):
+//! The AccelByte guide's three rebalance methods (AccelByte AGS "Matchmaking rebalance"):
 //! arrange parties that are already matched together into teams, parties always whole,
 //! under an alliance rule (team count and players per team ranges), optionally around
 //! a session's existing members who keep their teams (backfill).
@@ -70,7 +70,7 @@ impl Party {
     }
 }
 
-/// Seed 002's alliance rule: between `min_number` and `max_number` teams of between
+/// The AccelByte guide's alliance rule: between `min_number` and `max_number` teams of between
 /// `player_min_number` and `player_max_number` players. Compositions here always have
 /// `max_number` teams; teams past `min_number` may stay empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl Alliance {
     }
 }
 
-/// The three methods of seed 002.
+/// The three methods of AccelByte's rebalance guide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     Permutation,
@@ -113,7 +113,7 @@ pub enum Method {
     Greedy,
 }
 
-/// The method seed 002 uses: permutation for backfill and relaxed rules; for strict
+/// The method AccelByte's rebalance guide uses: permutation for backfill and relaxed rules; for strict
 /// rules combination below 12 players and greedy above. The seed leaves exactly 12
 /// open; we take combination there (it is exact and 12 solos are 462 candidates).
 pub fn choose_method(alliance: &Alliance, backfill: bool) -> Method {
@@ -292,7 +292,7 @@ pub fn combination_candidates(
     Ok(out)
 }
 
-/// Seed 002's greedy method, with the trace of its steps.
+/// The AccelByte guide's greedy method, with the trace of its steps.
 pub fn greedy(
     parties: &[Party],
     alliance: &Alliance,
@@ -526,7 +526,7 @@ fn choose(
 
 #[cfg(test)]
 mod tests {
-    //! Seed 002's worked examples as test vectors.
+    //! The AccelByte guide's worked examples as test vectors.
     use super::*;
 
     fn comp(teams: &[&[usize]]) -> Composition {
@@ -535,7 +535,7 @@ mod tests {
         }
     }
 
-    /// Seed 002, "Permutation": session 1 has A (party 1, MMR 70) on team 1; B 60,
+    /// AccelByte's rebalance guide, "Permutation": session 1 has A (party 1, MMR 70) on team 1; B 60,
     /// C 10 and {D, E} 40 + 40 ask to be matched; 1-2 teams of 1-3 players.
     /// Indices: 0 = A (fixed on team 0), 1 = B, 2 = C, 3 = {D, E}.
     #[test]
@@ -579,7 +579,7 @@ mod tests {
         assert_eq!(choose_method(&alliance, true), Method::Permutation);
     }
 
-    /// Seed 002, "Combination": A 70, {B, C} 60 + 60, D 40, E 40, F 10; two teams of
+    /// AccelByte's rebalance guide, "Combination": A 70, {B, C} 60 + 60, D 40, E 40, F 10; two teams of
     /// three. Indices: 0 = A, 1 = {B, C}, 2 = D, 3 = E, 4 = F.
     #[test]
     fn seed_002_combination_example() {
@@ -629,7 +629,7 @@ mod tests {
         assert_eq!(choose_method(&alliance, false), Method::Combination);
     }
 
-    /// Seed 002, "Greedy": 14 players in eight parties, two teams of seven; checked step
+    /// AccelByte's rebalance guide, "Greedy": 14 players in eight parties, two teams of seven; checked step
     /// by step against the seed's table.
     #[test]
     fn seed_002_greedy_example() {

@@ -15,7 +15,7 @@ pub struct RoundOutcome {
     pub unmatched: Vec<String>,
     /// Players this queue can never use, with a reason a person can read.
     pub rejected: Vec<Rejection>,
-    /// The round's megascore (seed 003): mean (or power mean) of the match scores.
+    /// The round's megascore (the Awesomenauts matchmaker post): mean (or power mean) of the match scores.
     pub score: f64,
     pub stats: SolveStats,
 }
@@ -38,7 +38,7 @@ pub struct MatchOutcome {
     /// peer-to-peer queues. Never empty there: a match nobody can host is never made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Vec<String>>,
-    /// Who hosts (peer-to-peer): the first of `hosts`, seed 003's host rule (lowest
+    /// Who hosts (peer-to-peer): the first of `hosts`, the Awesomenauts post's host rule (lowest
     /// worst ping to the others, ties by player id).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,

@@ -1,5 +1,5 @@
 //! Scoring one match: every factor for every split of its shape, keeping the best split
-//! (seed 003: "we simply try every possible combination and select the best one").
+//! (the Awesomenauts matchmaker post: "we simply try every possible combination and select the best one").
 //!
 //! Match score = sum of weight x factor / sum of weights over the enabled factors that
 //! apply to the queue (see `factors`). Ties between splits keep the first split of the
@@ -12,12 +12,12 @@
 //! 2. the number of matches (a round places as many players as possible),
 //! 3. quality = sum over matches of score^`round_score_power` plus
 //!    `wait_priority_per_minute` x minutes waited (capped at `max_wait`) for every placed
-//!    player (seed 001's g = f + beta * wait, summed over the players: the choice in a
+//!    player (Alman and McKay's g = f + beta * wait, summed over the players: the choice in a
 //!    round is who is left over).
 //!
 //! The reported round score is the power mean (mean of score^p)^(1/p) of the match scores.
 //!
-//! Hosts are a hard rule in peer-to-peer queues (seed 003, "each match should have a
+//! Hosts are a hard rule in peer-to-peer queues (the Awesomenauts matchmaker post, "each match should have a
 //! player who can connect with everyone in the match"): a match nobody in it can host is
 //! *hostless* and worth nothing to the objective (no match, no overdue player placed, no
 //! quality; `MatchEval::hosted`), exactly as if its players were on the bench. The search
@@ -1030,7 +1030,7 @@ impl<'a> Scorer<'a> {
         }
     }
 
-    /// Seed 000: orient the two teams so that most side preferences are met (count of
+    /// The mutual-information balancing note: orient the two teams so that most side preferences are met (count of
     /// players with s < 0.5 on side 0 plus s > 0.5 on side 1; ties by the summed
     /// preference; a full tie keeps the order).
     fn orientation_swaps(&self, teams: &[Vec<u32>]) -> bool {

@@ -50,11 +50,11 @@ pub enum Strategy {
     /// parallel restarts from sorted and semi-random constructions.
     #[default]
     Default,
-    /// Seed 003, faithful: best-improvement swaps with re-split, random restarts.
+    /// The Awesomenauts matchmaker post, faithful: best-improvement swaps with re-split, random restarts.
     Awesomenauts,
-    /// Seed 001: sort by skill, cut into windows, split each optimally.
+    /// Alman and McKay: sort by skill, cut into windows, split each optimally.
     Chunk,
-    /// Seed 002: greedy rebalance inside sorted chunks.
+    /// AccelByte's rebalance guide: greedy rebalance inside sorted chunks.
     Greedy,
 }
 
@@ -144,7 +144,7 @@ pub fn solve(
     if !model.is_flexible() {
         return Ok(outcome(&sc, &run, None, options, &deadline, threads));
     }
-    // seed 002's flexible formats: the full matches are scored with the member-count
+    // The AccelByte guide's flexible formats: the full matches are scored with the member-count
     // difference in the average (1 for them), and smaller formats are formed from the
     // bench (`search::short`)
     let formats = model.formats();
@@ -209,7 +209,7 @@ pub fn search(
 /// in it can host, then form what matches the bench allows, each with a host. The
 /// search's objective already counts a hostless match for nothing, so this loses
 /// nothing the search valued; its overdue players stay on the bench unless a match
-/// with a host can take them (seed 003's max-wait fallback, "matched with whoever can
+/// with a host can take them (the Awesomenauts post's max-wait fallback, "matched with whoever can
 /// host them").
 pub fn enforce_hosts(sc: &Scorer, state: &mut State) {
     if state.evals.iter().all(|e| e.hosted) {
@@ -281,7 +281,7 @@ fn run_strategy(
         neighbours: neighbours.as_ref(),
     };
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
-        // restart 0: seed 003's sorted start (awesomenauts) or sorted within regions
+        // restart 0: the Awesomenauts post's sorted start (awesomenauts) or sorted within regions
         // (default); later restarts: semi-random starts
         let start = if r == 0 && options.strategy == Strategy::Awesomenauts {
             construct::cut(sc, &construct::skill_order(sc))

@@ -1,4 +1,4 @@
-//! Team split enumeration (seed 003's brute force, seed 002's "parties always on one
+//! Team split enumeration (the Awesomenauts post's brute force, the AccelByte guide's "parties always on one
 //! team").
 //!
 //! A match is a multiset of units (parties and solos); its "shape" is the list of unit
@@ -87,7 +87,7 @@ impl SplitTables {
         Self::for_format(&vec![team_size; teams])
     }
 
-    /// The tables of a format of teams of these sizes (seed 002's flexible alliance
+    /// The tables of a format of teams of these sizes (the AccelByte guide's flexible alliance
     /// rule: e.g. [5, 4]).
     pub fn for_format(caps: &[usize]) -> Self {
         let mut caps = caps.to_vec();

@@ -61,7 +61,7 @@ pub struct BenchArgs {
     /// `casual_5v5` queue (dedicated servers; pools as `simulate --write-pool --players
     /// 10000 --queue casual_5v5 --max-party-size 5 --seed S` writes them), the default
     /// strategy at each `--large-budgets` and at `--large-reference`, on `--large-seeds`
-    /// pools, with the anytime checks (issue 25).
+    /// pools, with the anytime checks (a longer budget never scores worse).
     #[arg(long)]
     pub large: bool,
     /// Budgets of the large-pool curve.
@@ -522,7 +522,7 @@ fn large_pool(population: &Population, seed: u64) -> anyhow::Result<(Pool, Queue
 
 const LARGE_QUEUE: &str = "casual_5v5";
 
-/// The large-pool curve: every budget on every pool, then the anytime checks of issue 25
+/// The large-pool curve: every budget on every pool, then the anytime checks
 /// (per pool: score(10 s) >= score(2 s), score(30 s) >= score(10 s), 10 s within 0.2% of
 /// the reference). A round that places more players ranks above one with a higher mean
 /// match score (the objective is lexicographic), so each cell also shows the matches.

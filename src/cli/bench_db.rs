@@ -1,4 +1,4 @@
-//! `matchmaker bench-db`: the database side of the targets of issue 3, measured.
+//! `matchmaker bench-db`: the database side of a round, measured.
 //!
 //! 1. **Round database work** (snapshot + commit; the solve is excluded): for each pool
 //!    size, the same players are enqueued again before every repetition, so from the

@@ -1,4 +1,4 @@
-//! `matchmaker peak`: a measured peak evening (issue 25, part 4). Daemon replicas run as
+//! `matchmaker peak`: a measured peak evening. Daemon replicas run as
 //! child processes of this binary (`matchmaker run`, as `soak` starts them) over the
 //! queues of [`crate::sim::peak`] (datacenter regions x a 3v3 peer-to-peer and a 5v5
 //! dedicated mode), while one simulator per queue (`sim::simulator`, the load of

@@ -288,7 +288,7 @@ pub struct RoundConfig {
     /// A round at each tick of this cron expression (UTC; 5 fields, or 6 with seconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
-    /// Start a round early as soon as this many players are queued (seed 003: 100-300).
+    /// Start a round early as soon as this many players are queued (the Awesomenauts matchmaker post: 100-300).
     /// Absent: no early start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_pool: Option<usize>,
@@ -324,7 +324,7 @@ pub struct RoundConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
     /// How many recent matches per pooled player the snapshot reads as history for
-    /// opponent variation. Absent: the model's `opponent_variation.depth` (seed 003 looks
+    /// opponent variation. Absent: the model's `opponent_variation.depth` (the Awesomenauts matchmaker post looks
     /// at the previous match: 1); never less than that.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_matches: Option<usize>,

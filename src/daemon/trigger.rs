@@ -1,4 +1,4 @@
-//! When a queue's round runs: the triggers of seed 003, as one pure decision.
+//! When a queue's round runs: the triggers of the Awesomenauts matchmaker post, as one pure decision.
 //!
 //! * **schedule**: the tick (interval or cron) is due and the pool has at least
 //!   `min_pool` players; below that the round waits for players;
@@ -11,7 +11,7 @@
 //!   without having been in any round (a `max_wait` shorter than the interval).
 //!
 //! A player a round left over starts no round before the tick, whatever their wait: the
-//! countdown players see is the tick, and it holds (seed 003's promise: "we can tell the
+//! countdown players see is the tick, and it holds (the Awesomenauts post's promise: "we can tell the
 //! player beforehand exactly how long they'll have to wait"). Past `max_wait` they come
 //! first in the tick's round (the solver places overdue players whenever any valid match
 //! can include them), so a player who can be matched waits at most `max_wait` plus one

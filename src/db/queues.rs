@@ -53,7 +53,7 @@ pub async fn publish_queue(
     .bind(network)
     .bind(&m.roles)
     .bind(&config.tickets.regions)
-    // A party always plays on one team (seed 002): the largest team of any format, which
+    // A party always plays on one team (AccelByte's rebalance guide): the largest team of any format, which
     // is the full format's.
     .bind(m.team_size as i32)
     .bind(config.tickets.ttl.as_secs_f64())

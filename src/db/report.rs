@@ -190,7 +190,7 @@ async fn read_repeats(
                FROM window_rounds r
                JOIN matches m ON m.round_id = r.round_id
                JOIN match_players mp ON mp.match_id = m.match_id),
-         -- Each placed player's match before this one in the same queue (seed 003's
+         -- Each placed player's match before this one in the same queue (the Awesomenauts post's
          -- opponent variation looks one match back), found once per player rather than
          -- once per pair, through the player's entries (queue_entries_player_latest): a
          -- player has one queued entry per queue at a time, so their entries in a queue

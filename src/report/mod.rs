@@ -110,7 +110,7 @@ pub struct PlacedPlayer {
     pub peer_pings: BTreeMap<String, f64>,
 }
 
-/// Opponent pairs of one round that had met in a player's previous match (seed 003's
+/// Opponent pairs of one round that had met in a player's previous match (the Awesomenauts post's
 /// opponent variation). Pairs are ordered (a with b and b with a both count), as in
 /// `docs/ops-queries.sql`'s `opponent_repeats`.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,4 @@
-//! The plan of a peak evening (issue 25, part 4), pure: which queues (datacenter regions x
+//! The plan of a peak evening, pure: which queues (datacenter regions x
 //! modes: a 3v3 peer-to-peer and a 5v5 on dedicated servers), their round schedules and
 //! waits, the daemon config that serves them, and how the player base and its arrivals
 //! split between the queues. `matchmaker peak` runs the plan (`cli::peak`).

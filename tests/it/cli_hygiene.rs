@@ -256,8 +256,8 @@ async fn cli_database_errors_print_once_without_server_source_lines() {
 }
 
 /// An enqueue measurement too short for both paths is refused at once, before a scratch
-/// database is made and the rounds run (it used to fail at the end with "no enqueue
-/// through raw INSERT"). The URL points nowhere: the refusal must not need a server.
+/// database is made and the rounds run, not at the end with "no enqueue through raw
+/// INSERT". The URL points nowhere: the refusal must not need a server.
 #[test]
 fn cli_bench_db_refuses_an_enqueue_measurement_too_short_for_both_paths() {
     let bench_db = |extra: &[&str]| {

@@ -1,4 +1,4 @@
-//! Balanced leadership (issue 25): replicas of `daemon::run` on one database share the
+//! Balanced leadership: replicas of `daemon::run` on one database share the
 //! queues. 3 replicas x 9 queues settle at 3 each within two lease TTLs and stay there;
 //! killing one (no graceful release) leaves 4-5 each within one TTL plus one renew
 //! interval, without moving the survivors' own queues; a joiner gets its share; a replica

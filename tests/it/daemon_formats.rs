@@ -1,4 +1,4 @@
-//! Flexible formats end to end (issue 24, part 2): the daemon running on a real
+//! Flexible formats end to end: the daemon running on a real
 //! PostgreSQL, clients enqueueing through the functions as a client login. A 5v5 queue
 //! that allows 5v4 and 4v4 forms a 5v4 from nine players only when the score says so
 //! (the same nine players wait in a queue whose minimum no smaller match reaches), ten

@@ -1,4 +1,4 @@
-//! Peer-to-peer matches always have a named host (issue 24, part 3; seed 003's "two
+//! Peer-to-peer matches always have a named host (the Awesomenauts post's "two
 //! possible servers"): no strategy returns a match nobody in it can host, the match names
 //! its host and backup host by the seed's host rule, players nobody can host with stay
 //! queued with a `no_host` reason, and overdue players are matched with whoever can host
@@ -216,8 +216,7 @@ fn generated_pools_with_players_who_cannot_host_make_no_hostless_match() {
 /// Seven players, one match: six who reach each other well, and a seventh with a ping
 /// above the host limit to all of them. Nobody can host a match with the seventh, so the
 /// round matches the six and leaves the seventh over with a `no_host` reason, even
-/// though they waited past `max_wait` (issue 24: the 7-player round that formed a match
-/// nobody could host).
+/// though they waited past `max_wait`.
 #[test]
 fn a_player_nobody_can_host_with_is_left_over_even_when_overdue() {
     let now = t0();

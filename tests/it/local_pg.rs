@@ -61,10 +61,10 @@ async fn persistent_server_keeps_its_data_across_restarts() {
     );
 }
 
-/// The failure of issue 23: a checkout in a directory only root can enter (a clone under
-/// /root, or in `mktemp -d`), test servers under the checkout's target dir, and `initdb:
-/// could not access directory ... Permission denied`. The shared test server lives under
-/// the system temp dir instead, and its user reads its files.
+/// A checkout in a directory only root can enter (a clone under /root, or in `mktemp -d`)
+/// must not put test servers under the checkout's target dir (`initdb: could not access
+/// directory ... Permission denied`): the shared test server lives under the system temp
+/// dir instead, and its user reads its files.
 #[test]
 fn the_test_server_lives_where_its_user_can_reach_it_not_in_the_checkout() {
     let Some(base) = server_base_dir() else {

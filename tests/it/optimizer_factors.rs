@@ -1,6 +1,6 @@
 //! Score factors through the public API, with hand-computed values and the seeds'
-//! worked examples (seed 002's combination and greedy tables, seed 003's premade table,
-//! seed 001's imbalance function).
+//! worked examples (the AccelByte guide's combination and greedy tables, the Awesomenauts post's premade table,
+//! Alman and McKay's imbalance function).
 
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::model::{
@@ -71,7 +71,7 @@ fn alman_mckay_imbalance_is_reachable_exactly() {
         model.equal_players.measure = SpreadMeasure::Uniformity;
         model.equal_players.q = Exponent(q);
         model.equal_players.curve.scale = s;
-        // seed 001's f, minimised over the 10 splits by hand
+        // Alman and McKay's f, minimised over the 10 splits by hand
         let norm = |t: &[f64]| {
             if p.is_infinite() {
                 t.iter().copied().fold(f64::MIN, f64::max)
@@ -419,7 +419,7 @@ fn overdue_players_are_placed_and_long_waits_preferred() {
     assert!(out.matches[0].teams.iter().flatten().any(|id| id == "late"));
     assert_eq!(out.unmatched.len(), 2);
 
-    // identical players: the one who waited least stays unmatched (seed 001's g)
+    // identical players: the one who waited least stays unmatched (Alman and McKay's g)
     let mut p: Vec<Player> = (1..=7).map(|i| player(&format!("p{i}"), 1500.0)).collect();
     for (i, x) in p.iter_mut().enumerate() {
         x.enqueued_at = ago(if i == 3 { 1 } else { 8 });

@@ -1,4 +1,4 @@
-//! Flexible formats (seed 002's alliance rule): a smaller match forms only when its
+//! Flexible formats (the AccelByte guide's alliance rule): a smaller match forms only when its
 //! score, with the member-count difference weighted, reaches the value of leaving its
 //! players; fixed-format queues score exactly as before; the exhaustive split covers
 //! teams of unequal size; small flexible pools are solved to the exact optimum

@@ -681,9 +681,8 @@ fn small_pools_are_solved_to_the_exact_optimum() {
             );
         }
     }
-    // 99% before hosts became a hard rule (issue 24): a walk that never keeps a match
-    // nobody can host misses the optimum on 4 of these 200 pools (seeds 31, 128, 148,
-    // 165, all within 0.03 of it), so 97% until the search learns to cross them
+    // Hosts are a hard rule: a walk that never keeps a match nobody can host misses the
+    // optimum on 4 of these 200 pools (seeds 31, 128, 148, 165, all within 0.03 of it).
     assert!(
         exact * 100 >= total * 97,
         "exact optimum on {exact} of {total} pools"

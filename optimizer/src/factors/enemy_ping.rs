@@ -1,4 +1,4 @@
-//! Factor 5, ping with enemies (seed 003).
+//! Factor 5, ping with enemies (the Awesomenauts matchmaker post).
 //!
 //! Peer-to-peer: the mean over all pairs of opponents (9 pairs in 3v3) of the perceived
 //! ping score `ping.score(ms)`: 1 up to `ping.good_ms` (30), 0 from `ping.bad_ms` (300),

@@ -1,9 +1,9 @@
-//! Factor 2, equal players (seed 003; q-uniformity of seed 001).
+//! Factor 2, equal players (the Awesomenauts matchmaker post; q-uniformity of Alman and McKay).
 //!
 //! Spread of all (capped) skills in the match, ignoring teams:
 //! - `equal_players.measure = "pairwise"` (default): the mean absolute difference over
-//!   all pairs (seed 003: "15 combinations" for 6 players).
-//! - `"uniformity"`: seed 001's v_q = (mean over players of |s - mean|^q)^(1/q),
+//!   all pairs (the Awesomenauts matchmaker post: "15 combinations" for 6 players).
+//! - `"uniformity"`: Alman and McKay's v_q = (mean over players of |s - mean|^q)^(1/q),
 //!   `equal_players.q` >= 1 (2: standard deviation) or "inf" (largest deviation).
 //!
 //! The factor is `equal_players.curve`(spread) (default linear, scale 600).

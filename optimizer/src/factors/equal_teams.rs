@@ -1,12 +1,12 @@
-//! Factor 1, equal teams (seed 003; p-fairness of seed 001).
+//! Factor 1, equal teams (the Awesomenauts matchmaker post; p-fairness of Alman and McKay).
 //!
 //! Team skill s(X) (skills capped first, `skill.cap_min` / `skill.cap_max`):
 //! - `equal_teams.team_skill = "mean"` (default): the power mean (mean of s^p)^(1/p);
-//!   with the default p = 1 the plain average of seed 003.
-//! - `"norm"`: seed 001's p-norm (sum of s^p)^(1/p); p = 1 is the sum.
+//!   with the default p = 1 the plain average of the Awesomenauts matchmaker post.
+//! - `"norm"`: Alman and McKay's p-norm (sum of s^p)^(1/p); p = 1 is the sum.
 //! - p = "inf": the best player's skill (both modes).
 //!
-//! d = max over teams of s(X) - min over teams (for two teams seed 001's d_p), and the
+//! d = max over teams of s(X) - min over teams (for two teams Alman and McKay's d_p), and the
 //! factor is `equal_teams.curve`(d) (default linear, scale 300: 1 - d/300, floored at 0).
 
 use crate::model::{EqualTeamsParams, TeamSkill};
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn seed_002_combination_table_distances() {
-        // seed 002, "Combination" example: A 70, {B, C} 60, D 40, E 40, F 10; the table's
+        // AccelByte's rebalance guide, "Combination" example: A 70, {B, C} 60, D 40, E 40, F 10; the table's
         // "MMR Distance" is the difference of team means.
         let mean = params(TeamSkill::Mean, 1.0);
         let d = |a: &[f64], b: &[f64]| difference(&[team_skill(a, &mean), team_skill(b, &mean)]);

@@ -1,4 +1,4 @@
-//! Factor 7, two possible hosts (seed 003; peer-to-peer queues only).
+//! Factor 7, two possible hosts (the Awesomenauts matchmaker post; peer-to-peer queues only).
 //!
 //! A player can host when their ping (see `enemy_ping`) to every other player in the
 //! match is at most `hosts.max_ping_ms` (150). Two or more such players score 1 (host

@@ -1,4 +1,4 @@
-//! Factor 3, indistinguishable teams (seed 000).
+//! Factor 3, indistinguishable teams (the mutual-information balancing note).
 //!
 //! Each team's skills and the whole match's skills are approximated by normals; with
 //! mu_i, sigma_i^2 the team's mean and variance and mu, sigma^2 the match's (population
@@ -8,7 +8,7 @@
 //! D = sum over teams of 1/2 [ (mu_i - mu)^2 / sigma^2 + sigma_i^2 / sigma^2
 //!                              - ln(sigma_i^2 / sigma^2) - 1 ]
 //!
-//! the summed KL divergence of seed 000. Factor = exp(-D / `indistinguishable_teams.scale`)
+//! the summed KL divergence of the mutual-information balancing note. Factor = exp(-D / `indistinguishable_teams.scale`)
 //! (D = 0, identical distributions, scores 1).
 
 /// Mean and population variance.

@@ -1,4 +1,4 @@
-//! Factor 11, member-count difference (seed 002: "the member count difference between
+//! Factor 11, member-count difference (AccelByte's rebalance guide: "the member count difference between
 //! teams" is a rebalance criterion).
 //!
 //! Only queues with an alliance range (`[queues.NAME.alliance]`) have this factor in

@@ -1,6 +1,6 @@
 //! The eleven match-score factors, one file each. Every factor maps a match (and its team
 //! split) to a score in [0, 1], 1 being perfect. The match score is the weighted average
-//! of the enabled factors (weights in `[queues.NAME.weights]`, seed 003); factors that do
+//! of the enabled factors (weights in `[queues.NAME.weights]`, the Awesomenauts matchmaker post); factors that do
 //! not apply to a queue (hosts on dedicated servers, roles in a queue without roles) are
 //! left out of the average.
 //!

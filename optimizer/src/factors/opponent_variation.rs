@@ -1,10 +1,10 @@
-//! Factor 6, opponent variation (seed 003).
+//! Factor 6, opponent variation (the Awesomenauts matchmaker post).
 //!
 //! History is the list of past matches in the pool input. For each player, only their
 //! `opponent_variation.depth` most recent past matches count (default 1: "the previous
 //! match"), the k-th most recent with weight `decay`^k. A pair that met as teammates
 //! costs, if teammates again, `same_relation_cost` (1.0) x weight, and if opponents now
-//! `swapped_relation_cost` (0.7) x weight (seed 003: meeting in the swapped relation is
+//! `swapped_relation_cost` (0.7) x weight (the Awesomenauts matchmaker post: meeting in the swapped relation is
 //! "slightly better"); symmetrically for past opponents. A pair keeps the larger cost of
 //! both players' views.
 //!

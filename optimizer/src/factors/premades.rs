@@ -1,10 +1,10 @@
-//! Factor 4, premades (seed 003).
+//! Factor 4, premades (the Awesomenauts matchmaker post).
 //!
 //! A team's premade "bonds" = team_size - number of parties (solos count as parties of
 //! one): 3 solos have 0 bonds, a 2-player premade + a solo 1, a 3-player premade 2. The
 //! relative difference x = (max bonds - min bonds over teams) / (team_size - 1) goes
 //! through the piecewise-linear `premades.table` of [x, score] points. The default
-//! table [[0, 1], [0.5, 0.6], [1, 0]] reproduces seed 003 exactly for 3v3: same
+//! table [[0, 1], [0.5, 0.6], [1, 0]] reproduces the Awesomenauts matchmaker post exactly for 3v3: same
 //! structure 1, 3-premade vs 2-premade + solo 0.6 (a small difference), 3-premade vs 3
 //! solos 0; and it scales to other sizes (5v5: a 2-premade vs 5 solos scores 0.8).
 

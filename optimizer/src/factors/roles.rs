@@ -1,4 +1,4 @@
-//! Factor 9, roles (seed 001's role-restricted queue).
+//! Factor 9, roles (Alman and McKay's role-restricted queue).
 //!
 //! A queue with `roles = [...]` (at most `team_size`) needs each team to fill every role
 //! with a distinct player who accepts it (a player without `roles` accepts any); the

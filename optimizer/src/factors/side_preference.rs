@@ -1,11 +1,11 @@
-//! Factor 8, side preference (seed 000).
+//! Factor 8, side preference (the mutual-information balancing note).
 //!
 //! Each player may give a preference s in [0, 1] (0: the first side, 1: the second),
 //! read as a Bernoulli variable. Over the players with a preference, t_i is the mean
 //! preference in team i, t the mean over the match and n_i / n the team's share. The
 //! mutual information between preference and team is
 //! I = sum_i (n_i / n) [ t_i ln(t_i / t) + (1 - t_i) ln((1 - t_i) / (1 - t)) ]
-//! (seed 000's formula, weighted by team share), and the factor is I / H(t) with H the
+//! (the mutual-information note's formula, weighted by team share), and the factor is I / H(t) with H the
 //! binary entropy: 1 when preferences are fully separated by team, 0 when the teams
 //! tell nothing. A match where nobody has a preference, or where all agree, scores 1.
 //!

@@ -1,5 +1,5 @@
 //! The default strategy's restart: simulated annealing over random exchanges (the
-//! blog comments on seed 003 suggest it; seed 000 names it), from a sorted or
+//! blog comments on the Awesomenauts matchmaker post suggest it; the mutual-information balancing note names it), from a sorted or
 //! semi-random construction.
 //!
 //! Each step draws one random exchange (`moves`), scores it by re-scoring only the two

@@ -1,4 +1,4 @@
-//! The `awesomenauts` strategy's restart, faithful to seed 003: from a construction,
+//! The `awesomenauts` strategy's restart, faithful to the Awesomenauts matchmaker post: from a construction,
 //! repeatedly try every swap of two units of the same size between two matches or
 //! with the bench (each swap re-splits both matches), perform the best one, and stop
 //! at a local optimum (no swap improves).

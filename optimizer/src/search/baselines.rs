@@ -1,9 +1,9 @@
 //! The `chunk` and `greedy` baselines (no search).
 //!
-//! `chunk` (seed 001's offline approximation): sort by skill, cut into windows of one
+//! `chunk` (Alman and McKay's offline approximation): sort by skill, cut into windows of one
 //! match, split each window by the exhaustive split over all factors.
 //!
-//! `greedy` (seed 002's greedy rebalance): the same sorted windows, but each is split
+//! `greedy` (the AccelByte guide's greedy rebalance): the same sorted windows, but each is split
 //! greedily: parties by total skill, highest first, each to the team with the lowest
 //! total skill that still has room (ties: the first team). When that fails (no room,
 //! or strict roles unfilled) the exhaustive split is used.
@@ -31,7 +31,7 @@ pub fn greedy(sc: &Scorer) -> State {
     st
 }
 
-/// Seed 002's greedy assignment: team of each unit of `units` (same order).
+/// The AccelByte guide's greedy assignment: team of each unit of `units` (same order).
 pub fn greedy_split(sc: &Scorer, units: &[u32]) -> Option<Vec<u8>> {
     let ix = sc.ix;
     let teams = sc.model.teams;

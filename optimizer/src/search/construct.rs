@@ -1,4 +1,4 @@
-//! Starting rounds: sort and cut (seed 003's first rule, seed 001's offline
+//! Starting rounds: sort and cut (the Awesomenauts post's first rule, Alman and McKay's offline
 //! approximation), keeping parties whole, plus semi-random orders for restarts.
 //!
 //! Units are taken in order into the current match while they still fit: the sizes
@@ -17,7 +17,7 @@ use crate::score::Scorer;
 
 use super::state::State;
 
-/// Units by skill, best first (ties by index): seed 003's sorted start.
+/// Units by skill, best first (ties by index): the Awesomenauts post's sorted start.
 pub fn skill_order(sc: &Scorer) -> Vec<u32> {
     let units = &sc.ix.units;
     let mut order: Vec<u32> = (0..units.len() as u32).collect();

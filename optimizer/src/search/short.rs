@@ -1,4 +1,4 @@
-//! Flexible formats (seed 002's alliance ranges): smaller matches from the players the
+//! Flexible formats (the AccelByte guide's alliance ranges): smaller matches from the players the
 //! full matches left out.
 //!
 //! The search forms full-format matches exactly as for a fixed queue (same scorer,
