@@ -1,14 +1,16 @@
--- Everything a client runs against the matchmaker's database: the whole client contract.
+-- What a client runs against the matchmaker's database: the client contract.
 --
 -- A client (a game backend, a gateway, a game client with a database connection) logs in
 -- as a role that is a member of matchmaker_client, and has nothing else:
 --
 --   CREATE ROLE game_backend LOGIN PASSWORD '...' IN ROLE matchmaker_client;
 --
--- That role may call five functions (enqueue, enqueue_party, keep_alive, cancel,
--- queue_channel) and read four views (queue_catalog, player_status, match_details,
--- queue_countdown). It cannot read or write a table: the matchmaker owns its tickets,
--- their times and their status.
+-- That role may call seven functions (enqueue, enqueue_party, keep_alive, cancel,
+-- queue_channel, and for backfill request_backfill and cancel_backfill) and read five
+-- views (queue_catalog, player_status, match_details, queue_countdown, backfill_status).
+-- It cannot read or write a table: the matchmaker owns its tickets, their times and
+-- their status. This file holds the statements of a queue's ordinary flow; the whole API,
+-- backfill included, is described in docs/client-guide.md.
 -- A login sees and cancels only the players it enqueued itself.
 --
 -- A refused call raises an error with SQLSTATE 22023 (invalid_parameter_value) and a
@@ -50,7 +52,7 @@ SELECT queue, teams, team_size, formats, min_players_per_match, network, roles, 
 LISTEN matchmaker_round;
 
 -- name: queue_channel
--- The channel of a queue's own notifications (migration 0014): 'matchmaker:' and the
+-- The channel of a queue's own notifications: 'matchmaker:' and the
 -- queue's name (a name longer than 52 bytes is shortened, with a hash). LISTEN on it in
 -- double quotes; any role may LISTEN.
 -- example: q

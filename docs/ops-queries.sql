@@ -76,7 +76,7 @@ SELECT q.queue, q.matched_players,
  ORDER BY q.queue;
 
 -- name: opponent_repeats
--- How often opponents repeat (seed 003's opponent variation), per round of queue $1
+-- How often opponents repeat (the opponent-variation factor), per round of queue $1
 -- (last 20 rounds): of all (player, opponent) pairs, how many had already met in the
 -- player's previous match, as opponents again or as teammates then.
 WITH recent_rounds AS (
