@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Paired comparison of optimizer variants: the method behind docs/optimizer-tuning.md.
+"""Paired comparison of optimizer variants (docs/tuning.md, "Changing the search").
 
 A single run's round score moves by more than most search changes gain, so variants are
 compared on the same pools and seeds, run one after the other (the machine is shared

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Round database work of two builds, side by side: the method behind the client
-contract's figure "round database work within 10% of before the contract".
+"""Round database work of two builds, side by side: does a change make a round's
+snapshot and commit dearer?
 
 One run of `matchmaker bench-db` moves by more than 10% on a shared host, and the host's
 speed drifts over minutes, so the two builds run alternately in A B B A order, and each
@@ -9,11 +9,10 @@ range of those ratios are the figure.
 
     benches/round_work_ab.py A_BINARY B_BINARY [SIZE:REPEAT ...]
 
-A is the reference (e.g. the pre-contract build, 6043e12:
-`git worktree add /tmp/pre-contract 6043e12 && cargo build --release` there). SIZE:REPEAT
-defaults to 300:10 10000:3. A build whose bench-db has no `--rounds-only` (before it
-existed) runs a 1 s enqueue measurement after its rounds instead; only the round table
-is read. DATABASE_URL, as bench-db reads it (each run makes and drops its own scratch
+A is the reference build (e.g. `git worktree add /tmp/base main && cargo build --release`
+there), B the changed one. SIZE:REPEAT defaults to 300:10 10000:3. A build whose bench-db
+has no `--rounds-only` runs a 1 s enqueue measurement after its rounds instead; only the
+round table is read. DATABASE_URL, as bench-db reads it (each run makes and drops its own scratch
 database); without it every run starts a private PostgreSQL.
 
 Environment: PAIRS (quadruples per size, 4).

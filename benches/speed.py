@@ -13,7 +13,7 @@ Pools are /tmp/poolK.json (`matchmaker bench --write-pool /tmp/poolK.json --pool
 Environment: STEPS (500000), POOLS (1,2,3), CORE (1: the CPU to pin the runs to).
 
 Use it only for changes that keep the search's decisions (the fixed-step check in
-docs/optimizer-tuning.md): with other changes the two binaries do different work.
+docs/tuning.md): with other changes the two binaries do different work.
 """
 
 import json

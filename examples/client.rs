@@ -1,8 +1,8 @@
 //! An example game backend: enqueues players through the client functions, LISTENs on
 //! the queue's channel, prints the countdown as it moves and the match once it is made,
-//! and exits. It uses only the client contract (docs/client-contract.sql, migration 0014's
-//! notifications), as a login in the `matchmaker_client` role, and nothing of this crate:
-//! a backend in any language with a PostgreSQL driver does the same.
+//! and exits. It uses only the client API (docs/client-guide.md, docs/client-contract.sql)
+//! and its notifications, as a login in the `matchmaker_client` role, and nothing of this
+//! crate: a backend in any language with a PostgreSQL driver does the same.
 //!
 //! ```text
 //! cargo run --release --example client -- \
@@ -14,7 +14,7 @@
 //! `--database-url` may also come from `DATABASE_URL`. Several `--player`s with `--party`
 //! are enqueued as one party (`enqueue_party`); without it, each alone (`enqueue`).
 //!
-//! How it waits (the pattern the README's "Notifications" section describes):
+//! How it waits (the pattern docs/client-guide.md, "Notifications", describes):
 //! 1. LISTEN on `queue_channel(queue)` BEFORE enqueueing, so no notification is missed;
 //! 2. enqueue, then read `player_status` once for the countdown;
 //! 3. on a `countdown` notification, print the new countdown; on a `match` notification

@@ -10,8 +10,8 @@
 //!   positive (Lin-Kernighan's gain criterion).
 //!
 //! Gains are summed over disjoint improvements and printed per match (the unit of the
-//! round score). It shows that the gap between a 1 s and a 50 s run is not made of
-//! such local improvements (docs/optimizer-tuning.md).
+//! round score). It shows that the gap between a 1 s and a 50 s run is not made of such
+//! local improvements (docs/tuning.md, "Changing the search").
 //!
 //! ```text
 //! cargo run --release --example local_optimum -- POOL.json [BUDGET_MS] [SEED]
