@@ -52,9 +52,9 @@ SELECT queue, teams, team_size, formats, min_players_per_match, network, roles, 
 LISTEN matchmaker_round;
 
 -- name: queue_channel
--- The channel of a queue's own notifications: 'matchmaker:' and the
--- queue's name (a name longer than 52 bytes is shortened, with a hash). LISTEN on it in
--- double quotes; any role may LISTEN.
+-- The channel of a queue's own notifications: 'matchmaker:' and the queue's name (a name
+-- longer than 52 bytes is shortened, with a hash). LISTEN on it in double quotes; any role
+-- may LISTEN.
 -- example: q
 SELECT queue_channel(queue => $1) AS channel;
 

@@ -1,4 +1,4 @@
-//! Backfill of running sessions (migration 0017, `core::backfill`), against a real
+//! Backfill of running sessions (`request_backfill`, `core::backfill`), against a real
 //! PostgreSQL, the clients logged in as members of matchmaker_client: a session that lost
 //! a player is refilled by the leader's immediate backfill round (the schedule far away)
 //! with the close candidate, not the far one, its members untouched; parties stay whole;
@@ -194,7 +194,7 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     assert_eq!(payload["players"][0]["player_id"], "near", "{payload}");
     assert_eq!(payload["players"][0]["team"], 1, "{payload}");
     assert_nobody_matched_twice(w.db()).await;
-    // The fill is the new player's last match (migration 0022).
+    // The fill is the new player's last match (`recent_matches`).
     assert_recent_matches_agree(w.db(), w.config.history_matches()).await;
 
     // Nothing left to fill: the next look waits for the schedule.

@@ -179,6 +179,14 @@ async fn cli_refuses_a_schema_older_than_the_binary() {
         Err(DbError::SchemaBehind { missing, .. }) => assert_eq!(missing, vec![latest]),
         other => panic!("expected SchemaBehind, got {other:?}"),
     }
+    // While the baseline is the only migration, a database without it has none of this
+    // binary's migrations: "not migrated". From the next migration on: "behind".
+    let only_baseline = db::MIGRATOR.iter().count() == 1;
+    let state = if only_baseline {
+        "not migrated"
+    } else {
+        "behind this binary"
+    };
     let url = db.url();
     for args in [
         vec!["status", "--once", "--database-url", &url],
@@ -190,9 +198,9 @@ async fn cli_refuses_a_schema_older_than_the_binary() {
             !out.status.success(),
             "{args:?} must exit non-zero:\n{stderr}"
         );
-        assert_eq!(stderr.matches("behind this binary").count(), 1, "{stderr}");
+        assert_eq!(stderr.matches(state).count(), 1, "{stderr}");
         assert!(
-            stderr.contains(&format!("not applied: {latest})")),
+            only_baseline || stderr.contains(&format!("not applied: {latest})")),
             "names the missing migration:\n{stderr}"
         );
         assert!(stderr.contains("matchmaker migrate"), "{stderr}");

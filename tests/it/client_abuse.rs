@@ -199,7 +199,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         readable,
         [
-            // backfill_status: the login's backfill requests (migration 0017).
+            // backfill_status: the login's backfill requests.
             "backfill_status",
             "match_details",
             "player_status",
@@ -230,12 +230,12 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     .await
     .unwrap();
     // matchmaker_sees_all: the views call it as their reader; it answers false here.
-    // queue_channel: the name of a queue's notification channel (migration 0014).
+    // queue_channel: the name of a queue's notification channel.
     assert_eq!(
         callable,
         [
             "cancel",
-            // request_backfill / cancel_backfill: backfill of running sessions (0017).
+            // request_backfill / cancel_backfill: backfill of running sessions.
             "cancel_backfill",
             "enqueue",
             "enqueue_party",

@@ -17,8 +17,8 @@ use crate::support::*;
 /// Three queues of the same 5v5 format with 5v4 and 4v4 allowed, that differ only in
 /// `short_match_min_score` and in the pool size that starts a round early. Polling and
 /// the schedule every hour: a round here is started by the enqueue NOTIFY at the target.
-/// (Before 0018's change of the `min_pool` default, `target_pool = 9` was refused: the
-/// default was a full match, 10.)
+/// (`target_pool = 9` is below a full match, 10: the `min_pool` default, one match of
+/// the smallest format, allows it.)
 fn config() -> String {
     let queue = |name: &str, min_score: f64, target: usize| {
         format!(

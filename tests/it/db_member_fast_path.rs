@@ -1,7 +1,7 @@
-//! enqueue()'s fast path (`matchmaker_member_ok`, migrations 0009, 0010 and 0016) against the rule-by-rule
-//! checks it short-cuts (`matchmaker_check_member`): it may only accept what the checks
-//! accept, or a bad player would be enqueued without a refusal. Every edge of every
-//! rule, and random mutations of realistic players, go through both.
+//! enqueue()'s fast path (`matchmaker_member_ok`) against the rule-by-rule checks it
+//! short-cuts (`matchmaker_check_member`): it may only accept what the checks accept, or
+//! a bad player would be enqueued without a refusal. Every edge of every rule, and random
+//! mutations of realistic players, go through both.
 
 use matchmaker::config::Config;
 use matchmaker::sim::population::{Population, PopulationSpec};
@@ -205,8 +205,8 @@ async fn fast_path_accepts_exactly_what_the_checks_accept_at_every_edge() {
     push("peer key control", &|m| {
         m.peer_pings = Some(json!({"a\u{1}": 40}))
     });
-    // Keys the fast path leaves to the checks (migration 0016: a backslash in the map's
-    // text form); the checks accept them.
+    // Keys the fast path leaves to the checks (a backslash in the map's text form); the
+    // checks accept them.
     push("peer key with quote", &|m| {
         m.peer_pings = Some(json!({"a\"b": 40}))
     });
@@ -359,8 +359,8 @@ async fn fast_path_agrees_with_the_checks_on_mutated_realistic_players() {
 /// A NULL among several roles, on fresh connections (whose first executions of a prepared
 /// statement get custom plans, in which the planner folds the fast path's expressions for
 /// the bound values): the fast path says no, and enqueue() refuses with the contract's
-/// readable error, never "null value not allowed for object key" (before migration 0016
-/// that depended on which pooled connection ran the call).
+/// readable error, never "null value not allowed for object key" (whichever pooled
+/// connection runs the call).
 #[tokio::test]
 async fn a_null_role_is_refused_readably_on_a_fresh_connection() {
     let (db, regions) = setup().await;

@@ -19,6 +19,7 @@ mod db_schema;
 mod faults;
 mod hosts;
 mod local_pg;
+mod migrations;
 mod notify;
 mod ops_metrics;
 mod ops_queries;

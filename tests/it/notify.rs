@@ -1,6 +1,6 @@
-//! Per-match and countdown notifications on the queue's channel (migration 0014), received
-//! as a client login; the payload limit with the largest match format; the example client
-//! (`examples/client.rs`) against a running daemon.
+//! Per-match and countdown notifications on the queue's channel (`queue_channel`),
+//! received as a client login; the payload limit with the largest match format; the
+//! example client (`examples/client.rs`) against a running daemon.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -344,8 +344,8 @@ async fn the_largest_match_is_notified_in_parts_under_the_payload_limit() {
 /// A match written by hand in queue `queue` (the round's commit needs a configured queue;
 /// these test the SQL function with queue names no config would use). Only the match row
 /// names `queue`; its round and entries name `q`: the round's and the enqueue's own
-/// notifications (migrations 0005, 0009) carry the queue name whole and cannot send a name
-/// of thousands of characters.
+/// notifications (matchmaker_round, matchmaker_enqueue) carry the queue name whole and
+/// cannot send a name of thousands of characters.
 async fn hand_written_match(db: &PgPool, queue: &str, players: &[&str]) -> i64 {
     let round_id: i64 = sqlx::query_scalar(
         "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,

@@ -1,9 +1,8 @@
-//! `recent_matches` (migration 0022): each player's last `round.history_matches` matches
-//! per queue, kept by the round's commit in the transaction that writes `match_players`.
-//! It must say what `match_players` says after rounds (solos, parties, backfill fills),
-//! after the depth changes, after retention prunes; the snapshot must read the same
-//! history from it that the old per-player query read; and the migration must fill it
-//! right from a history recorded before it.
+//! `recent_matches`: each player's last `round.history_matches` matches per queue, kept
+//! by the round's commit in the transaction that writes `match_players`. It must say what
+//! `match_players` says after rounds (solos, parties, backfill fills), after the depth
+//! changes, after retention prunes; and the snapshot must read the same history from it
+//! that a per-player query over `match_players` reads.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,9 +61,9 @@ async fn enqueue_pool(db: &PgPool, at: DateTime<Utc>) {
         .expect("enqueue");
 }
 
-/// The history the snapshot reads for the queued pool at `depth`, and the history the
-/// query before migration 0022 read (each pooled player's last `depth` rows of
-/// match_players in the queue), built the snapshot's way: matches by id, teams in order.
+/// The history the snapshot reads for the queued pool at `depth`, and the history a
+/// per-player query reads (each pooled player's last `depth` rows of match_players in
+/// the queue), built the snapshot's way: matches by id, teams in order.
 async fn history_read_and_expected(db: &PgPool, depth: usize) -> (Vec<PastMatch>, Vec<PastMatch>) {
     let snapshot = db::snapshot_pool(db, "q", 100, depth).await.unwrap();
     let players: Vec<String> = snapshot
@@ -221,202 +220,6 @@ async fn retention_keeps_what_recent_matches_names() {
     let (read, expected) = history_read_and_expected(db, 2).await;
     assert_eq!(read, expected);
     assert!(!read.is_empty());
-}
-
-/// The schema of the release before migration 0022.
-async fn migrate_before_0022(db: &PgPool) {
-    let before_0022 = sqlx::migrate::Migrator::with_migrations(
-        db::MIGRATOR
-            .iter()
-            .filter(|m| m.version < 22)
-            .cloned()
-            .collect(),
-    );
-    before_0022.run(db).await.unwrap();
-}
-
-#[tokio::test]
-async fn the_migration_fills_recent_matches_from_the_history_before_it() {
-    let tdb = unmigrated_db().await;
-    let db = &tdb.pool;
-    migrate_before_0022(db).await;
-
-    // History of three queues, recorded before migration 0022: queue a's last round says
-    // history_matches = 3; b's says only opponent_variation.depth = 2; c's config names
-    // neither (depth 1). Each round has one match of 6 out of 8 players, in turn; the
-    // rounds of a queue interleave with the others'.
-    let configs = [
-        (
-            "a",
-            r#"{"opponent_variation": {"depth": 1}, "round": {"history_matches": 3}}"#,
-        ),
-        ("b", r#"{"opponent_variation": {"depth": 2}, "round": {}}"#),
-        ("c", r#"{}"#),
-    ];
-    for r in 0..6i64 {
-        for (queue, config) in configs {
-            let at = t0() + chrono::Duration::minutes(r * 10);
-            let round_id: i64 = sqlx::query_scalar(
-                "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
-                                     committed_at, pool_size, match_count, matched,
-                                     left_over, rejected, snapshot_ms, solve_ms, commit_ms,
-                                     seed, config_hash, config)
-                 VALUES ($1, 'schedule', 't', 1, $2, $2, $2, 8, 1, 6, 2, 0, 0, 0, 0, 1, 'h',
-                         $3::jsonb)
-                 RETURNING round_id",
-            )
-            .bind(queue)
-            .bind(at)
-            .bind(config)
-            .fetch_one(db)
-            .await
-            .unwrap();
-            let match_id: i64 = sqlx::query_scalar(
-                "INSERT INTO matches (round_id, queue, created_at, score)
-                 VALUES ($1, $2, $3, 0.5) RETURNING match_id",
-            )
-            .bind(round_id)
-            .bind(queue)
-            .bind(at)
-            .fetch_one(db)
-            .await
-            .unwrap();
-            // Players r .. r+5 of u0..u7 (so each player skips some rounds).
-            let players: Vec<String> = (0..6).map(|k| format!("u{}", (r + k) % 8)).collect();
-            sqlx::query(
-                "WITH e AS (
-                     INSERT INTO queue_entries (queue, player_id, skill, enqueued_at, status,
-                                                round_id, match_id, team, updated_at)
-                     SELECT $1, p, 1500, $3, 'matched', $4, $5, k::int % 2, $3
-                       FROM unnest($2::text[]) WITH ORDINALITY AS u(p, k)
-                     RETURNING *)
-                 INSERT INTO match_players (match_id, entry_id, queue, player_id, team, skill,
-                                            enqueued_at, matched_at)
-                 SELECT match_id, entry_id, queue, player_id, team, skill, enqueued_at,
-                        updated_at
-                   FROM e",
-            )
-            .bind(queue)
-            .bind(&players)
-            .bind(at)
-            .bind(round_id)
-            .bind(match_id)
-            .execute(db)
-            .await
-            .unwrap();
-        }
-    }
-
-    db::migrate(db).await.unwrap();
-    for (queue, depth) in [("a", 3), ("b", 2), ("c", 1)] {
-        let wrong: Vec<(String, MatchIds, MatchIds)> = sqlx::query_as(
-            "WITH expected AS (
-                 SELECT player_id, array_agg(match_id ORDER BY match_id) AS ids
-                   FROM (SELECT player_id, match_id,
-                                row_number() OVER (PARTITION BY player_id
-                                                   ORDER BY matched_at DESC) AS n
-                           FROM match_players WHERE queue = $1) x
-                  WHERE n <= $2
-                  GROUP BY player_id)
-             SELECT player_id, e.ids, r.match_ids
-               FROM expected e
-               FULL JOIN (SELECT * FROM recent_matches WHERE queue = $1) r USING (player_id)
-              WHERE e.ids IS DISTINCT FROM r.match_ids",
-        )
-        .bind(queue)
-        .bind(depth as i64)
-        .fetch_all(db)
-        .await
-        .unwrap();
-        assert!(wrong.is_empty(), "queue {queue}: {wrong:?}");
-        let rows = count_bound(
-            db,
-            "SELECT count(*) FROM recent_matches WHERE queue = $1",
-            queue,
-        )
-        .await;
-        assert_eq!(rows, 8, "queue {queue}");
-    }
-    // The index it replaces is gone.
-    assert_eq!(
-        count(
-            db,
-            "SELECT count(*) FROM pg_indexes WHERE indexname = 'match_players_recent'"
-        )
-        .await,
-        0
-    );
-}
-
-#[tokio::test]
-async fn the_migration_waits_until_every_replica_is_stopped() {
-    let tdb = unmigrated_db().await;
-    let db = &tdb.pool;
-    migrate_before_0022(db).await;
-
-    // A replica of the previous release, alive and leading a queue.
-    sqlx::query(
-        "INSERT INTO replicas (replica, started_at, heartbeat_at, expires_at)
-         VALUES ('old-1', now(), now(), now() + interval '10 seconds')",
-    )
-    .execute(db)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO leases (queue, holder, term, acquired_at, expires_at)
-         VALUES ('q', 'old-2', 1, now(), now() + interval '10 seconds')",
-    )
-    .execute(db)
-    .await
-    .unwrap();
-    let refused = db::migrate(db)
-        .await
-        .expect_err("refused while replicas live");
-    let message = format!("{refused:#}");
-    assert!(
-        message.contains("needs every replica stopped") && message.contains("old-1, old-2"),
-        "{message}"
-    );
-    assert_eq!(
-        count(
-            db,
-            "SELECT count(*) FROM _sqlx_migrations WHERE version = 22"
-        )
-        .await,
-        0,
-        "nothing of 0022 applied"
-    );
-    assert_eq!(
-        count(
-            db,
-            "SELECT count(*) FROM pg_indexes WHERE indexname = 'match_players_recent'"
-        )
-        .await,
-        1,
-        "the previous release's index is still there"
-    );
-
-    // Stopped (a clean stop deletes the row and releases the lease): it runs.
-    sqlx::query("DELETE FROM replicas")
-        .execute(db)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE leases SET expires_at = now()")
-        .execute(db)
-        .await
-        .unwrap();
-    db::migrate(db)
-        .await
-        .expect("migrates once every replica is stopped");
-    assert_eq!(count(db, "SELECT count(*) FROM recent_matches").await, 0);
-}
-
-async fn count_bound(db: &PgPool, sql: &'static str, value: &str) -> i64 {
-    sqlx::query_scalar(sql)
-        .bind(value)
-        .fetch_one(db)
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

@@ -76,7 +76,7 @@ async fn fingerprint(db: &sqlx::PgPool) -> Vec<i64> {
 }
 
 /// The audit's count of match_players rows whose match or entry is gone: their links
-/// are not foreign keys (migration 0024), so pruning must keep them whole itself.
+/// are not foreign keys, so pruning must keep them whole itself.
 async fn players_without_match_or_entry(db: &sqlx::PgPool) -> i64 {
     let audit = matchmaker::db::audit::audit(db, Default::default())
         .await
@@ -223,7 +223,7 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
     assert_eq!(players_without_match_or_entry(db).await, 0);
 }
 
-/// match_players' links are written, not checked by foreign keys (migration 0024): a
+/// match_players' links are written, not checked by foreign keys: a
 /// match or an entry deleted around the daemon leaves its match players behind, and the
 /// audit (`matchmaker soak`, the fault tests) counts each of them.
 #[tokio::test]
@@ -263,7 +263,7 @@ async fn the_audit_counts_match_players_whose_match_or_entry_is_gone() {
     assert_eq!(players_without_match_or_entry(db).await, first_players + 1);
 }
 
-/// An entry's match is a copy without a foreign key (migration 0023): the entries a
+/// An entry's match is a copy without a foreign key: the entries a
 /// match took from other queues (withdrawn) go by their own age in their own queue,
 /// before or after the match, and the matched ones go with their match.
 #[tokio::test]

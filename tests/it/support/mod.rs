@@ -477,7 +477,7 @@ pub async fn assert_contract_invariants(db: &PgPool) {
 /// Match ids of one player: as match_players says (expected), as recent_matches holds.
 pub type MatchIds = Option<Vec<i64>>;
 
-/// `recent_matches` (migration 0022) says what `match_players` says: per queue and
+/// `recent_matches` says what `match_players` says: per queue and
 /// player, the ids of their last `depth` matches (newest by `matched_at`), oldest first,
 /// and no row for a player without a match.
 pub async fn assert_recent_matches_agree(db: &PgPool, depth: usize) {

@@ -1,0 +1,1871 @@
+-- The matchmaker's schema, 1.0.
+--
+-- Three kinds of users, three roles (section 7):
+--   clients    game clients or a game backend (matchmaker_client): call the client
+--              functions (section 4) and read the client views (section 5); they hold no
+--              privilege on any table. This is Open Match's frontend rule (the server
+--              owns tickets) in PostgreSQL's own terms: SECURITY DEFINER functions with a
+--              pinned search_path, roles, row locks.
+--   the daemon `matchmaker run` (matchmaker_daemon): the only writer of the tables. It
+--              publishes the queues, runs each queue's rounds under a lease, commits
+--              matches, expires tickets and prunes old history.
+--   operators  (matchmaker_ops): read everything, write nothing.
+--
+-- Sections:
+--   1. Tables                 5. Views
+--   2. Indexes                6. Notifications
+--   3. Internal helpers       7. Roles and privileges
+--   4. The client API
+--
+-- Released migrations are never edited: a change to this schema is a new migration.
+
+
+-- =========================================================================================
+-- 1. Tables
+-- =========================================================================================
+
+-- ---- queues: the queues the database knows ----------------------------------------------
+-- Published by each queue's leader when it takes the lease and when its config changes; a
+-- queue dropped from the config is retired (active = false) and its queued entries get
+-- the reason. enqueue() refuses a queue that is not active here.
+--
+-- teams x team_size is the full format, and the largest. A flexible queue (AccelByte's
+-- alliance rule) also forms smaller matches (a 5v5 queue with min_team_size 4: 5v4, 4v4);
+-- clients read which in queue_catalog, and the daemon's audit holds every committed match
+-- to them. formats is text, not an integer array: formats have different numbers of
+-- teams, and PostgreSQL's arrays are rectangular. A match's format in the same words is
+-- string_agg(size::text, 'v' ORDER BY size DESC) over its teams.
+CREATE TABLE queues (
+    queue          text PRIMARY KEY,
+    active         boolean NOT NULL,
+    teams          integer NOT NULL,
+    team_size      integer NOT NULL,
+    network        text NOT NULL,
+    -- Roles a player may name (empty: a queue without roles).
+    roles          text[] NOT NULL,
+    -- Regions a latency map may name (empty: any name).
+    regions        text[] NOT NULL,
+    max_party_size integer NOT NULL,
+    -- A ticket not kept alive for this long expires.
+    ticket_ttl     interval NOT NULL,
+    max_wait       interval NOT NULL,
+    config_hash    text NOT NULL,
+    published_by   text NOT NULL,
+    published_at   timestamptz NOT NULL,
+    retired_at     timestamptz NULL,
+    retired_reason text NULL,
+    min_teams      integer NOT NULL,
+    min_team_size  integer NOT NULL,
+    formats        text[] NOT NULL,
+    CONSTRAINT retired_queue_has_reason CHECK (active OR retired_reason IS NOT NULL),
+    CONSTRAINT queue_team_range CHECK (min_teams BETWEEN 2 AND teams),
+    CONSTRAINT queue_team_size_range CHECK (min_team_size BETWEEN 1 AND team_size),
+    -- The full format comes first.
+    CONSTRAINT queue_formats_start_full
+        CHECK (formats[1] = array_to_string(array_fill(team_size, ARRAY[teams]), 'v')),
+    -- A party plays on one team: never larger than the largest team.
+    CONSTRAINT queue_party_fits_a_team CHECK (max_party_size <= team_size)
+);
+COMMENT ON TABLE queues IS
+    'The queues the daemon serves, with their format and entry limits (written by the daemon)';
+COMMENT ON COLUMN queues.min_teams IS
+    'Fewest teams of a match (AccelByte''s alliance min_number); teams is the most.';
+COMMENT ON COLUMN queues.min_team_size IS
+    'Fewest players of a team (AccelByte''s alliance player_min_number); team_size is the most.';
+COMMENT ON COLUMN queues.formats IS
+    'Every format a match of this queue may have, full format first: team sizes largest '
+    'first joined by ''v'' (''5v5'', ''5v4'', ''4v4'').';
+
+-- ---- queue_entries: the tickets ---------------------------------------------------------
+-- One row per player per enqueue, written by the client functions; the daemon moves rows
+-- out of 'queued' and never deletes a queued row.
+--
+-- The constraints are the table's own last line behind the client functions' readable
+-- refusals (the daemon's tools and tests write rows directly). Each is named as the rule
+-- it enforces: PostgreSQL puts the name in the error.
+CREATE SEQUENCE queue_entries_party_key_seq;
+
+CREATE TABLE queue_entries (
+    entry_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+
+    -- The player's request.
+    queue         text NOT NULL,
+    player_id     text NOT NULL,
+    party_id      text NULL,
+    skill         double precision NOT NULL,
+    skill_sigma   double precision NULL,
+    latencies     jsonb NOT NULL DEFAULT '{}',
+    peer_pings    jsonb NOT NULL DEFAULT '{}',
+    roles         text[] NOT NULL DEFAULT '{}',
+    side          double precision NULL,
+    enqueued_at   timestamptz NOT NULL DEFAULT now(),
+
+    -- Written by the daemon (and by cancel(): status and reason).
+    status        text NOT NULL DEFAULT 'queued',
+    reject_reason text NULL,
+    -- Copies the daemon writes, not foreign keys (see their comments).
+    round_id      bigint NULL,
+    match_id      bigint NULL,
+    team          integer NULL,
+    role          text NULL,
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+
+    -- The ticket's lifetime, refreshed by keep_alive(); the default only serves rows
+    -- written directly by the daemon's own tools (bulk loads, tests).
+    expires_at    timestamptz NOT NULL DEFAULT (now() + interval '10 minutes'),
+    -- The login role that enqueued; a client sees and cancels its own entries only.
+    owner         text NOT NULL DEFAULT session_user,
+    -- One enqueue_party() call (from queue_entries_party_key_seq) and its size.
+    -- Membership is fixed by the call, and a party is matched only when all party_size
+    -- members are still queued (never split).
+    party_key     bigint NULL,
+    party_size    integer NULL,
+    -- Queued entries: how and why the last round that pooled them left them over,
+    -- written by the round's commit so that a client polling player_status reads it from
+    -- the entry's own row.
+    left_over        text NULL,
+    left_over_reason text NULL,
+
+    CONSTRAINT queue_must_not_be_empty CHECK (queue <> ''),
+    CONSTRAINT player_id_must_not_be_empty CHECK (player_id <> ''),
+    CONSTRAINT party_id_must_not_be_empty CHECK (party_id <> ''),
+    -- PostgreSQL orders NaN above Infinity, so these bounds also refuse NaN.
+    CONSTRAINT skill_must_be_finite CHECK (skill > '-Infinity' AND skill < 'Infinity'),
+    CONSTRAINT skill_sigma_must_be_finite_and_non_negative
+        CHECK (skill_sigma >= 0 AND skill_sigma < 'Infinity'),
+    CONSTRAINT side_must_be_between_0_and_1 CHECK (side >= 0 AND side <= 1),
+    -- A latency map: a JSON object of non-empty names to numbers of ms in [0, 1e9). JSON
+    -- allows any magnitude (1e400), which no client can mean and which does not fit a
+    -- double. Plain expressions, not a SQL function over jsonb_each, which would be
+    -- planned again for every inserted row. `strict` keeps jsonpath from unwrapping
+    -- arrays ({"eu": [1]} is refused).
+    CONSTRAINT latencies_must_map_regions_to_non_negative_ms CHECK (
+        jsonb_typeof(latencies) = 'object'
+        AND NOT latencies ? ''
+        AND NOT jsonb_path_exists(
+            latencies, 'strict $.* ? (@.type() != "number" || @ < 0 || @ >= 1e9)')),
+    CONSTRAINT peer_pings_must_map_players_to_non_negative_ms CHECK (
+        jsonb_typeof(peer_pings) = 'object'
+        AND NOT peer_pings ? ''
+        AND NOT jsonb_path_exists(
+            peer_pings, 'strict $.* ? (@.type() != "number" || @ < 0 || @ >= 1e9)')),
+    CONSTRAINT roles_must_not_contain_empty_or_null
+        CHECK ('' <> ALL (roles) AND array_position(roles, NULL) IS NULL),
+    -- expired: no keep-alive within the queue's ticket_ttl; withdrawn: the player (or a
+    -- party member) was matched in another queue (match_id names that match).
+    CONSTRAINT status_must_be_known
+        CHECK (status IN ('queued', 'matched', 'cancelled', 'rejected', 'expired', 'withdrawn')),
+    -- The daemon's own invariants: a matched row says where it went; a row that left
+    -- without a match says why (so do cancelled rows from cancel()).
+    CONSTRAINT matched_entry_has_match CHECK (status <> 'matched' OR match_id IS NOT NULL),
+    CONSTRAINT rejected_entry_has_reason
+        CHECK (status <> 'rejected' OR reject_reason IS NOT NULL),
+    CONSTRAINT ended_entry_has_reason
+        CHECK (status NOT IN ('expired', 'withdrawn') OR reject_reason IS NOT NULL)
+);
+COMMENT ON TABLE queue_entries IS
+    'One row per player per enqueue, written by the client functions (enqueue, '
+    'enqueue_party); the daemon moves rows out of ''queued'' (matched, rejected, expired, '
+    'withdrawn; cancel() cancels), and deletes rows that ended before the retention horizon '
+    '([retention] horizon; never a queued row).';
+COMMENT ON COLUMN queue_entries.latencies IS 'round-trip ms to each region / datacenter';
+COMMENT ON COLUMN queue_entries.peer_pings IS 'measured round-trip ms to other players by id';
+COMMENT ON COLUMN queue_entries.side IS 'side preference: 0 first team, 1 second team';
+COMMENT ON COLUMN queue_entries.reject_reason IS
+    'why the entry left the queue without a match (rejected, expired, withdrawn, cancelled)';
+-- Not foreign keys: the link from a matched entry to its match is match_players, written
+-- in the same statement as the entry's move to 'matched'; as keys these copies would cost
+-- every matched row two more key checks in the round's commit. Only the daemon writes
+-- them, and the audit (`matchmaker soak`, the fault tests) holds every matched entry to
+-- its match_players row.
+COMMENT ON COLUMN queue_entries.round_id IS
+    'matched or rejected: the round that did it. A copy the daemon writes, without a '
+    'foreign key';
+COMMENT ON COLUMN queue_entries.match_id IS
+    'matched: the match (as match_players says); withdrawn: the match in another queue that '
+    'won. A copy the daemon writes, without a foreign key';
+COMMENT ON COLUMN queue_entries.left_over IS
+    'Queued entries: how the last round that pooled them left them over (no_valid_match, '
+    'no_host, outscored, not_found, party_sat_out, match_dropped, ...); NULL: not pooled '
+    'yet.';
+
+-- ---- rounds: what each round did and why ------------------------------------------------
+-- Enough to explain any past round and to replay it (the effective queue config, its hash
+-- and the seed are stored with the round; the pool is in round_snapshots).
+CREATE TABLE rounds (
+    round_id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue             text NOT NULL,
+    -- schedule: the interval / cron tick; pool_size: the pool reached the target size
+    -- early; max_wait: someone waited the queue's maximum; manual: an operator asked;
+    -- backfill: a round that only fills backfill requests.
+    trigger           text NOT NULL,
+    -- The lease under which the round was committed (see leases).
+    leader            text NOT NULL,
+    term              bigint NOT NULL,
+    started_at        timestamptz NOT NULL,
+    snapshot_at       timestamptz NOT NULL,
+    committed_at      timestamptz NOT NULL,
+    pool_size         integer NOT NULL,
+    match_count       integer NOT NULL,
+    matched           integer NOT NULL,
+    left_over         integer NOT NULL,
+    rejected          integer NOT NULL,
+    -- Players whose match was dropped because a match-mate cancelled during the solve;
+    -- they stay queued with their original enqueue time.
+    dropped_by_cancel integer NOT NULL DEFAULT 0,
+    -- The round's megascore (mean match score) and the mean of each factor's score.
+    score             double precision NULL,
+    factor_averages   jsonb NOT NULL DEFAULT '{}',
+    solver_stats      jsonb NOT NULL DEFAULT '{}',
+    -- Database and solver time of the round, for ops (ms).
+    snapshot_ms       double precision NOT NULL,
+    solve_ms          double precision NOT NULL,
+    commit_ms         double precision NOT NULL,
+    -- The seed is a u64: numeric holds all of it.
+    seed              numeric(20, 0) NOT NULL,
+    config_hash       text NOT NULL,
+    config            jsonb NOT NULL,
+    CONSTRAINT trigger_must_be_known
+        CHECK (trigger IN ('schedule', 'pool_size', 'max_wait', 'manual', 'backfill'))
+);
+COMMENT ON TABLE rounds IS
+    'One row per committed round; config + seed + the pool (match_players and the entries '
+    'with this round_id) are enough to replay it.';
+
+-- ---- matches ----------------------------------------------------------------------------
+-- Peer-to-peer matches name who hosts them: the solver never makes one that nobody in it
+-- can host (a player can host when their ping to every other player is at most
+-- hosts.max_ping_ms). Of the players who can, the two best by the host rule of the
+-- Awesomenauts matchmaker post (lowest worst ping to the others, ties by player id) are
+-- the host and the backup host, who takes over if the host drops (host migration).
+CREATE TABLE matches (
+    match_id   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    -- A key: one check per match, not per player.
+    round_id   bigint NOT NULL REFERENCES rounds,
+    queue      text NOT NULL,
+    created_at timestamptz NOT NULL,
+    -- Weighted match score in [0, 1] and the score of each factor, by factor name.
+    score      double precision NOT NULL,
+    factors    jsonb NOT NULL DEFAULT '{}',
+    -- Dedicated-server queues: the server region. Peer-to-peer: players who can host,
+    -- best first.
+    region     text NULL,
+    hosts      text[] NOT NULL DEFAULT '{}',
+    -- NULL in dedicated-server queues (the match is played in `region`).
+    host_player_id        text NULL,
+    -- NULL when only one player can host (or in dedicated-server queues).
+    backup_host_player_id text NULL,
+    -- Backfills: a fill is written as a match holding the new players only, with the
+    -- session they join and the request it answers (no key: retention prunes requests
+    -- by their own age).
+    session_id            text NULL,
+    backfill_request_id   bigint NULL,
+    CONSTRAINT backup_host_needs_a_host
+        CHECK (backup_host_player_id IS NULL OR host_player_id IS NOT NULL),
+    CONSTRAINT backup_host_is_another_player
+        CHECK (backup_host_player_id IS DISTINCT FROM host_player_id
+               OR host_player_id IS NULL)
+);
+COMMENT ON COLUMN matches.host_player_id IS
+    'Peer-to-peer: the player who hosts (reaches everyone within hosts.max_ping_ms, lowest '
+    'worst ping; ties by player id). NULL in dedicated-server queues.';
+COMMENT ON COLUMN matches.backup_host_player_id IS
+    'Peer-to-peer: the next best possible host, for host migration; NULL when only one '
+    'player can host.';
+COMMENT ON COLUMN matches.session_id IS
+    'Backfills: the running session the match''s players join (NULL: a new match)';
+
+-- ---- match_players ----------------------------------------------------------------------
+-- The round's commit writes a match, its players' rows here and their entries' move to
+-- 'matched' in one statement: each row is made from the entry that statement has just
+-- moved, under the match id it has just inserted. So its links to the match and the entry
+-- are not foreign keys (which would cost every matched player two key checks, each a row
+-- lock on a row the same statement had just written). What the keys would guard holds:
+-- only the daemon writes these tables; retention deletes a match's match_players rows
+-- first, then its entries and the match; and the audit (`matchmaker soak`, the fault
+-- tests) counts match_players rows whose match or entry is missing, a violation like a
+-- player in two matches.
+CREATE TABLE match_players (
+    match_id     bigint NOT NULL,
+    -- UNIQUE: an entry goes to at most one match, whatever goes wrong above.
+    entry_id     bigint NOT NULL UNIQUE,
+    queue        text NOT NULL,
+    player_id    text NOT NULL,
+    party_id     text NULL,
+    team         integer NOT NULL,
+    role         text NULL,
+    skill        double precision NOT NULL,
+    enqueued_at  timestamptz NOT NULL,
+    matched_at   timestamptz NOT NULL,
+    PRIMARY KEY (match_id, player_id)
+);
+COMMENT ON COLUMN match_players.match_id IS
+    'the match; written in the same statement as the match, without a foreign key';
+COMMENT ON COLUMN match_players.entry_id IS
+    'the queue entry matched (UNIQUE: one match per entry); written in the same statement '
+    'that moves the entry to matched, without a foreign key';
+
+-- ---- recent_matches: each player's last matches -----------------------------------------
+-- So that a round's work does not grow with the length of the history. The snapshot
+-- reads the rows of its pooled players through the primary key (nothing reads
+-- match_players by player), and retention keeps the matches they name. The round's commit
+-- rewrites a row in place (the new id appended, the oldest beyond the queue's depth
+-- dropped): no indexed column changes and fillfactor leaves room on the page, so it is a
+-- HOT update and adds no index key for a player who has played before. An index on
+-- match_players by player instead grows a key per matched player at a random place, and
+-- its pages, read and written whole once per player, make each round dearer as the
+-- history grows.
+CREATE TABLE recent_matches (
+    queue     text NOT NULL,
+    player_id text NOT NULL,
+    -- The player's last matches in the queue, oldest first (ascending match_id: a
+    -- queue's rounds commit one after the other under its lease), at most the queue's
+    -- round.history_matches at the time of the last match.
+    match_ids bigint[] NOT NULL,
+    PRIMARY KEY (queue, player_id)
+) WITH (fillfactor = 80);
+COMMENT ON TABLE recent_matches IS
+    'Per queue and player, the ids of their last round.history_matches matches, oldest '
+    'first: the history a round''s snapshot reads and retention keeps. Written by the '
+    'round''s commit, in the transaction that writes match_players.';
+
+-- ---- round_snapshots: what each round's solver saw --------------------------------------
+-- So that any past round can be re-solved (`matchmaker replay`), re-solved with other
+-- settings (what-if), and every pooled player who was not matched can be told why
+-- (`matchmaker explain`, the player_rounds view).
+CREATE TABLE round_snapshots (
+    -- One snapshot per round, gone with its round: retention prunes rounds and relies on
+    -- this cascade.
+    round_id     bigint PRIMARY KEY REFERENCES rounds ON DELETE CASCADE,
+    queue        text NOT NULL,
+    -- Layout of `pool`; a later layout gets a new number and the program reads both.
+    format       smallint NOT NULL DEFAULT 1,
+    -- The solver's input exactly: the core's Pool as JSON (every player given to the
+    -- solver with the fields it used: skill, sigma, latencies, peer pings, roles, side,
+    -- party, enqueue time; the round's clock `now`, so waits are as they were; the match
+    -- history the snapshot read), compressed with LZ4 (frame: 4-byte length, then the
+    -- block). Compressed by the daemon, not by PostgreSQL: a 10,000-player pool is a few
+    -- MB of JSON, and the round's commit should neither parse it (jsonb) nor compress it
+    -- (TOAST) while it holds the lease row. Only the program reads it back.
+    pool         bytea NOT NULL,
+    pool_players integer NOT NULL,
+    -- Size of the JSON before compression (what the compression saves, for ops).
+    pool_json_bytes integer NOT NULL,
+    -- The queue's effective config as a config file (TOML) holding this queue only, as
+    -- `matchmaker optimize --config` and `replay --config` read it.
+    config       text NOT NULL,
+    -- The solver's budget: {"time_ms": 3000} or {"restarts": 8, "moves_per_restart": N}
+    -- (moves_per_restart null: the solver's default), and the threads; with restarts the
+    -- result does not depend on threads or machine speed. The seed is rounds.seed.
+    budget       jsonb NOT NULL,
+    strategy     text NOT NULL,
+    threads      integer,
+    -- Every pooled player who was not matched, and why:
+    -- {"player_id": {"outcome": "outscored", "reason": "..."}}; outcomes: no_valid_match,
+    -- outscored, not_found, party_sat_out, rejected, left_during_solve, match_dropped.
+    -- Small (left-overs are few), readable in SQL, and indexed for `explain`.
+    left_over    jsonb NOT NULL DEFAULT '{}',
+    -- Matches the solver made that the commit dropped (a player left during the solve),
+    -- as arrays of teams of player ids: with the committed matches, the solver's output.
+    dropped_matches jsonb NOT NULL DEFAULT '[]'
+);
+-- Already compressed: do not let TOAST try again (EXTERNAL: out of line, uncompressed).
+ALTER TABLE round_snapshots ALTER COLUMN pool SET STORAGE EXTERNAL;
+COMMENT ON TABLE round_snapshots IS
+    'What each round''s solver saw (pool, history, config, budget; seed in rounds) and why '
+    'each pooled player who was not matched was left over. matchmaker replay re-solves it.';
+
+-- ---- queue_state: what the countdown is made of -----------------------------------------
+-- Written by the leader of each queue at start-up, after each round, after a config change
+-- and when it recounts the pool. pool_size is the pool as the leader last counted it (at
+-- every look at the queue: on each enqueue NOTIFY, debounced, and at least every
+-- daemon.poll_interval), so clients polling player_status do not each count the queue's
+-- queued rows, and enqueues never write (or lock) this row.
+CREATE TABLE queue_state (
+    queue             text PRIMARY KEY,
+    -- When the next round is due. NULL while the queue waits for enough players
+    -- (waiting_for says which condition).
+    next_round_at     timestamptz NULL,
+    -- schedule: the next tick; min_pool: the tick passed but the pool is below min_pool
+    --   (the round starts when it is reached, or when the oldest player hits max_wait);
+    -- players: not even one match can be formed yet.
+    waiting_for       text NOT NULL DEFAULT 'schedule'
+        CONSTRAINT waiting_for_must_be_known
+        CHECK (waiting_for IN ('schedule', 'min_pool', 'players')),
+    schedule          text NOT NULL,
+    -- Early start at this pool size (NULL: no early start).
+    target_pool       integer NULL,
+    min_pool          integer NOT NULL,
+    players_per_match integer NOT NULL,
+    max_wait          interval NOT NULL,
+    last_round_id     bigint NULL REFERENCES rounds,
+    last_round_at     timestamptz NULL,
+    config_hash       text NOT NULL,
+    updated_at        timestamptz NOT NULL,
+    pool_size         integer NOT NULL DEFAULT 0,
+    pool_counted_at   timestamptz NULL
+);
+
+-- ---- leases: who runs each queue's rounds -----------------------------------------------
+-- Leader election per queue (River's river_leader, Oban's peers): the holder renews
+-- expires_at on a timer; anyone may take an expired lease, which bumps the term. A round
+-- commits only while its (holder, term) still owns an unexpired lease, so a paused or
+-- partitioned old leader cannot write.
+CREATE TABLE leases (
+    queue       text PRIMARY KEY,
+    holder      text NOT NULL,
+    term        bigint NOT NULL,
+    acquired_at timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL
+);
+
+-- ---- replicas: the running daemons ------------------------------------------------------
+-- Each replica registers here so that each can count the live ones and lead its fair
+-- share of the queues it lists, instead of the first replica taking every lease (Oban
+-- keeps the same kind of table, oban_peers). A replica writes its own row at every pass of
+-- its leadership loop (every daemon.lease_renew), with times from the database's clock
+-- like the leases'. Live = expires_at in the future. A replica that stops deletes its
+-- row; one that dies is no longer counted once its row expires (daemon.lease_ttl after
+-- its last heartbeat, which is never after its leases expire: it heartbeats before it
+-- renews them). This table only decides who should ask for a lease, never who holds one:
+-- leadership stays in leases, so the term fencing of every commit is unchanged.
+CREATE TABLE replicas (
+    -- The replica's name, as in leases.holder (`matchmaker run --holder`; default
+    -- hostname-pid).
+    replica      text PRIMARY KEY
+        CONSTRAINT replica_must_not_be_empty CHECK (replica <> ''),
+    started_at   timestamptz NOT NULL,
+    heartbeat_at timestamptz NOT NULL,
+    expires_at   timestamptz NOT NULL,
+    -- The queues its config lists: the only queues it may lead. Replicas with different
+    -- configs (a rolling config change) share each queue among those that list it.
+    queues       text[] NOT NULL DEFAULT '{}',
+    -- The binary's version, for the operator during a rolling upgrade.
+    version      text NOT NULL DEFAULT ''
+);
+COMMENT ON TABLE replicas IS
+    'One row per running daemon replica, heartbeated every daemon.lease_renew by the '
+    'database clock; live while expires_at > now(). Each live replica leads about its '
+    'share of the queues it lists; leases stays the only proof of leadership.';
+
+-- ---- backfill_requests: running sessions that lost players ------------------------------
+-- A game server or backend asks for players with request_backfill() (AccelByte's
+-- "backfill proposal to a session with minimum 1 player member"). The session stays as it
+-- is: its members keep their teams; rounds fill the open slots with whole parties of the
+-- queue's pool, scoring the completed session with the queue's own factors and weights. A
+-- fill is written like a match (matches.session_id and backfill_request_id set) holding
+-- the new players only, so player_status shows a filled player their session.
+--
+-- Statuses: open (waiting), filled (match_id names the fill), expired (nothing filled it
+-- before expires_at; reason says why the last round could not), cancelled.
+CREATE TABLE backfill_requests (
+    request_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue           text NOT NULL,
+    session_id      text NOT NULL,
+    -- As validated by request_backfill: [{player_id, team, skill, ...}, ...].
+    members         jsonb NOT NULL,
+    -- Free slots per team (index = team, from 0).
+    open_slots      integer[] NOT NULL,
+    status          text NOT NULL DEFAULT 'open'
+        CONSTRAINT backfill_status_known
+        CHECK (status IN ('open', 'filled', 'expired', 'cancelled')),
+    reason          text NULL,
+    -- The login role that asked; a client sees and cancels its own requests only.
+    owner           text NOT NULL DEFAULT session_user,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    expires_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    -- The last round that tried it and why it could not fill it then (the expired
+    -- request's reason repeats it).
+    attempted_at    timestamptz NULL,
+    unfilled_reason text NULL,
+    -- The fill. No foreign keys: retention prunes old matches and rounds by age.
+    match_id        bigint NULL,
+    round_id        bigint NULL,
+    CONSTRAINT ended_backfill_has_reason CHECK (status = 'open' OR reason IS NOT NULL),
+    CONSTRAINT filled_backfill_has_match CHECK (status <> 'filled' OR match_id IS NOT NULL)
+);
+COMMENT ON TABLE backfill_requests IS
+    'Backfill requests of running sessions (request_backfill); written by the daemon and '
+    'the front-door functions only';
+
+
+-- =========================================================================================
+-- 2. Indexes
+-- =========================================================================================
+-- Retention (the daemon's pruning, `matchmaker prune`) deletes old history in small
+-- batches of short transactions; its indexes keep each batch an index range scan however
+-- long the history is.
+
+-- A player waits at most once per queue: enqueueing again while queued is refused (this
+-- index is enqueue()'s ON CONFLICT arbiter). Past rows (matched, cancelled, ...) do not
+-- count.
+CREATE UNIQUE INDEX queue_entries_one_queued_row_per_player
+    ON queue_entries (queue, player_id) WHERE status = 'queued';
+
+-- The snapshot reads a queue's queued rows oldest first; small because only queued rows
+-- are in it, however long the history grows.
+CREATE INDEX queue_entries_queued_oldest_first
+    ON queue_entries (queue, enqueued_at, entry_id) WHERE status = 'queued';
+
+-- A client's status lookup: the latest entry of a player. Also a player's older matches
+-- (ops queries, the report), through the entries' match_id.
+CREATE INDEX queue_entries_player_latest ON queue_entries (player_id, entry_id DESC);
+
+-- The daemon's expiry sweep.
+CREATE INDEX queue_entries_queued_expiry ON queue_entries (queue, expires_at)
+    WHERE status = 'queued';
+
+-- One player in several queues: the commit that matches a player finds and withdraws
+-- their queued entries elsewhere.
+CREATE INDEX queue_entries_queued_player ON queue_entries (player_id) WHERE status = 'queued';
+
+-- Party look-ups: cancel's and keep_alive's party, the sweep.
+CREATE INDEX queue_entries_party ON queue_entries (party_key) WHERE party_key IS NOT NULL;
+
+-- enqueue_party's "already queued" checks, of the calling login's own parties.
+CREATE INDEX queue_entries_queued_owner_party ON queue_entries (queue, owner, party_id)
+    WHERE status = 'queued' AND party_id IS NOT NULL;
+
+-- Retention: entries that ended outside a match (cancelled, expired, rejected,
+-- withdrawn), by the time they ended, per queue. Never a queued or a matched row (a
+-- match's entries go with the match, found through match_players), so the round's commit
+-- adds no key here for the players it matches.
+CREATE INDEX queue_entries_ended_outside_matches
+    ON queue_entries (queue, updated_at, entry_id)
+    WHERE status NOT IN ('queued', 'matched');
+
+CREATE INDEX rounds_by_queue_latest ON rounds (queue, round_id DESC);
+-- Retention: the next old rounds of a queue, oldest first.
+CREATE INDEX rounds_by_queue_age ON rounds (queue, committed_at, round_id);
+
+-- Also the foreign-key check of every round retention deletes.
+CREATE INDEX matches_by_round ON matches (round_id);
+-- Retention: the next old matches of a queue, oldest first, from where the last batch
+-- stopped.
+CREATE INDEX matches_by_queue_age ON matches (queue, created_at, match_id);
+
+-- `explain PLAYER`: the rounds that left a player over (`left_over ? 'alice'`).
+CREATE INDEX round_snapshots_left_over ON round_snapshots USING gin (left_over);
+
+-- One open request per session: a second one would race the first for the same slots.
+CREATE UNIQUE INDEX backfill_requests_open_session ON backfill_requests (queue, session_id)
+    WHERE status = 'open';
+-- The round's snapshot and the worker's "anything to backfill?" look-up.
+CREATE INDEX backfill_requests_open ON backfill_requests (queue, created_at)
+    WHERE status = 'open';
+CREATE INDEX backfill_requests_owner ON backfill_requests (owner, request_id);
+-- Retention: the next ended requests of a queue, oldest first (open ones are never
+-- pruned).
+CREATE INDEX backfill_requests_ended ON backfill_requests (queue, updated_at, request_id)
+    WHERE status <> 'open';
+
+
+-- =========================================================================================
+-- 3. Internal helpers
+-- =========================================================================================
+-- None of these is executable by clients directly (section 7); the client functions run
+-- them as their owner.
+
+-- Operators and the daemon see every entry; a client login sees the entries it enqueued.
+-- Called by the client views, with the privileges of the view's reader.
+CREATE FUNCTION matchmaker_sees_all() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT pg_has_role(session_user, 'matchmaker_daemon', 'USAGE')
+        OR pg_has_role(session_user, 'matchmaker_ops', 'USAGE')
+$$;
+
+-- ---- Input rules ------------------------------------------------------------------------
+-- Every refusal is an error whose message names the field, the value and the rule, with
+-- SQLSTATE 22023 (invalid_parameter_value), so a client can tell "your request is wrong"
+-- from "the server is down". The limits keep any single row as cheap to a round as a
+-- normal player:
+--   ids (player, party, session, region, role, peer): 1-64 characters, no control
+--     characters;
+--   skill: finite, |skill| <= 1e6; skill_sigma: finite, 0..1e6; side: 0..1;
+--   latencies: at most 32 regions (known regions only, when the queue lists them),
+--   peer_pings: at most 100 players; every ping 0..10000 ms;
+--   roles: at most 16, known to the queue, no repeats; parties: 2..max_party_size members.
+CREATE FUNCTION matchmaker_refuse(field text, value text, rule text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'invalid_parameter_value',
+        MESSAGE = format('%s = %s: %s', field,
+                         coalesce(CASE WHEN length(value) > 80
+                                       THEN left(value, 77) || '...' ELSE value END, 'NULL'),
+                         rule);
+END
+$$;
+
+CREATE FUNCTION matchmaker_check_id(field text, value text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF value IS NULL OR value = '' THEN
+        PERFORM matchmaker_refuse(field, quote_nullable(value), 'is required (1-64 characters)');
+    ELSIF length(value) > 64 THEN
+        PERFORM matchmaker_refuse(field, quote_literal(value), 'is longer than 64 characters');
+    ELSIF value ~ '[[:cntrl:]]' THEN
+        PERFORM matchmaker_refuse(field, quote_literal(value), 'contains control characters');
+    END IF;
+END
+$$;
+
+-- A JSON object of names to milliseconds: at most max_entries, names valid ids (and among
+-- known, when known is not empty), values numbers in [0, 10000].
+CREATE FUNCTION matchmaker_check_ms_map(field text, m jsonb, max_entries integer,
+                                        known text[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    e record;
+    n integer := 0;
+BEGIN
+    IF m IS NULL OR jsonb_typeof(m) <> 'object' THEN
+        PERFORM matchmaker_refuse(field, m::text, 'must be a JSON object of names to milliseconds');
+    END IF;
+    FOR e IN SELECT key, value FROM jsonb_each(m) LOOP
+        n := n + 1;
+        IF n > max_entries THEN
+            PERFORM matchmaker_refuse(field, m::text, format('has more than %s entries', max_entries));
+        END IF;
+        PERFORM matchmaker_check_id(field || ' key', e.key);
+        IF cardinality(known) > 0 AND NOT e.key = ANY (known) THEN
+            PERFORM matchmaker_refuse(field, quote_literal(e.key),
+                format('unknown region; this queue''s regions: %s', array_to_string(known, ', ')));
+        END IF;
+        IF jsonb_typeof(e.value) <> 'number' THEN
+            PERFORM matchmaker_refuse(field || '.' || e.key, e.value::text, 'must be a number of ms');
+        END IF;
+        IF e.value::numeric < 0 OR e.value::numeric > 10000 THEN
+            PERFORM matchmaker_refuse(field || '.' || e.key, e.value::text,
+                                      'must be between 0 and 10000 ms');
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- One member's fields against the queue's rules, rule by rule: names the first rule
+-- broken.
+CREATE FUNCTION matchmaker_check_member(q queues, player_id text, skill double precision,
+                                        skill_sigma double precision, latencies jsonb,
+                                        peer_pings jsonb, roles text[],
+                                        side double precision) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    r text;
+BEGIN
+    PERFORM matchmaker_check_id('player_id', player_id);
+    -- NaN compares above Infinity in PostgreSQL: these bounds refuse it too.
+    IF skill IS NULL OR NOT (skill >= -1e6 AND skill <= 1e6) THEN
+        PERFORM matchmaker_refuse('skill', skill::text, 'must be a finite number in [-1000000, 1000000]');
+    END IF;
+    IF skill_sigma IS NOT NULL AND NOT (skill_sigma >= 0 AND skill_sigma <= 1e6) THEN
+        PERFORM matchmaker_refuse('skill_sigma', skill_sigma::text, 'must be a number in [0, 1000000]');
+    END IF;
+    IF side IS NOT NULL AND NOT (side >= 0 AND side <= 1) THEN
+        PERFORM matchmaker_refuse('side', side::text, 'must be in [0, 1] (0: first team, 1: second)');
+    END IF;
+    PERFORM matchmaker_check_ms_map('latencies', latencies, 32, q.regions);
+    PERFORM matchmaker_check_ms_map('peer_pings', peer_pings, 100, '{}');
+    IF roles IS NULL THEN
+        PERFORM matchmaker_refuse('roles', 'NULL', 'must be an array (empty: any role)');
+    END IF;
+    IF cardinality(roles) > 16 THEN
+        PERFORM matchmaker_refuse('roles', roles::text, 'has more than 16 roles');
+    END IF;
+    FOREACH r IN ARRAY roles LOOP
+        IF r IS NULL OR NOT r = ANY (q.roles) THEN
+            PERFORM matchmaker_refuse('roles', quote_nullable(r),
+                CASE WHEN cardinality(q.roles) = 0 THEN 'this queue has no roles'
+                     ELSE format('unknown role; this queue''s roles: %s',
+                                 array_to_string(q.roles, ', ')) END);
+        END IF;
+    END LOOP;
+    IF cardinality(roles) <> (SELECT count(DISTINCT x) FROM unnest(roles) x) THEN
+        PERFORM matchmaker_refuse('roles', roles::text, 'names a role twice');
+    END IF;
+END
+$$;
+
+-- enqueue()'s fast path: matchmaker_check_member's rules in one expression, true only when
+-- every rule holds. A sufficient condition: false means "run matchmaker_check_member",
+-- which accepts or names the first rule broken, so the fast path may refuse more, never
+-- accept more. It never raises (its JSON path queries are silent).
+-- tests/it/db_member_fast_path.rs holds it to the rule-by-rule checks at every edge.
+--
+-- A SQL function without a subquery: the planner inlines it into enqueue()'s own
+-- expression (no second function call). STABLE: a SQL function is inlined only when its
+-- body is no more volatile than it is declared.
+--
+-- The maps are checked without a walk per entry:
+--   - the values with `strict $.*` alone (the walk the table's own CHECK makes);
+--   - an empty key with the `?` operator;
+--   - the keys' length and control characters on the map's text form, where keys are the
+--     only strings (values are numbers). jsonb's text form escapes control characters and
+--     quotes with a backslash, so a map whose text has no backslash and no control
+--     character (DEL is one, and is not escaped) has plain keys, and a key of 65 or more
+--     characters shows as a quote followed by 65 characters that are not quotes. A map
+--     with a backslash in its text goes to the rule-by-rule checks;
+--   - known regions as `latencies - regions = '{}'` (every key is a region).
+-- The roles' "no repeats" count drops NULL roles before jsonb_object(), which raises on a
+-- NULL key: the planner folds the call for a constant array (a custom plan of a prepared
+-- statement) whatever the AND around it. A NULL role fails the count, and the checks name
+-- it.
+CREATE FUNCTION matchmaker_member_ok(q queues, player_id text, skill double precision,
+                                     skill_sigma double precision, latencies jsonb,
+                                     peer_pings jsonb, roles text[],
+                                     side double precision) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(
+        length(player_id) BETWEEN 1 AND 64 AND player_id !~ '[[:cntrl:]]'
+        AND skill >= -1e6 AND skill <= 1e6
+        AND (skill_sigma IS NULL OR (skill_sigma >= 0 AND skill_sigma <= 1e6))
+        AND (side IS NULL OR (side >= 0 AND side <= 1))
+        AND jsonb_typeof(latencies) = 'object' AND jsonb_typeof(peer_pings) = 'object'
+        AND (latencies = '{}' OR (
+             jsonb_array_length(jsonb_path_query_array(latencies, '$.*')) <= 32
+             AND NOT jsonb_path_exists(latencies,
+                 'strict $.* ? (@.type() != "number" || @ < 0 || @ > 10000)')
+             AND NOT latencies ? ''
+             AND latencies::text !~ '[\\[:cntrl:]]|"[^"]{65}'
+             AND (cardinality(q.regions) = 0 OR latencies - q.regions = '{}')))
+        AND (peer_pings = '{}' OR (
+             jsonb_array_length(jsonb_path_query_array(peer_pings, '$.*')) <= 100
+             AND NOT jsonb_path_exists(peer_pings,
+                 'strict $.* ? (@.type() != "number" || @ < 0 || @ > 10000)')
+             AND NOT peer_pings ? ''
+             AND peer_pings::text !~ '[\\[:cntrl:]]|"[^"]{65}'))
+        -- A NULL role is in no array (<@ never matches NULL).
+        AND cardinality(roles) <= 16 AND roles <@ q.roles
+        AND (cardinality(roles) < 2
+             OR cardinality(roles)
+                = jsonb_array_length(jsonb_path_query_array(
+                      jsonb_object(array_remove(roles, NULL), array_remove(roles, NULL)),
+                      '$.*'))),
+        false)
+$$;
+
+-- The queue's row if it is active; refuses an unknown or retired queue, naming the active
+-- ones. No row lock: with several clients enqueueing at once, every enqueue would write a
+-- lock on the same queues row (a multixact and a WAL record each). An enqueue that races
+-- the queue's retirement is rejected instead by the daemon's supervisor, which every poll
+-- re-retires any queue that no config lists and that still has queued entries.
+CREATE FUNCTION matchmaker_active_queue(name text) RETURNS queues
+LANGUAGE plpgsql AS $$
+DECLARE
+    q queues;
+BEGIN
+    SELECT * INTO q FROM queues WHERE queues.queue = name;
+    IF NOT FOUND OR NOT q.active THEN
+        PERFORM matchmaker_refuse('queue', quote_nullable(name),
+            coalesce('unknown queue; queues: '
+                     || (SELECT string_agg(queue, ', ' ORDER BY queue) FROM queues WHERE active),
+                     'unknown queue; no queue is served yet (is the daemon running?)'));
+    END IF;
+    RETURN q;
+END
+$$;
+
+
+-- =========================================================================================
+-- 4. The client API
+-- =========================================================================================
+--   enqueue(queue, player_id, skill, ...)    one solo player -> entry_id
+--   enqueue_party(queue, party_id, members)  a whole party in one call -> (player_id, entry_id)
+--   cancel(player_id, queue)                 a player's queued entries, and their party's
+--   keep_alive(player_ids, queue)            refresh tickets before they expire
+--   request_backfill(queue, session_id, members, open_slots, expires_in) -> request_id
+--   cancel_backfill(request_id)              -> boolean
+--   queue_channel(queue)                     the queue's NOTIFY channel (section 6)
+-- and the views player_status, match_details, queue_countdown, queue_catalog,
+-- backfill_status (section 5).
+--
+-- Each runs as its owner (SECURITY DEFINER) with a pinned search_path, so clients need no
+-- privilege on any table. Refusals: SQLSTATE 22023, a message naming the field, the value
+-- and the rule (section 3).
+
+-- Enqueue one solo player; returns the entry id. The server sets the times, the status and
+-- the owner. A player may be queued in several queues at once; they are matched at most
+-- once (the commit that matches them withdraws their other entries).
+-- Refuses: an unknown or retired queue; a field that breaks an input rule (the first one
+-- broken); a player already queued in the queue.
+--
+-- The fast route reads the queue's row and checks the fields with the inlined
+-- matchmaker_member_ok; only when that fails does the slow route find out why (and raise
+-- it), or accept a player the fast path was too strict for. "Already queued" is ON
+-- CONFLICT on the one-queued-row-per-player index, not an exception block (a
+-- subtransaction on every call): a second call racing the first for the same player waits
+-- for it, then inserts nothing and gets the readable refusal.
+-- `#variable_conflict use_column`: ON CONFLICT names its target's columns, which share
+-- names with the parameters; the parameters are read as enqueue.<name>.
+CREATE FUNCTION enqueue(queue text, player_id text, skill double precision,
+                        latencies jsonb DEFAULT '{}', peer_pings jsonb DEFAULT '{}',
+                        roles text[] DEFAULT '{}', side double precision DEFAULT NULL,
+                        skill_sigma double precision DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    q queues;
+    id bigint;
+BEGIN
+    SELECT * INTO q FROM queues WHERE queues.queue = enqueue.queue AND queues.active;
+    IF NOT FOUND
+       OR NOT matchmaker_member_ok(q, enqueue.player_id, enqueue.skill, enqueue.skill_sigma,
+                                   enqueue.latencies, enqueue.peer_pings, enqueue.roles,
+                                   enqueue.side) THEN
+        -- The slow route: raises the refusal (unknown or retired queue, the first rule
+        -- broken), or returns when the fast path was stricter than the rules.
+        q := matchmaker_active_queue(enqueue.queue);
+        PERFORM matchmaker_check_member(q, enqueue.player_id, enqueue.skill,
+                                        enqueue.skill_sigma, enqueue.latencies,
+                                        enqueue.peer_pings, enqueue.roles, enqueue.side);
+    END IF;
+    INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
+                                    peer_pings, roles, side, enqueued_at, expires_at)
+    VALUES (q.queue, enqueue.player_id, enqueue.skill, enqueue.skill_sigma, enqueue.latencies,
+            enqueue.peer_pings, enqueue.roles, enqueue.side, now(), now() + q.ticket_ttl)
+    ON CONFLICT (queue, player_id) WHERE status = 'queued' DO NOTHING
+    RETURNING e.entry_id INTO id;
+    IF id IS NULL THEN
+        PERFORM matchmaker_refuse('player_id', quote_literal(enqueue.player_id),
+            format('is already queued in queue %s (cancel it first)', q.queue));
+    END IF;
+    RETURN id;
+END
+$$;
+
+-- Enqueue a whole party in one call: members is a JSON array of objects with player_id,
+-- skill and optionally latencies, peer_pings, roles, side, skill_sigma. Returns each
+-- member's entry id. Membership is fixed here: nobody joins later.
+-- A party id belongs to the login that enqueued it: two logins may each queue a party
+-- "crew" in one queue (the daemon tells parties apart by party_key), so one game backend
+-- can neither block another's party id nor learn that it is queued.
+-- Refuses: an unknown or retired queue; a bad party_id; members that are not an array of
+-- 2..max_party_size objects; an unknown field or a field of the wrong type; a member that
+-- breaks an input rule; a player twice in the party; a party_id this login already has
+-- queued in the queue, or is enqueueing in another call right now; a member already
+-- queued in the queue.
+CREATE FUNCTION enqueue_party(queue text, party_id text, members jsonb)
+RETURNS TABLE (player_id text, entry_id bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    q queues := matchmaker_active_queue(queue);
+    m jsonb;
+    k text;
+    n integer;
+    key bigint;
+    ids text[] := '{}';
+    pid text;
+    want text;
+BEGIN
+    PERFORM matchmaker_check_id('party_id', party_id);
+    IF members IS NULL OR jsonb_typeof(members) <> 'array' THEN
+        PERFORM matchmaker_refuse('members', members::text, 'must be a JSON array of members');
+    END IF;
+    n := jsonb_array_length(members);
+    IF n < 2 OR n > q.max_party_size THEN
+        PERFORM matchmaker_refuse('members', n || ' members',
+            format('a party in queue %s has 2 to %s members (enqueue a solo player with enqueue)',
+                   q.queue, q.max_party_size));
+    END IF;
+    FOR m IN SELECT value FROM jsonb_array_elements(members) LOOP
+        IF jsonb_typeof(m) <> 'object' THEN
+            PERFORM matchmaker_refuse('members[]', m::text, 'must be a JSON object');
+        END IF;
+        FOR k IN SELECT jsonb_object_keys(m) LOOP
+            IF k NOT IN ('player_id', 'skill', 'skill_sigma', 'latencies', 'peer_pings',
+                         'roles', 'side') THEN
+                PERFORM matchmaker_refuse('members[].' || k, m -> k #>> '{}',
+                    'unknown field (player_id, skill, skill_sigma, latencies, peer_pings, roles, side)');
+            END IF;
+        END LOOP;
+        FOR k IN SELECT unnest(ARRAY['player_id', 'skill', 'skill_sigma', 'side']) LOOP
+            want := CASE WHEN k = 'player_id' THEN 'string' ELSE 'number' END;
+            IF m ? k AND jsonb_typeof(m -> k) NOT IN (want, 'null') THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text, 'must be a ' || want);
+            END IF;
+            -- Before the cast to double precision, which would fail unexplained on 1e400
+            -- (overflow) and on 1e-400 (underflow to 0).
+            IF jsonb_typeof(m -> k) = 'number' AND abs((m -> k)::numeric) > 1e6 THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                          'must be in [-1000000, 1000000]');
+            ELSIF jsonb_typeof(m -> k) = 'number' AND (m -> k)::numeric <> 0
+                  AND abs((m -> k)::numeric) < 1e-300 THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                          'is too close to 0 for a double precision number (use 0)');
+            END IF;
+        END LOOP;
+        IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
+            PERFORM matchmaker_refuse('members[].roles', (m -> 'roles')::text,
+                                      'must be a JSON array of role names');
+        END IF;
+        pid := m ->> 'player_id';
+        PERFORM matchmaker_check_member(
+            q, pid, (m ->> 'skill')::double precision, (m ->> 'skill_sigma')::double precision,
+            coalesce(m -> 'latencies', '{}'), coalesce(m -> 'peer_pings', '{}'),
+            coalesce(ARRAY(SELECT jsonb_array_elements_text(m -> 'roles')), '{}'),
+            (m ->> 'side')::double precision);
+        IF pid = ANY (ids) THEN
+            PERFORM matchmaker_refuse('members[].player_id', quote_literal(pid),
+                                      'appears twice in the party');
+        END IF;
+        ids := ids || pid;
+    END LOOP;
+
+    -- This login's party already queued is refused before the lock below: a client that
+    -- repeats a refused call at once must hear "already queued" again, not "being enqueued
+    -- by another call" from the lock of its own first call (PostgreSQL reports an error to
+    -- the client a moment before the failed transaction releases its locks).
+    IF EXISTS (SELECT 1 FROM queue_entries e
+                WHERE e.queue = q.queue AND e.owner = session_user
+                  AND e.party_id = party_id AND e.status = 'queued') THEN
+        PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
+            format('is already queued in queue %s (cancel it first)', q.queue));
+    END IF;
+    -- One party_id per login and queue at a time. A try-lock, not a wait: a concurrent
+    -- call for the same party gets a refusal, never a stall. The key holds the login, so
+    -- another login's calls (or advisory locks) never collide with this one's by design.
+    -- The check above runs again under the lock, for a call that committed meanwhile.
+    IF NOT pg_try_advisory_xact_lock(
+            hashtextextended(q.queue || E'\x1f' || session_user || E'\x1f' || party_id, 0)) THEN
+        PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
+            format('is being enqueued in queue %s by another call right now', q.queue));
+    END IF;
+    IF EXISTS (SELECT 1 FROM queue_entries e
+                WHERE e.queue = q.queue AND e.owner = session_user
+                  AND e.party_id = party_id AND e.status = 'queued') THEN
+        PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
+            format('is already queued in queue %s (cancel it first)', q.queue));
+    END IF;
+
+    key := nextval('queue_entries_party_key_seq');
+    BEGIN
+        RETURN QUERY
+        INSERT INTO queue_entries AS e (queue, player_id, party_id, party_key, party_size,
+                                        skill, skill_sigma, latencies, peer_pings, roles,
+                                        side, enqueued_at, expires_at)
+        SELECT q.queue, x ->> 'player_id', party_id, key, n,
+               (x ->> 'skill')::double precision, (x ->> 'skill_sigma')::double precision,
+               coalesce(x -> 'latencies', '{}'), coalesce(x -> 'peer_pings', '{}'),
+               coalesce(ARRAY(SELECT jsonb_array_elements_text(x -> 'roles')), '{}'),
+               (x ->> 'side')::double precision, now(), now() + q.ticket_ttl
+          FROM jsonb_array_elements(members) AS t(x)
+        RETURNING e.player_id, e.entry_id;
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM matchmaker_refuse('members[].player_id',
+            (SELECT string_agg(quote_literal(e.player_id), ', ') FROM queue_entries e
+              WHERE e.queue = q.queue AND e.status = 'queued' AND e.player_id = ANY (ids)),
+            format('is already queued in queue %s (cancel it first)', q.queue));
+    END;
+END
+$$;
+
+-- Cancel a player's queued entries (in one queue, or in every queue when queue is NULL),
+-- and the entries of their party with them: a party is never split. Returns how many
+-- entries were cancelled (0: nothing queued; a round may have matched them already).
+-- Only the caller's own entries (daemon and ops: any). Refuses: a bad player_id.
+CREATE FUNCTION cancel(player_id text, queue text DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer;
+BEGIN
+    PERFORM matchmaker_check_id('player_id', player_id);
+    WITH own AS (
+        SELECT e.entry_id, e.party_key FROM queue_entries e
+         WHERE e.player_id = player_id AND e.status = 'queued'
+           AND (queue IS NULL OR e.queue = queue)
+           AND (e.owner = session_user OR matchmaker_sees_all())),
+    target AS (
+        SELECT own.entry_id FROM own
+        UNION
+        SELECT e.entry_id FROM queue_entries e JOIN own ON e.party_key = own.party_key
+         WHERE e.status = 'queued')
+    UPDATE queue_entries e
+       SET status = 'cancelled', updated_at = now(),
+           reject_reason = CASE WHEN e.player_id = player_id THEN 'cancelled by the client'
+                                ELSE format('party member %s cancelled', player_id) END
+      FROM target
+     WHERE e.entry_id = target.entry_id AND e.status = 'queued';
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- Refresh the tickets of these players (and of their parties) so they do not expire;
+-- call it every ticket_ttl / 3 (queue_catalog.keep_alive_every) while they wait. Returns
+-- how many entries were refreshed: fewer than expected means some left the queue (read
+-- player_status to see why). Only the caller's own entries (daemon and ops: any).
+-- Refuses: a NULL array or more than 10000 ids.
+CREATE FUNCTION keep_alive(player_ids text[], queue text DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer;
+BEGIN
+    IF player_ids IS NULL OR cardinality(player_ids) > 10000 THEN
+        PERFORM matchmaker_refuse('player_ids', cardinality(player_ids)::text,
+                                  'must be an array of at most 10000 player ids');
+    END IF;
+    WITH own AS (
+        SELECT e.entry_id, e.party_key FROM queue_entries e
+         WHERE e.player_id = ANY (player_ids) AND e.status = 'queued'
+           AND (queue IS NULL OR e.queue = queue)
+           AND (e.owner = session_user OR matchmaker_sees_all())),
+    target AS (
+        SELECT own.entry_id FROM own
+        UNION
+        SELECT e.entry_id FROM queue_entries e JOIN own ON e.party_key = own.party_key
+         WHERE e.status = 'queued')
+    UPDATE queue_entries e
+       SET expires_at = now() + q.ticket_ttl
+      FROM target, queues q
+     WHERE e.entry_id = target.entry_id AND q.queue = e.queue AND e.status = 'queued'
+       -- An entry already past its expiry stays expired: the daemon marks it so.
+       AND e.expires_at > now();
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- Ask for players for a running session; returns the request id. members: the session's
+-- current members, a JSON array of objects with player_id, team (from 0) and what the
+-- scorer reads, as enqueue_party takes them (skill, skill_sigma, latencies, peer_pings,
+-- roles, side). open_slots: the free slots per team (one entry per team). expires_in:
+-- how long the request stays open. NOTIFY matchmaker_enqueue (payload: the queue) wakes
+-- the queue's leader, which runs an immediate backfill round when the queue's [backfill]
+-- config enables it.
+-- Refuses: an unknown or retired queue; a bad session_id; open_slots that are not one
+-- number per team, each 0..team_size, at least one open; expires_in outside 1 second to 1
+-- hour; members that are not an array of 1..(a full match - 1) objects; an unknown field
+-- or a field of the wrong type; a member that breaks an input rule; a player twice; a
+-- team outside the queue's teams; members + open slots of a team that do not make
+-- team_size; a session that already has an open request in the queue.
+CREATE FUNCTION request_backfill(queue text, session_id text, members jsonb,
+                                 open_slots integer[],
+                                 expires_in interval DEFAULT interval '60 seconds')
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    q queues := matchmaker_active_queue(queue);
+    m jsonb;
+    k text;
+    want text;
+    pid text;
+    ids text[] := '{}';
+    team integer;
+    per_team integer[];
+    n integer;
+    id bigint;
+BEGIN
+    PERFORM matchmaker_check_id('session_id', session_id);
+
+    -- The slots: one entry per team, each 0..team_size, at least one open.
+    IF open_slots IS NULL OR cardinality(open_slots) <> q.teams
+       OR array_position(open_slots, NULL) IS NOT NULL THEN
+        PERFORM matchmaker_refuse('open_slots', quote_nullable(open_slots::text),
+            format('must be an array of %s numbers, the free slots of each team of queue %s',
+                   q.teams, q.queue));
+    END IF;
+    FOR i IN 1 .. q.teams LOOP
+        IF open_slots[i] < 0 OR open_slots[i] > q.team_size THEN
+            PERFORM matchmaker_refuse(format('open_slots[%s]', i - 1), open_slots[i]::text,
+                format('must be between 0 and %s (team_size)', q.team_size));
+        END IF;
+    END LOOP;
+    IF (SELECT sum(x) FROM unnest(open_slots) x) = 0 THEN
+        PERFORM matchmaker_refuse('open_slots', open_slots::text,
+                                  'has no open slot (nothing to backfill)');
+    END IF;
+
+    IF expires_in IS NULL OR expires_in < interval '1 second'
+       OR expires_in > interval '1 hour' THEN
+        PERFORM matchmaker_refuse('expires_in', quote_nullable(expires_in::text),
+                                  'must be between 1 second and 1 hour');
+    END IF;
+
+    -- The members: like enqueue_party's, plus their team.
+    IF members IS NULL OR jsonb_typeof(members) <> 'array' THEN
+        PERFORM matchmaker_refuse('members', members::text,
+                                  'must be a JSON array of the session''s current members');
+    END IF;
+    n := jsonb_array_length(members);
+    IF n < 1 OR n > q.teams * q.team_size - 1 THEN
+        PERFORM matchmaker_refuse('members', n || ' members',
+            format('a session in queue %s has 1 to %s members when it asks for a backfill',
+                   q.queue, q.teams * q.team_size - 1));
+    END IF;
+    per_team := array_fill(0, ARRAY[q.teams]);
+    FOR m IN SELECT value FROM jsonb_array_elements(members) LOOP
+        IF jsonb_typeof(m) <> 'object' THEN
+            PERFORM matchmaker_refuse('members[]', m::text, 'must be a JSON object');
+        END IF;
+        FOR k IN SELECT jsonb_object_keys(m) LOOP
+            IF k NOT IN ('player_id', 'team', 'skill', 'skill_sigma', 'latencies',
+                         'peer_pings', 'roles', 'side') THEN
+                PERFORM matchmaker_refuse('members[].' || k, m -> k #>> '{}',
+                    'unknown field (player_id, team, skill, skill_sigma, latencies, peer_pings, roles, side)');
+            END IF;
+        END LOOP;
+        FOR k IN SELECT unnest(ARRAY['player_id', 'team', 'skill', 'skill_sigma', 'side']) LOOP
+            want := CASE WHEN k = 'player_id' THEN 'string' ELSE 'number' END;
+            IF m ? k AND jsonb_typeof(m -> k) NOT IN (want, 'null') THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text, 'must be a ' || want);
+            END IF;
+            -- Before the cast to double precision (see enqueue_party).
+            IF jsonb_typeof(m -> k) = 'number' AND abs((m -> k)::numeric) > 1e6 THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                          'must be in [-1000000, 1000000]');
+            ELSIF jsonb_typeof(m -> k) = 'number' AND (m -> k)::numeric <> 0
+                  AND abs((m -> k)::numeric) < 1e-300 THEN
+                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                          'is too close to 0 for a double precision number (use 0)');
+            END IF;
+        END LOOP;
+        IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
+            PERFORM matchmaker_refuse('members[].roles', (m -> 'roles')::text,
+                                      'must be a JSON array of role names');
+        END IF;
+        pid := m ->> 'player_id';
+        PERFORM matchmaker_check_member(
+            q, pid, (m ->> 'skill')::double precision, (m ->> 'skill_sigma')::double precision,
+            coalesce(m -> 'latencies', '{}'), coalesce(m -> 'peer_pings', '{}'),
+            coalesce(ARRAY(SELECT jsonb_array_elements_text(m -> 'roles')), '{}'),
+            (m ->> 'side')::double precision);
+        IF pid = ANY (ids) THEN
+            PERFORM matchmaker_refuse('members[].player_id', quote_literal(pid),
+                                      'appears twice in the session');
+        END IF;
+        ids := ids || pid;
+        IF NOT (m ? 'team') OR jsonb_typeof(m -> 'team') <> 'number'
+           OR (m -> 'team')::numeric <> trunc((m -> 'team')::numeric)
+           OR (m -> 'team')::numeric < 0 OR (m -> 'team')::numeric >= q.teams THEN
+            PERFORM matchmaker_refuse('members[].team', coalesce((m -> 'team')::text, 'NULL'),
+                format('must be a team index from 0 to %s (queue %s has %s teams)',
+                       q.teams - 1, q.queue, q.teams));
+        END IF;
+        team := (m ->> 'team')::integer;
+        per_team[team + 1] := per_team[team + 1] + 1;
+    END LOOP;
+    -- The completed session is a full match of the queue's format.
+    FOR i IN 1 .. q.teams LOOP
+        IF per_team[i] + open_slots[i] <> q.team_size THEN
+            PERFORM matchmaker_refuse(format('open_slots[%s]', i - 1), open_slots[i]::text,
+                format('team %s has %s members: members + open slots must be %s (team_size of queue %s)',
+                       i - 1, per_team[i], q.team_size, q.queue));
+        END IF;
+    END LOOP;
+
+    BEGIN
+        INSERT INTO backfill_requests AS b (queue, session_id, members, open_slots,
+                                            created_at, expires_at, updated_at)
+        VALUES (q.queue, session_id, members, open_slots, now(), now() + expires_in, now())
+        RETURNING b.request_id INTO id;
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM matchmaker_refuse('session_id', quote_literal(session_id),
+            format('already has an open backfill request in queue %s (cancel it first)',
+                   q.queue));
+    END;
+    -- Wakes the queue's leader (the enqueue channel: its worker listens there already).
+    PERFORM pg_notify('matchmaker_enqueue', q.queue);
+    RETURN id;
+END
+$$;
+
+-- Cancel an open request of the caller's. Returns false when there is none to cancel
+-- (filled, expired, already cancelled, or not the caller's: another login's request is
+-- not told apart from a missing one). Refuses: a NULL request_id.
+CREATE FUNCTION cancel_backfill(request_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer;
+BEGIN
+    IF request_id IS NULL THEN
+        PERFORM matchmaker_refuse('request_id', 'NULL', 'is required');
+    END IF;
+    UPDATE backfill_requests b
+       SET status = 'cancelled', reason = 'cancelled by the client', updated_at = now()
+     WHERE b.request_id = request_id AND b.status = 'open'
+       AND (b.owner = session_user OR matchmaker_sees_all());
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n > 0;
+END
+$$;
+
+
+-- =========================================================================================
+-- 5. Views
+-- =========================================================================================
+-- Every time in these views is computed against now() of the reading transaction.
+--
+-- The client views filter to the caller's own entries unless the caller is the daemon or
+-- ops. security_barrier: a client's own condition on a view runs only on the rows the
+-- view's filter let through. Without it the planner may run a cheap function of the
+-- client's (CREATE FUNCTION pg_temp.f ... needs no privilege beyond TEMP) on every row of
+-- the table first, and the function sees, or raises with, other clients' players.
+
+-- Per queue: the countdown and the pool size as the leader last counted it.
+CREATE VIEW queue_countdown AS
+SELECT s.queue,
+       s.next_round_at,
+       s.waiting_for,
+       ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::integer
+           AS seconds_to_next_round,
+       s.pool_size,
+       s.target_pool,
+       -- How many more players would start the round early (NULL: no early start).
+       greatest(0, s.target_pool - s.pool_size) AS players_missing_for_early_start,
+       s.min_pool,
+       s.players_per_match,
+       s.schedule,
+       s.last_round_id,
+       s.last_round_at,
+       s.pool_counted_at
+  FROM queue_state s;
+
+-- A player's latest entry per queue: the countdown while queued, the assignment once
+-- matched (the match's host and backup host, the session a backfilled player joins), the
+-- reason otherwise. A queued entry past its expiry reads as expired at once; a queued
+-- entry's reason is why the last round left it over.
+--   SELECT * FROM player_status WHERE player_id = $1;
+CREATE VIEW player_status WITH (security_barrier) AS
+SELECT DISTINCT ON (e.queue, e.player_id)
+       e.queue,
+       e.player_id,
+       e.entry_id,
+       CASE WHEN e.status = 'queued' AND e.expires_at <= now() THEN 'expired'
+            ELSE e.status END AS status,
+       e.enqueued_at,
+       CASE WHEN e.status = 'queued' THEN c.seconds_to_next_round END
+           AS seconds_to_next_round,
+       CASE WHEN e.status = 'queued' THEN c.next_round_at END AS next_round_at,
+       CASE WHEN e.status = 'queued' THEN c.waiting_for END AS waiting_for,
+       CASE WHEN e.status = 'queued' THEN c.players_missing_for_early_start END
+           AS players_missing_for_early_start,
+       (e.status = 'queued' AND c.target_pool IS NOT NULL) AS may_start_early,
+       e.match_id,
+       e.team,
+       e.role,
+       m.region,
+       m.hosts,
+       e.reject_reason,
+       CASE WHEN e.status = 'queued' AND e.expires_at <= now()
+            THEN 'expired: no keep_alive within the queue''s ticket_ttl'
+            WHEN e.status = 'queued' THEN e.left_over_reason
+            ELSE e.reject_reason END AS reason,
+       e.expires_at,
+       e.party_id,
+       m.host_player_id,
+       m.backup_host_player_id,
+       CASE WHEN e.status = 'queued' THEN e.left_over END AS left_over,
+       m.session_id
+  FROM queue_entries e
+  LEFT JOIN queue_countdown c ON c.queue = e.queue AND e.status = 'queued'
+  LEFT JOIN matches m ON m.match_id = e.match_id
+ WHERE e.owner = session_user OR (SELECT matchmaker_sees_all())
+ ORDER BY e.queue, e.player_id, e.entry_id DESC;
+
+-- One line per matched player: team, teammates, opponents, where it is played, how good.
+-- For matches that hold at least one of the caller's players (their teammates and
+-- opponents included).
+CREATE VIEW match_details WITH (security_barrier) AS
+SELECT mp.match_id,
+       m.round_id,
+       m.queue,
+       m.created_at,
+       mp.player_id,
+       mp.party_id,
+       mp.team,
+       mp.role,
+       mp.skill,
+       extract(epoch FROM mp.matched_at - mp.enqueued_at)::double precision
+           AS waited_seconds,
+       ARRAY(SELECT o.player_id FROM match_players o
+              WHERE o.match_id = mp.match_id AND o.team = mp.team
+                AND o.player_id <> mp.player_id
+              ORDER BY o.player_id) AS teammates,
+       ARRAY(SELECT o.player_id FROM match_players o
+              WHERE o.match_id = mp.match_id AND o.team <> mp.team
+              ORDER BY o.team, o.player_id) AS opponents,
+       m.region,
+       m.hosts,
+       m.score AS match_score,
+       m.factors,
+       m.host_player_id,
+       m.backup_host_player_id
+  FROM match_players mp
+  JOIN matches m ON m.match_id = mp.match_id
+ WHERE (SELECT matchmaker_sees_all())
+    OR EXISTS (SELECT 1 FROM match_players mine
+                 JOIN queue_entries e ON e.entry_id = mine.entry_id
+                WHERE mine.match_id = mp.match_id AND e.owner = session_user);
+
+-- The queues a client may enqueue into, their format, limits and countdown.
+-- min_players_per_match: players of the smallest format, the fewest a round needs.
+CREATE VIEW queue_catalog WITH (security_barrier) AS
+SELECT q.queue,
+       q.teams,
+       q.team_size,
+       q.network,
+       q.roles,
+       q.regions,
+       q.max_party_size,
+       q.ticket_ttl,
+       -- How often a client should call keep_alive for its waiting players.
+       q.ticket_ttl / 3 AS keep_alive_every,
+       q.max_wait,
+       c.next_round_at,
+       c.seconds_to_next_round,
+       c.waiting_for,
+       c.pool_size,
+       c.target_pool,
+       c.players_missing_for_early_start,
+       q.min_teams,
+       q.min_team_size,
+       q.formats,
+       (SELECT min(s.players)
+          FROM (SELECT (SELECT sum(x::integer) FROM unnest(string_to_array(f, 'v')) x)
+                       AS players
+                  FROM unnest(q.formats) f) s)::integer AS min_players_per_match
+  FROM queues q
+  LEFT JOIN queue_countdown c ON c.queue = q.queue
+ WHERE q.active;
+
+-- The caller's backfill requests: an open one past its expiry reads as expired at once; a
+-- filled one names the players who filled it, by team.
+CREATE VIEW backfill_status WITH (security_barrier) AS
+SELECT b.request_id,
+       b.queue,
+       b.session_id,
+       CASE WHEN b.status = 'open' AND b.expires_at <= now() THEN 'expired'
+            ELSE b.status END AS status,
+       CASE WHEN b.status = 'open' AND b.expires_at <= now()
+            THEN 'expired: nothing filled it before expires_at'
+                 || coalesce(' (last try: ' || b.unfilled_reason || ')', '')
+            WHEN b.status = 'open' THEN b.unfilled_reason
+            ELSE b.reason END AS reason,
+       b.open_slots,
+       b.created_at,
+       b.expires_at,
+       b.attempted_at,
+       b.match_id,
+       b.round_id,
+       ARRAY(SELECT mp.player_id FROM match_players mp
+              WHERE mp.match_id = b.match_id ORDER BY mp.team, mp.player_id) AS filled_by,
+       (SELECT jsonb_agg(jsonb_build_object('player_id', mp.player_id, 'team', mp.team,
+                                            'party_id', mp.party_id)
+                         ORDER BY mp.team, mp.player_id)
+          FROM match_players mp WHERE mp.match_id = b.match_id) AS filled_players
+  FROM backfill_requests b
+ WHERE b.owner = session_user OR (SELECT matchmaker_sees_all());
+
+-- ---- For operators ----------------------------------------------------------------------
+
+-- One line per round, newest first when ordered by round_id DESC.
+CREATE VIEW round_summaries AS
+SELECT r.round_id,
+       r.queue,
+       r.trigger,
+       r.started_at,
+       r.committed_at,
+       round((extract(epoch FROM r.committed_at - r.started_at) * 1000)::numeric, 1)
+           AS elapsed_ms,
+       r.pool_size,
+       r.match_count,
+       r.matched,
+       r.left_over,
+       r.rejected,
+       r.dropped_by_cancel,
+       r.score,
+       r.factor_averages,
+       r.snapshot_ms,
+       r.solve_ms,
+       r.commit_ms,
+       r.solver_stats ->> 'strategy' AS strategy,
+       r.solver_stats ->> 'stop_reason' AS stop_reason,
+       r.seed,
+       r.config_hash,
+       r.leader,
+       r.term
+  FROM rounds r;
+
+-- A player's rounds, newest first: the queue and round, the pool's size, matched (match,
+-- team) or left over / rejected, and why. It names every player of every round, so it is
+-- not granted to clients (they read player_status).
+-- `WHERE player_id = ...` reaches the matched rows through the player's entries
+-- (queue_entries_player_latest); the left-over rows are read from each round's small
+-- left_over object (matchmaker explain uses the GIN index through `left_over ? $1`).
+CREATE VIEW player_rounds AS
+SELECT e.player_id, r.queue, r.round_id, r.committed_at, r.pool_size,
+       'matched'::text AS outcome, e.match_id, e.team, NULL::text AS reason
+  FROM queue_entries e
+  JOIN rounds r ON r.round_id = e.round_id
+ WHERE e.status = 'matched'
+UNION ALL
+SELECT o.key AS player_id, r.queue, r.round_id, r.committed_at, r.pool_size,
+       o.value ->> 'outcome', NULL::bigint, NULL::integer, o.value ->> 'reason'
+  FROM round_snapshots s
+  JOIN rounds r USING (round_id)
+ CROSS JOIN LATERAL jsonb_each(s.left_over) AS o;
+COMMENT ON VIEW player_rounds IS
+    'Per player and round: matched (match_id, team) or the outcome and reason of a pooled '
+    'player who was not matched. Operators only.';
+
+-- Who leads what, per replica (`matchmaker status` reads the same): live replicas,
+-- expired rows not yet removed, and holders of live leases that never registered.
+CREATE VIEW replica_leadership AS
+SELECT coalesce(r.replica, l.holder) AS replica,
+       coalesce(r.expires_at > now(), false) AS live,
+       r.started_at,
+       r.heartbeat_at,
+       r.expires_at,
+       coalesce(r.queues, '{}') AS serves,
+       coalesce(l.queues, '{}') AS leads,
+       r.version
+  FROM replicas r
+  FULL JOIN (SELECT holder, array_agg(queue ORDER BY queue) AS queues
+               FROM leases
+              WHERE expires_at > now()
+              GROUP BY holder) l
+    ON l.holder = r.replica;
+COMMENT ON VIEW replica_leadership IS
+    'Per replica: live or not, last heartbeat, the queues it lists (serves) and the '
+    'queues whose live lease it holds (leads).';
+
+
+-- =========================================================================================
+-- 6. Notifications
+-- =========================================================================================
+-- NOTIFY only wakes listeners earlier; the daemon and clients also poll, so a lost
+-- notification delays, never loses. Notifications are sent at COMMIT, so a listener never
+-- sees a row that is not there yet.
+--
+--   matchmaker_enqueue   payload: the queue. An enqueue (or a backfill request) wakes the
+--                        queue's leader.
+--   matchmaker_round     payload: {"queue", "round_id", "match_count", "matched"}. A round
+--                        committed: wakes clients or a gateway waiting for assignments.
+--   queue_channel(queue) per queue, so that a game backend holding one LISTEN connection
+--                        tells each player at once, instead of polling player_status:
+--     match      one per committed match, sent by the round's commit inside its
+--                transaction:
+--                {"event":"match","queue":"q","round_id":7,"match_id":42,"part":1,"parts":1,
+--                 "players":[{"player_id":"alice","team":0,"party_id":"crew","role":"tank"},..]}
+--                party_id and role appear only when the player has one. Teams count from
+--                0, as in player_status. event "backfill" (same layout, the whole roster)
+--                is for players added to a match that already exists.
+--     countdown  one per change of a queue's next round time or of what it waits for (a
+--                round, a reload, the pool reaching min_pool, the max-wait fallback), sent
+--                by whoever writes queue_state, in its transaction:
+--                {"event":"countdown","queue":"q","next_round_at":"2026-01-01T12:00:00.000000Z",
+--                 "seconds_to_next_round":12,"waiting_for":"schedule","cause":"round",
+--                 "round_id":7,"trigger":"pool_size"}
+--                next_round_at / seconds_to_next_round are null while the queue waits for
+--                players; cause: round (round_id, trigger: what started it, e.g. pool_size
+--                for an early start), config (a reload), pool (players arrived or left),
+--                start (the queue's first countdown).
+--
+-- Size: PostgreSQL refuses a payload of 8000 bytes or more (with the default 8 kB block
+-- size). A match whose payload would not fit is sent as several notifications, "part" 1
+-- to "parts", each with the same header and some of the players; each part is complete
+-- for the players it names (their match and team). The largest match the core allows (16
+-- players) with the longest ids (64 four-byte characters) fits in two parts. If even one
+-- player does not fit beside the header (a queue name of thousands of characters), the
+-- match is sent as {"event":"match","round_id":..,"match_id":..,"part":1,"parts":1,
+-- "players_omitted":true}: read match_details for that match.
+--
+-- Privileges: LISTEN needs none, so matchmaker_client may listen on any channel; any
+-- connected role may also NOTIFY on any channel (PostgreSQL has no privilege for it). So a
+-- payload is a fast hint that names only ids, and a backend confirms a match in
+-- match_details (which shows only matches of its own players) before acting on it.
+
+-- ---- Enqueue wake-up --------------------------------------------------------------------
+-- Per statement, not per row: a bulk INSERT sends one notification per queue.
+CREATE FUNCTION matchmaker_notify_enqueue() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('matchmaker_enqueue', q.queue)
+       FROM (SELECT DISTINCT queue FROM inserted) q;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER queue_entries_notify_enqueue
+    AFTER INSERT ON queue_entries
+    REFERENCING NEW TABLE AS inserted
+    FOR EACH STATEMENT EXECUTE FUNCTION matchmaker_notify_enqueue();
+
+-- ---- Round commit -----------------------------------------------------------------------
+-- The commit writes a round's counts after its matches (a row that fails is isolated
+-- first), so the notification is sent at COMMIT from the row as it is then: a deferred
+-- constraint trigger that reads the final row, not the row as first inserted.
+CREATE FUNCTION matchmaker_notify_round() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('matchmaker_round', json_build_object(
+        'queue', r.queue, 'round_id', r.round_id,
+        'match_count', r.match_count, 'matched', r.matched)::text)
+       FROM rounds r
+      WHERE r.round_id = NEW.round_id;
+    RETURN NULL;
+END
+$$;
+
+CREATE CONSTRAINT TRIGGER rounds_notify_commit
+    AFTER INSERT ON rounds
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION matchmaker_notify_round();
+
+-- ---- A queue's channel ------------------------------------------------------------------
+-- A client calls queue_channel() and LISTENs on the answer, in double quotes:
+-- LISTEN "matchmaker:ranked_3v3". A channel name is an identifier: at most 63 bytes.
+-- 'matchmaker:' (11 bytes) + a queue name of up to 52 bytes is used as is; a longer name
+-- becomes its first 40 letters, digits, '_' and '-' (ASCII: 40 bytes) + '~' + the first 11
+-- hex digits of its md5, so two long names that share a beginning still get different
+-- channels.
+CREATE FUNCTION queue_channel(queue text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT CASE WHEN octet_length(queue) <= 52 THEN 'matchmaker:' || queue
+                ELSE 'matchmaker:' || left(regexp_replace(queue, '[^A-Za-z0-9_-]', '', 'g'), 40)
+                     || '~' || left(md5(queue), 11) END
+$$;
+COMMENT ON FUNCTION queue_channel(text) IS
+    'The NOTIFY channel of a queue''s match and countdown notifications (LISTEN "<it>")';
+
+-- ---- Match notifications ----------------------------------------------------------------
+-- Not a trigger: the round's commit writes a round's matches in one statement, isolates a
+-- failing row by savepoints, and knows which matches stand; a backfill names the matches
+-- it extended. The commit calls matchmaker_notify_matches() after its matches are
+-- written, so the notifications leave at COMMIT or never.
+
+-- The matches whose roster needs several notifications: one PL/pgSQL pass per match and
+-- player, splitting the players in parts under the payload limit.
+CREATE FUNCTION matchmaker_notify_matches_in_parts(match_ids bigint[], event text DEFAULT 'match')
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    -- PostgreSQL's NOTIFY_PAYLOAD_MAX_LENGTH: BLCKSZ - NAMEDATALEN - 128, exclusive.
+    max_bytes constant integer := current_setting('block_size')::integer - 64 - 128 - 1;
+    m record;
+    head text;
+    budget integer;
+    piece text;
+    parts text[];
+    current text;
+    fits boolean;
+    sent integer := 0;
+BEGIN
+    IF event IS NULL OR event NOT IN ('match', 'backfill') THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('event = %s: must be match or backfill', quote_nullable(event));
+    END IF;
+    FOR m IN
+        SELECT x.match_id, x.round_id, x.queue,
+               -- One JSON object per player, written out by hand: compact (json_build_object
+               -- puts spaces around every colon) and with the keys in a fixed order.
+               array_agg(format('{"player_id":%s,"team":%s%s%s}',
+                                to_json(mp.player_id), mp.team,
+                                ',"party_id":' || to_json(mp.party_id),
+                                ',"role":' || to_json(mp.role))
+                         ORDER BY mp.team, mp.player_id) AS players
+          FROM matches x
+          JOIN match_players mp ON mp.match_id = x.match_id
+         WHERE x.match_id = ANY (match_ids)
+         GROUP BY x.match_id
+         ORDER BY x.match_id
+    LOOP
+        head := format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s',
+                       to_json(event), to_json(m.queue), m.round_id, m.match_id);
+        -- What a part adds around its players, with part numbers as long as they can be.
+        budget := max_bytes - octet_length(head)
+                  - octet_length(',"part":,"parts":,"players":[]}')
+                  - 2 * length(cardinality(m.players)::text);
+        parts := '{}';
+        current := NULL;
+        fits := true;
+        FOREACH piece IN ARRAY m.players LOOP
+            IF octet_length(piece) > budget THEN
+                fits := false;
+                EXIT;
+            END IF;
+            IF current IS NULL THEN
+                current := piece;
+            ELSIF octet_length(current) + 1 + octet_length(piece) <= budget THEN
+                current := current || ',' || piece;
+            ELSE
+                parts := parts || current;
+                current := piece;
+            END IF;
+        END LOOP;
+        IF NOT fits THEN
+            PERFORM pg_notify(queue_channel(m.queue), format(
+                '{"event":%s,"round_id":%s,"match_id":%s,"part":1,"parts":1,"players_omitted":true}',
+                to_json(event), m.round_id, m.match_id));
+            sent := sent + 1;
+            CONTINUE;
+        END IF;
+        parts := parts || coalesce(current, '');
+        FOR i IN 1 .. cardinality(parts) LOOP
+            PERFORM pg_notify(queue_channel(m.queue), format(
+                '%s,"part":%s,"parts":%s,"players":[%s]}',
+                head, i, cardinality(parts), parts[i]));
+            sent := sent + 1;
+        END LOOP;
+    END LOOP;
+    RETURN sent;
+END
+$$;
+COMMENT ON FUNCTION matchmaker_notify_matches_in_parts(bigint[], text) IS
+    'matchmaker_notify_matches() for matches whose roster needs several notifications '
+    '(split in parts under the payload limit)';
+
+-- One notification (or several parts) per match of match_ids, built from the rows as they
+-- are now in the calling transaction; returns how many notifications were sent. The
+-- matches that fit one notification (nearly all) are built in one statement, a loop over
+-- every match and player being a noticeable part of a large round's commit; the others
+-- go to matchmaker_notify_matches_in_parts(). A call's notifications are sent in match_id
+-- order, those in parts after the others.
+CREATE FUNCTION matchmaker_notify_matches(match_ids bigint[], event text DEFAULT 'match')
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    -- PostgreSQL's NOTIFY_PAYLOAD_MAX_LENGTH: BLCKSZ - NAMEDATALEN - 128, exclusive.
+    max_bytes constant integer := current_setting('block_size')::integer - 64 - 128 - 1;
+    sent integer;
+    long bigint[];
+BEGIN
+    IF event IS NULL OR event NOT IN ('match', 'backfill') THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('event = %s: must be match or backfill', quote_nullable(event));
+    END IF;
+    WITH payloads AS MATERIALIZED (
+        SELECT x.match_id, x.queue,
+               format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s,"part":1,"parts":1,"players":[',
+                      to_json(event), to_json(x.queue), x.round_id, x.match_id)
+               -- One JSON object per player, written out by hand as in
+               -- matchmaker_notify_matches_in_parts: compact and with the keys in a fixed
+               -- order.
+               || string_agg(format('{"player_id":%s,"team":%s%s%s}',
+                                    to_json(mp.player_id), mp.team,
+                                    ',"party_id":' || to_json(mp.party_id),
+                                    ',"role":' || to_json(mp.role)),
+                             ',' ORDER BY mp.team, mp.player_id)
+               || ']}' AS payload
+          FROM matches x
+          JOIN match_players mp ON mp.match_id = x.match_id
+         WHERE x.match_id = ANY (match_ids)
+         GROUP BY x.match_id)
+    SELECT
+        -- pg_notify() is volatile: called once per row, after the ORDER BY.
+        (SELECT count(*)
+           FROM (SELECT pg_notify(queue_channel(p.queue), p.payload)
+                   FROM payloads p
+                  WHERE octet_length(p.payload) <= max_bytes
+                  ORDER BY p.match_id) AS s),
+        (SELECT array_agg(p.match_id ORDER BY p.match_id)
+           FROM payloads p
+          WHERE octet_length(p.payload) > max_bytes)
+      INTO sent, long;
+    IF long IS NOT NULL THEN
+        sent := sent + matchmaker_notify_matches_in_parts(long, event);
+    END IF;
+    RETURN sent;
+END
+$$;
+COMMENT ON FUNCTION matchmaker_notify_matches(bigint[], text) IS
+    'NOTIFY each match''s players on its queue''s channel (split in parts under the payload '
+    'limit); the daemon calls it inside the commit that writes the matches';
+
+-- ---- Countdown notifications ------------------------------------------------------------
+CREATE FUNCTION matchmaker_notify_countdown() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    cause text;
+    round_trigger text;
+BEGIN
+    cause := CASE
+        WHEN TG_OP = 'INSERT' THEN 'start'
+        WHEN NEW.last_round_id IS DISTINCT FROM OLD.last_round_id THEN 'round'
+        WHEN NEW.config_hash IS DISTINCT FROM OLD.config_hash THEN 'config'
+        ELSE 'pool' END;
+    IF NEW.last_round_id IS NOT NULL AND cause IN ('start', 'round') THEN
+        SELECT r.trigger INTO round_trigger FROM rounds r WHERE r.round_id = NEW.last_round_id;
+    END IF;
+    PERFORM pg_notify(queue_channel(NEW.queue), format(
+        '{"event":"countdown","queue":%s,"next_round_at":%s,"seconds_to_next_round":%s,'
+        '"waiting_for":%s,"cause":%s%s}',
+        to_json(NEW.queue),
+        coalesce(to_json(to_char(NEW.next_round_at AT TIME ZONE 'UTC',
+                                 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text, 'null'),
+        -- (greatest() skips a NULL: without the CASE a queue waiting for players would
+        -- read 0 seconds.)
+        CASE WHEN NEW.next_round_at IS NULL THEN 'null'
+             ELSE ceil(greatest(0, extract(epoch FROM NEW.next_round_at - now())))::text END,
+        to_json(NEW.waiting_for), to_json(cause),
+        CASE WHEN cause = 'round'
+             THEN format(',"round_id":%s,"trigger":%s', NEW.last_round_id,
+                         coalesce(to_json(round_trigger)::text, 'null')) END));
+    RETURN NULL;
+END
+$$;
+
+-- The leader rewrites its queue_state row whenever the pool size changes; only a change
+-- of the countdown itself is worth a notification.
+CREATE TRIGGER queue_state_notify_countdown_insert
+    AFTER INSERT ON queue_state
+    FOR EACH ROW EXECUTE FUNCTION matchmaker_notify_countdown();
+CREATE TRIGGER queue_state_notify_countdown_update
+    AFTER UPDATE ON queue_state
+    FOR EACH ROW
+    WHEN (OLD.next_round_at IS DISTINCT FROM NEW.next_round_at
+          OR OLD.waiting_for IS DISTINCT FROM NEW.waiting_for)
+    EXECUTE FUNCTION matchmaker_notify_countdown();
+
+
+-- =========================================================================================
+-- 7. Roles and privileges
+-- =========================================================================================
+
+-- Roles belong to the cluster, not the database: a second database on the same server (or
+-- a concurrent migration of one) finds them there already. Studios make their login roles
+-- members: CREATE ROLE game_backend LOGIN PASSWORD '...' IN ROLE matchmaker_client;
+DO $$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['matchmaker_client', 'matchmaker_daemon', 'matchmaker_ops'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+            BEGIN
+                EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+            EXCEPTION
+                -- Another database's migration created it in the meantime.
+                WHEN duplicate_object OR unique_violation THEN NULL;
+                WHEN insufficient_privilege THEN
+                    RAISE EXCEPTION 'the migration must create role %, and the migrating role may not', r
+                        USING HINT = 'run `matchmaker migrate` as a role with CREATEROLE once, '
+                                     'or create the roles matchmaker_client, matchmaker_daemon '
+                                     'and matchmaker_ops (NOLOGIN) beforehand';
+            END;
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- COMMENT ON ROLE needs CREATEROLE too: a migrating role without it, running after the
+-- roles were created beforehand, leaves their comments to whoever created them.
+DO $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        ('matchmaker_client',
+         'game clients and backends: EXECUTE on the client functions, SELECT on the client views'),
+        ('matchmaker_daemon', 'matchmaker run: reads and writes the matchmaker tables'),
+        ('matchmaker_ops', 'operators: read everything, write nothing')) AS t(role, text)
+    LOOP
+        BEGIN
+            EXECUTE format('COMMENT ON ROLE %I IS %L', c.role, c.text);
+        EXCEPTION WHEN insufficient_privilege THEN NULL;
+        END;
+    END LOOP;
+END
+$$;
+
+-- ---- Nothing for PUBLIC -----------------------------------------------------------------
+-- Functions are executable by PUBLIC by default, and PostgreSQL before 15 lets PUBLIC
+-- create objects in schema public (which a SECURITY DEFINER function's search_path would
+-- then see). PostgreSQL 15 and later already revoke CREATE by default.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+REVOKE ALL ON queues, queue_entries, rounds, matches, match_players, recent_matches,
+              round_snapshots, queue_state, leases, replicas, backfill_requests,
+              queue_countdown, player_status, match_details, queue_catalog, backfill_status,
+              round_summaries, player_rounds, replica_leadership
+    FROM PUBLIC;
+REVOKE ALL ON FUNCTION
+    matchmaker_sees_all(),
+    matchmaker_refuse(text, text, text),
+    matchmaker_check_id(text, text),
+    matchmaker_check_ms_map(text, jsonb, integer, text[]),
+    matchmaker_check_member(queues, text, double precision, double precision, jsonb, jsonb,
+                            text[], double precision),
+    matchmaker_member_ok(queues, text, double precision, double precision, jsonb, jsonb,
+                         text[], double precision),
+    matchmaker_active_queue(text),
+    enqueue(text, text, double precision, jsonb, jsonb, text[], double precision,
+            double precision),
+    enqueue_party(text, text, jsonb),
+    cancel(text, text),
+    keep_alive(text[], text),
+    request_backfill(text, text, jsonb, integer[], interval),
+    cancel_backfill(bigint),
+    matchmaker_notify_enqueue(),
+    matchmaker_notify_round(),
+    queue_channel(text),
+    matchmaker_notify_matches_in_parts(bigint[], text),
+    matchmaker_notify_matches(bigint[], text),
+    matchmaker_notify_countdown()
+    FROM PUBLIC;
+
+GRANT USAGE ON SCHEMA public TO matchmaker_client, matchmaker_daemon, matchmaker_ops;
+
+-- Functions in a view run with the privileges of the view's reader; the countdown
+-- trigger runs as the writer of queue_state (the daemon) and calls queue_channel.
+GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text)
+    TO matchmaker_client, matchmaker_daemon, matchmaker_ops;
+
+-- ---- matchmaker_client: the client API and the client views, no table -------------------
+GRANT EXECUTE ON FUNCTION
+    enqueue(text, text, double precision, jsonb, jsonb, text[], double precision,
+            double precision),
+    enqueue_party(text, text, jsonb),
+    cancel(text, text),
+    keep_alive(text[], text),
+    request_backfill(text, text, jsonb, integer[], interval),
+    cancel_backfill(bigint)
+    TO matchmaker_client;
+GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog, backfill_status
+    TO matchmaker_client;
+
+-- ---- matchmaker_daemon: writes the tables -----------------------------------------------
+-- DELETE where retention prunes (tables that reference rounds ON DELETE CASCADE are
+-- cleaned by the cascade, which runs with the privileges of the table's owner), and on
+-- replicas (a replica deletes its own row at shutdown, and rows long expired).
+GRANT SELECT, INSERT, UPDATE, DELETE ON queue_entries, rounds, matches, match_players,
+                                        replicas, backfill_requests
+    TO matchmaker_daemon;
+GRANT SELECT, INSERT, UPDATE ON queue_state, leases, queues, recent_matches
+    TO matchmaker_daemon;
+GRANT SELECT, INSERT ON round_snapshots TO matchmaker_daemon;
+GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog,
+                backfill_status, round_summaries, player_rounds, replica_leadership
+    TO matchmaker_daemon;
+GRANT USAGE, SELECT ON SEQUENCE queue_entries_entry_id_seq, rounds_round_id_seq,
+                              matches_match_id_seq
+    TO matchmaker_daemon;
+GRANT EXECUTE ON FUNCTION matchmaker_notify_matches(bigint[], text),
+                          matchmaker_notify_matches_in_parts(bigint[], text)
+    TO matchmaker_daemon;
+
+-- ---- matchmaker_ops: reads everything ---------------------------------------------------
+GRANT SELECT ON queues, queue_entries, rounds, matches, match_players, recent_matches,
+                round_snapshots, queue_state, leases, replicas, backfill_requests,
+                queue_countdown, player_status, match_details, queue_catalog,
+                backfill_status, round_summaries, player_rounds, replica_leadership
+    TO matchmaker_ops;
+
+-- `matchmaker run --no-migrate` and the read-only commands check the schema version
+-- before they start. (sqlx's table: present whenever the migrations run through
+-- `matchmaker migrate`.)
+DO $$
+BEGIN
+    IF to_regclass('_sqlx_migrations') IS NOT NULL THEN
+        GRANT SELECT ON _sqlx_migrations TO matchmaker_daemon, matchmaker_ops;
+    END IF;
+END
+$$;
