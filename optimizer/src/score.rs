@@ -77,9 +77,6 @@ pub struct Scorer<'a> {
     et_inv: f64,
     ping_unit_weight: f64,
     ep_pairwise_inv: f64,
-    /// Search-only credit for near-hosts (`hosts::search_score`); 0: the true factor.
-    /// `evaluate` and the rows include it, `describe` (the report) never does.
-    near_host_credit: f64,
     p2p: bool,
     nroles: usize,
     strict_roles: bool,
@@ -330,7 +327,6 @@ impl<'a> Scorer<'a> {
             et_inv,
             ping_unit_weight: weights[ENEMY_PING] / (ts * ts * PING_UNIT),
             ep_pairwise_inv: 1.0 / (pairs * model.equal_players.curve.scale),
-            near_host_credit: 0.0,
             p2p,
             nroles,
             strict_roles: nroles > 0 && model.role_mode == RoleMode::Strict,
@@ -607,13 +603,7 @@ impl<'a> Scorer<'a> {
                 let capable = n - over_mask.count_ones() as usize;
                 c.capable = capable as u32;
                 if w[TWO_HOSTS] > 0.0 {
-                    let near = if capable < 2 && self.near_host_credit > 0.0 {
-                        self.near_hosts(&c.slots[..n])
-                    } else {
-                        0
-                    };
-                    c.fixed[TWO_HOSTS] =
-                        hosts::search_score(capable, near, self.near_host_credit, &model.hosts);
+                    c.fixed[TWO_HOSTS] = hosts::score(capable, &model.hosts);
                 }
             }
         } else if w[ENEMY_PING] > 0.0 || detail {
@@ -917,7 +907,6 @@ impl<'a> Scorer<'a> {
             et_inv: self.et_inv,
             ping_unit_weight: self.ping_unit_weight,
             ep_pairwise_inv: self.ep_pairwise_inv,
-            near_host_credit: self.near_host_credit,
             p2p: self.p2p,
             nroles: self.nroles,
             strict_roles: self.strict_roles,
@@ -930,40 +919,6 @@ impl<'a> Scorer<'a> {
             ping_cache: self.ping_cache.clone(),
             hist_mask: self.hist_mask.clone(),
         }
-    }
-
-    /// This scorer with the two-hosts weight multiplied by `factor` (the early
-    /// objective of `search::shaping`), sharing the ping cache.
-    pub fn with_hosts_weight_scaled(&self, factor: f64) -> Scorer<'a> {
-        let mut s = self.shallow();
-        s.weights[TWO_HOSTS] *= factor;
-        s.wsum = weight_sum(&s.weights);
-        s.inv_wsum = 1.0 / s.wsum;
-        s
-    }
-
-    /// Give near-hosts `credit` in `evaluate` and the rows (`hosts::search_score`): the
-    /// default strategy's search objective on large peer-to-peer pools.
-    pub fn set_near_host_credit(&mut self, credit: f64) {
-        self.near_host_credit = credit;
-    }
-
-    /// Players of the match who reach everyone in it but one (rare path: matches short
-    /// of two hosts).
-    fn near_hosts(&self, players: &[u32]) -> usize {
-        let mut over = [0u32; MAXP];
-        for i in 0..players.len() {
-            for j in i + 1..players.len() {
-                if self.pair_ping_packed(players[i], players[j]).1 {
-                    over[i] |= 1 << j;
-                    over[j] |= 1 << i;
-                }
-            }
-        }
-        over[..players.len()]
-            .iter()
-            .filter(|&&o| hosts::misses_one(o))
-            .count()
     }
 
     /// Whether `evaluate` takes the two-team fast path.

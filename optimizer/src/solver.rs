@@ -26,21 +26,12 @@ use super::pool::Pool;
 use super::round::{MatchOutcome, RoundOutcome, SolveStats};
 use super::score::Scorer;
 use super::search::anneal::{self, Outcome};
-use super::search::neighbours::Neighbours;
-use super::search::shaping::Shaping;
 use super::search::state::State;
 use super::search::{awesomenauts, baselines, construct, short};
 
 /// Pools of at most this many matches' worth of players stop early under a time
-/// budget once their restarts converge (see `search`).
+/// budget once a batch of restarts finds nothing better (see `search`).
 pub const SMALL_POOL_MATCHES: usize = 10;
-
-/// The default strategy's search credits near-hosts (`hosts::search_score`) on pools
-/// larger than `SMALL_POOL_MATCHES` matches; small pools are solved exactly without it.
-/// Paired 1 s runs on the three bench pools (docs/optimizer-tuning.md, "Near-host
-/// credit"): 0.3 gained +0.00009 ± 0.00007 and +0.00029 ± 0.00007 of round score in two
-/// batches, with fewer matches left without a host; 0.7 lost 0.0012.
-pub const NEAR_HOST_CREDIT: f64 = 0.3;
 
 /// Search strategy (`--strategy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,10 +120,7 @@ pub fn solve(
         Budget::Restarts(_) => Deadline::never(),
     };
     let ix = IndexedPool::build(pool, model)?;
-    let mut sc = Scorer::new(&ix, model);
-    if options.strategy == Strategy::Default && !small_pool(&sc) {
-        sc.set_near_host_credit(NEAR_HOST_CREDIT);
-    }
+    let sc = Scorer::new(&ix, model);
     let threads = options
         .threads
         .unwrap_or_else(rayon::current_num_threads)
@@ -175,8 +163,8 @@ struct Flexible<'s, 'a> {
     bench: &'s [u32],
 }
 
-/// At most `SMALL_POOL_MATCHES` matches' worth of players: solved exactly, with the true
-/// objective throughout.
+/// At most `SMALL_POOL_MATCHES` matches' worth of players: fixed-length restarts until
+/// they converge.
 fn small_pool(sc: &Scorer) -> bool {
     sc.ix.len() <= SMALL_POOL_MATCHES * sc.players_per_match()
 }
@@ -261,25 +249,6 @@ fn run_strategy(
         .num_threads(threads)
         .build()
         .expect("building the solver's thread pool");
-    // on the pools where it credits near-hosts, the default strategy settles which
-    // matches can have hosts first (`shaping`), proposes premade repairs and, late in
-    // the run, exchanges between neighbours
-    let guided = options.strategy == Strategy::Default && !small_pool(sc);
-    let shaping = if guided {
-        Shaping::hosts_first(sc)
-    } else {
-        Shaping::none()
-    };
-    let neighbours = if guided {
-        pool.install(|| Neighbours::build(sc))
-    } else {
-        None
-    };
-    let guide = anneal::Guidance {
-        shaping: &shaping,
-        premade_repair: guided,
-        neighbours: neighbours.as_ref(),
-    };
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
         // restart 0: the Awesomenauts post's sorted start (awesomenauts) or sorted within regions
         // (default); later restarts: semi-random starts
@@ -294,15 +263,7 @@ fn run_strategy(
             Strategy::Awesomenauts => {
                 awesomenauts::hill_climb(sc, start, deadline, options.check_delta)
             }
-            _ => anneal::anneal(
-                sc,
-                &guide,
-                start,
-                &mut rng,
-                length,
-                deadline,
-                options.check_delta,
-            ),
+            _ => anneal::anneal(sc, start, &mut rng, length, deadline, options.check_delta),
         };
         // exchanges with the bench may leave a new match formable there
         construct::fill_from_bench(sc, &mut out.state);

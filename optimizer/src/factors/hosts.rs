@@ -15,57 +15,16 @@ pub fn score(possible_hosts: usize, params: &HostParams) -> f64 {
     }
 }
 
-/// The factor as the default strategy's search sees it on large pools: a match short of
-/// two hosts also gets `credit` / 2 of the way to the next level for each of up to
-/// (2 - hosts) near-hosts, players who reach everyone in the match but one. The factor
-/// jumps from 0 to 1 only when the right players meet, often several exchanges away;
-/// the credit rewards the exchanges on the way (docs/optimizer-tuning.md, "Near-host
-/// credit"). Reports always use `score`.
-pub fn search_score(
-    possible_hosts: usize,
-    near_hosts: usize,
-    credit: f64,
-    params: &HostParams,
-) -> f64 {
-    let h = score(possible_hosts, params);
-    if possible_hosts >= 2 || credit == 0.0 {
-        return h;
-    }
-    let near = near_hosts.min(2 - possible_hosts) as f64;
-    h + credit * 0.5 * near * (1.0 - h)
-}
-
-/// Whether a player's mask of match-mates beyond the host limit has exactly one bit:
-/// a near-host.
-#[inline(always)]
-pub fn misses_one(over: u32) -> bool {
-    over != 0 && over & over.wrapping_sub(1) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn near_host_credit_moves_part_of_the_way_to_the_next_level() {
+    fn two_hosts_score_one_one_host_scores_the_parameter_none_zero() {
         let p = HostParams::default();
-        // no credit, or two hosts already: the true factor
-        for (hosts, near) in [(0, 0), (0, 3), (1, 2), (2, 4), (5, 0)] {
-            assert_eq!(search_score(hosts, near, 0.0, &p), score(hosts, &p));
-        }
-        assert_eq!(search_score(2, 3, 0.3, &p), 1.0);
-        // none: 0.3 / 2 per near-host, at most two count
-        assert!((search_score(0, 1, 0.3, &p) - 0.15).abs() < 1e-12);
-        assert!((search_score(0, 2, 0.3, &p) - 0.3).abs() < 1e-12);
-        assert!((search_score(0, 5, 0.3, &p) - 0.3).abs() < 1e-12);
-        // one: half of the credit's share of the way from 0.5 to 1, once
-        assert!((search_score(1, 3, 0.3, &p) - 0.575).abs() < 1e-12);
-    }
-
-    #[test]
-    fn a_near_host_misses_exactly_one_player() {
-        assert!(!misses_one(0));
-        assert!(misses_one(1 << 4));
-        assert!(!misses_one(0b101));
+        assert_eq!(score(0, &p), 0.0);
+        assert_eq!(score(1, &p), p.one_host_score);
+        assert_eq!(score(2, &p), 1.0);
+        assert_eq!(score(5, &p), 1.0);
     }
 }

@@ -521,7 +521,6 @@ impl Scorer<'_> {
         let mut gain = w[EQUAL_TEAMS] * (hot.skill - out.skill).abs() * self.equal_teams_inverse();
         let bits = &mut probe.bits;
         let mut capable = 0;
-        let mut near = 0;
         if self.ping_pairs() {
             let mut up = 0u32;
             let mut over = 0u32;
@@ -541,17 +540,6 @@ impl Scorer<'_> {
                 up += score.saturating_sub(old);
             }
             capable += (over == 0) as usize;
-            if capable < 2 && self.near_host_credit > 0.0 {
-                // the rare case: count near-hosts from the new masks
-                for j in 0..P {
-                    let over_j = if j == i {
-                        over
-                    } else {
-                        (slots[j].over & !(1 << i)) | ((bits[j] >> 31) << i)
-                    };
-                    near += hosts::misses_one(over_j) as usize;
-                }
-            }
             gain += self.ping_gain::<TS>(up);
         } else {
             capable = P;
@@ -572,7 +560,7 @@ impl Scorer<'_> {
             skill[k] = if k == i { hot.skill } else { slots[k].skill };
         }
         info.hosts = capable as u32;
-        info.fixed = self.fixed_of(&skill, capable, near, || {
+        info.fixed = self.fixed_of(&skill, capable, || {
             std::array::from_fn(|k| if k == i { player } else { slots[k].player })
         });
         info.wait += hot.wait_capped - out.wait_capped;
@@ -717,12 +705,7 @@ impl Scorer<'_> {
             skill[k] = s.skill;
         }
         let capable = slots.iter().filter(|s| s.over == 0).count();
-        let near = if capable < 2 && self.near_host_credit > 0.0 {
-            slots.iter().filter(|s| hosts::misses_one(s.over)).count()
-        } else {
-            0
-        };
-        let fixed = self.fixed_of(&skill, capable, near, || slots.map(|s| s.player));
+        let fixed = self.fixed_of(&skill, capable, || slots.map(|s| s.player));
         rows.info[r].fixed = fixed;
         rows.info[r].hosts = capable as u32;
     }
@@ -734,7 +717,6 @@ impl Scorer<'_> {
         &self,
         skill: &[f64; P],
         capable: usize,
-        near: usize,
         players: impl FnOnce() -> [u32; P],
     ) -> f64 {
         let w = &self.weights;
@@ -767,8 +749,7 @@ impl Scorer<'_> {
         }
         if self.p2p {
             if w[TWO_HOSTS] > 0.0 {
-                fixed += w[TWO_HOSTS]
-                    * hosts::search_score(capable, near, self.near_host_credit, &model.hosts);
+                fixed += w[TWO_HOSTS] * hosts::score(capable, &model.hosts);
             }
         } else if w[ENEMY_PING] > 0.0 {
             let (_, score) = enemy_ping::choose_region(self.ix, &players(), &model.ping);

@@ -1,22 +1,17 @@
 //! The default strategy's restart: simulated annealing over random exchanges (the
-//! blog comments on the Awesomenauts matchmaker post suggest it; the mutual-information balancing note names it), from a sorted or
-//! semi-random construction.
+//! blog comments on the Awesomenauts matchmaker post suggest it; the mutual-information
+//! balancing note names it), from a sorted or semi-random construction.
 //!
 //! Each step draws one random exchange (`moves`), scores it by re-scoring only the two
 //! touched matches, and accepts it if it does not worsen the objective, or with
 //! probability exp(delta / T) otherwise. T falls from T0 (calibrated so an average
-//! worsening move is accepted half of the time) to T0 / 1000 over the restart's length:
-//! `moves_per_restart` steps, or, under a time budget, the time left when the restart
-//! began, whichever ends first. At progress p in [0, 1], T = T0 (1/1000)^(p^0.6): faster
-//! than geometric while hot, where the walk only forgets its start, so that more of the
-//! run is spent cold, where the matches take shape (`SCHEDULE_SHAPE`). Moves that
-//! change which players are placed (bench swaps) are accepted only if they do not lose
-//! overdue players or matches. From 30% of the run on, three in four exchanges that
-//! change a match's party shape are dropped unscored (`SHAPE_CHANGE_SKIP_FROM`). The
-//! objective may differ in the run's first part (`shaping`); the returned state is
-//! valued by the true one. On two-team queues one step in `repair::REPAIR_EVERY` is a
-//! premade repair instead of a random exchange. From `neighbours::FROM` of the run on,
-//! half of the other draws are neighbour exchanges (`neighbours`), where lists are given.
+//! worsening move is accepted half of the time, scaled by `heat`) to T0 / 1000 over the
+//! restart's length: `moves_per_restart` steps, or, under a time budget, the time left
+//! when the restart began, whichever ends first. At progress p in [0, 1],
+//! T = T0 (1/1000)^(p^0.6): faster than geometric while hot, where the walk only
+//! forgets its start, so that more of the run is spent cold, where the matches take
+//! shape (`SCHEDULE_SHAPE`). Moves that change which players are placed (bench swaps)
+//! are accepted only if they do not lose overdue players or matches.
 
 use std::time::Duration;
 
@@ -27,9 +22,6 @@ use crate::deadline::Deadline;
 use crate::score::{RoundValue, Scorer};
 
 use super::moves::{Exchange, random_exchange};
-use super::neighbours::{self, Neighbours, neighbour_exchange};
-use super::repair::{self, premade_repair};
-use super::shaping::Shaping;
 use super::state::{Scratch, State, Verdict};
 use super::threshold::LnUniform;
 
@@ -75,12 +67,6 @@ pub fn heat(steps: f64, units: f64, matches: f64) -> f64 {
 /// power is taken once every 256 steps, with the deadline check.
 const SCHEDULE_SHAPE: f64 = 0.6;
 
-/// From this share of the run on, 3 in 4 shape-changing exchanges are dropped before
-/// scoring. In the second half of a 3 M-step run such exchanges were proposed 134 k
-/// times and accepted twice; dropping them gives 5% more moves a second (measured with
-/// `moves::WORST_OF`, see there).
-const SHAPE_CHANGE_SKIP_FROM: f64 = 0.3;
-
 pub struct Outcome {
     pub state: State,
     pub moves: u64,
@@ -105,21 +91,9 @@ pub fn assert_delta(sc: &Scorer, st: &State) {
     );
 }
 
-/// What the default strategy adds to plain annealing on large pools.
-pub struct Guidance<'s, 'a> {
-    /// The objective searched at each point of the run.
-    pub shaping: &'s Shaping<'a>,
-    /// Propose premade repairs (`repair`), where they apply.
-    pub premade_repair: bool,
-    /// Draw neighbour exchanges late in the run (`neighbours`).
-    pub neighbours: Option<&'s Neighbours>,
-}
-
-/// Anneal from `st` (valued by `true_sc`) and return the best state found, valued by
-/// `true_sc`.
-pub fn anneal<'s, 'a>(
-    true_sc: &'s Scorer<'a>,
-    guide: &Guidance<'s, 'a>,
+/// Anneal from `st` and return the best state found.
+pub fn anneal(
+    sc: &Scorer,
     mut st: State,
     rng: &mut Xoshiro256PlusPlus,
     length: u64,
@@ -133,12 +107,6 @@ pub fn anneal<'s, 'a>(
     let mut bounded = 0u64;
     let mut delta_checks = 0u64;
     let ln_u = LnUniform::default();
-    let shaping = guide.shaping;
-    let repairs = guide.premade_repair && repair::applies(true_sc);
-    let mut sc = shaping.at(0.0, true_sc);
-    if !std::ptr::eq(sc, true_sc) {
-        st = st.revalued(sc);
-    }
 
     // calibrate T0 on a sample of worsening moves
     let mut worse = 0.0;
@@ -193,42 +161,9 @@ pub fn anneal<'s, 'a>(
                 break;
             }
             temp = t0 * ratio.powf(progress.powf(SCHEDULE_SHAPE));
-            let now = shaping.at(progress, true_sc);
-            if !std::ptr::eq(now, sc) {
-                // the objective changed: value the walk and the best state anew
-                sc = now;
-                st = st.revalued(sc);
-                best = best.revalued(sc);
-                if st.value.better_than(&best.value) {
-                    best = st.clone();
-                    found_at = deadline.elapsed();
-                }
-                best_value = best.value;
-            }
         }
         step += 1;
-        let repair = repairs && step.is_multiple_of(repair::REPAIR_EVERY);
-        let drawn = if repair {
-            premade_repair(sc, &st, rng, &mut mv)
-        } else if let Some(nb) = guide.neighbours
-            && progress >= neighbours::FROM
-            && rng.next_u64() & 15 < neighbours::SHARE_OF_16
-        {
-            neighbour_exchange(sc, &st, nb, rng, &mut mv)
-        } else {
-            random_exchange(sc, &st, rng, &mut mv)
-        };
-        if !drawn {
-            continue;
-        }
-        // Late in the run, exchanges that change a match's party shape (a party against
-        // solos) are almost never accepted yet rebuild both rows: drop 3 in 4 unscored
-        // (but not the repairs, which are aimed).
-        if !repair
-            && progress >= SHAPE_CHANGE_SKIP_FROM
-            && mv.a_out.len() != mv.b_out.len()
-            && rng.next_u64() < 3 << 62
-        {
+        if !random_exchange(sc, &st, rng, &mut mv) {
             continue;
         }
         moves += 1;
@@ -276,11 +211,6 @@ pub fn anneal<'s, 'a>(
                 last_snap = step;
             }
         }
-    }
-    if !std::ptr::eq(sc, true_sc) {
-        // the run ended early (deadline or step budget) while still shaped
-        st = st.revalued(true_sc);
-        best = best.revalued(true_sc);
     }
     if st.value.better_than(&best.value) || !best.value.better_than(&st.value) {
         if st.value.better_than(&best.value) {

@@ -49,17 +49,25 @@ pub fn region_order(sc: &Scorer) -> Vec<u32> {
     order
 }
 
-/// A semi-random order: skill plus noise of a random strength, and for half of the
-/// starts grouped by each unit's best region first (so that matches start close in
-/// ping as well as in skill).
+/// Share of the semi-random starts grouped by each unit's best region first.
+pub const REGION_GROUPED_STARTS: f64 = 0.5;
+
+/// The noise of a semi-random start, in standard deviations of the pool's skill: drawn
+/// uniformly in this range once per start.
+pub const START_NOISE_SD: (f64, f64) = (0.05, 0.65);
+
+/// A semi-random order: skill plus uniform noise of a random strength
+/// (`START_NOISE_SD`), and for `REGION_GROUPED_STARTS` of the starts grouped by each
+/// unit's best region first (so that matches start close in ping as well as in skill).
 pub fn random_order(sc: &Scorer, rng: &mut Xoshiro256PlusPlus) -> Vec<u32> {
     let ix = sc.ix;
     let units = &ix.units;
     let n = units.len().max(1) as f64;
     let mean = units.iter().map(|u| u.skill).sum::<f64>() / n;
     let sd = (units.iter().map(|u| (u.skill - mean).powi(2)).sum::<f64>() / n).sqrt();
-    let strength = sd * (0.05 + 0.6 * rng.random::<f64>());
-    let by_region = !ix.regions.is_empty() && rng.random::<bool>();
+    let (lo, hi) = START_NOISE_SD;
+    let strength = sd * (lo + (hi - lo) * rng.random::<f64>());
+    let by_region = !ix.regions.is_empty() && rng.random_bool(REGION_GROUPED_STARTS);
     let nreg = ix.regions.len();
     let mut keyed: Vec<(usize, f64, u32)> = units
         .iter()

@@ -95,11 +95,6 @@ impl State {
         s
     }
 
-    /// The same matches and bench, valued (and their rows built) by `sc`.
-    pub fn revalued(&self, sc: &Scorer) -> State {
-        State::new(sc, self.matches.clone(), self.bench.clone())
-    }
-
     fn reindex(&mut self) {
         for (i, m) in self.matches.iter().enumerate() {
             for (k, &u) in m.iter().enumerate() {
