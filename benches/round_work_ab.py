@@ -2,12 +2,15 @@
 """Round database work of two builds, side by side: the method behind the client
 contract's figure "round database work within 10% of before the contract".
 
-One run of `matchmaker bench-db` moves by more than 10% on a shared host, and the host's
+One run of `matchmaker-lab bench-db` moves by more than 10% on a shared host, and the host's
 speed drifts over minutes, so the two builds run alternately in A B B A order, and each
 quadruple gives one ratio (B's two mean round totals over A's two). The median and the
 range of those ratios are the figure.
 
     benches/round_work_ab.py A_BINARY B_BINARY [SIZE:REPEAT ...]
+
+Each binary is one that has the bench-db subcommand: `target/release/matchmaker-lab`
+(builds before the lab had its own binary: `target/release/matchmaker`).
 
 A is the reference (e.g. the pre-contract build, 6043e12:
 `git worktree add /tmp/pre-contract 6043e12 && cargo build --release` there). SIZE:REPEAT
