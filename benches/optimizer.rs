@@ -9,7 +9,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker::lab::sim::population::{Population, PopulationSpec};
 use matchmaker_optimizer::QueueModel;
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::score::Scorer;

@@ -10,7 +10,7 @@ and its speed drifts), and reported as the mean paired difference ± its standar
 The first variant is the reference. Each variant is a `matchmaker` binary, optionally
 with environment variables (for experimental knobs compiled into a scratch build). Pools
 are /tmp/poolK.json, written by
-`matchmaker bench --write-pool /tmp/poolK.json --pool-seed K`.
+`matchmaker-lab bench --write-pool /tmp/poolK.json --pool-seed K`.
 
 Environment: BUDGET (1s), THREADS (2), POOLS (1,2,3), SEED0 (first solver seed, 100),
 MOVES (if set: one restart of exactly MOVES steps instead of a time budget).

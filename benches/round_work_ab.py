@@ -2,7 +2,7 @@
 """Round database work of two builds, side by side: does a change make a round's
 snapshot and commit dearer?
 
-One run of `matchmaker bench-db` moves by more than 10% on a shared host, and the host's
+One run of `matchmaker-lab bench-db` moves by more than 10% on a shared host, and the host's
 speed drifts over minutes, so the two builds run alternately in A B B A order, and each
 quadruple gives one ratio (B's two mean round totals over A's two). The median and the
 range of those ratios are the figure.
@@ -10,7 +10,7 @@ range of those ratios are the figure.
     benches/round_work_ab.py A_BINARY B_BINARY [SIZE:REPEAT ...]
 
 A is the reference build (e.g. `git worktree add /tmp/base main && cargo build --release`
-there), B the changed one. SIZE:REPEAT defaults to 300:10 10000:3. A build whose bench-db
+there), B the changed one. SIZE:REPEAT defaults to 300:10 10000:3. Each binary is one with the bench-db subcommand (`target/release/matchmaker-lab`). A build whose bench-db
 has no `--rounds-only` runs a 1 s enqueue measurement after its rounds instead; only the
 round table is read. DATABASE_URL, as bench-db reads it (each run makes and drops its own scratch
 database); without it every run starts a private PostgreSQL.

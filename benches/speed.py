@@ -9,7 +9,7 @@ standard error. 60-80 pairs give a standard error of about 1%.
 
     benches/speed.py N BINARY_A BINARY_B
 
-Pools are /tmp/poolK.json (`matchmaker bench --write-pool /tmp/poolK.json --pool-seed K`).
+Pools are /tmp/poolK.json (`matchmaker-lab bench --write-pool /tmp/poolK.json --pool-seed K`).
 Environment: STEPS (500000), POOLS (1,2,3), CORE (1: the CPU to pin the runs to).
 
 Use it only for changes that keep the search's decisions (the fixed-step check in

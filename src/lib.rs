@@ -4,13 +4,16 @@
 //!
 //! The optimization itself is the `matchmaker-optimizer` crate (`optimizer/`), pure and
 //! free of I/O. This crate is the product around it, its layers depending inward only:
-//! `config` (typed, validated settings) and `db` (PostgreSQL: snapshot, commit, leases)
-//! under `daemon` (rounds, leadership, reload, metrics) under `cli` (the subcommands).
-//! `docs/` describes each for its reader.
+//! `db` (PostgreSQL: snapshot, commit, leases) under `config` (typed, validated settings)
+//! under `daemon` (rounds, leadership, reload, metrics), `report` and `ops` (the operators'
+//! commands as functions) under `cli` (the subcommands' arguments and rendering).
+//! `lab` (simulator, soak, peak, benchmarks) is the lab's, built into `matchmaker-lab`
+//! only; nothing else imports it. `docs/` describes each for its reader.
 
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod db;
+pub mod lab;
+pub mod ops;
 pub mod report;
-pub mod sim;

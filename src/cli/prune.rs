@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use super::run::{DatabaseArgs, init_logging, open_database, require_schema};
+use super::run::{DatabaseArgs, init_logging, open_database};
 use crate::config::{self, Config};
 use crate::db::{self, retention};
+use crate::ops::require_schema;
 
 #[derive(Debug, Args)]
 pub struct PruneArgs {

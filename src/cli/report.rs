@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
-use crate::cli::run::{DatabaseArgs, open_database, require_schema};
+use crate::cli::run::{DatabaseArgs, open_database};
 use crate::db::report::{ReportWindow, read_report};
+use crate::ops::require_schema;
 use crate::report;
 
 #[derive(Debug, Clone, clap::Args)]

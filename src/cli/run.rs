@@ -11,6 +11,7 @@ use sqlx::PgPool;
 use crate::config::{self, Config};
 use crate::daemon::{self, DaemonOptions};
 use crate::db::{self, local_pg::LocalPostgres};
+use crate::ops::{self, require_schema};
 
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
 pub enum LogFormat {
@@ -74,51 +75,23 @@ pub fn parse_skew(text: &str) -> Result<chrono::Duration, String> {
     Ok(d * sign)
 }
 
-/// Install the tracing subscriber (RUST_LOG filters; default `info`). Text lines are
-/// coloured only when stderr is a terminal and NO_COLOR is unset: the journal, a pipe
-/// or a file gets plain lines. JSON is never coloured (one object a line).
+/// Install the tracing subscriber in `format` (see [`ops::init_logging`]).
 pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder
-            .with_ansi(crate::cli::term::stderr_colors())
-            .try_init(),
-        LogFormat::Json => builder.json().with_ansi(false).try_init(),
-    };
+    ops::init_logging(matches!(format, LogFormat::Json));
 }
 
-/// Connect to `--database-url`, or start (or reuse) the private PostgreSQL. The returned
-/// server, if any, must be kept alive (and stopped) by the caller.
-pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Option<LocalPostgres>)> {
-    match &args.database_url {
-        Some(url) => Ok((db::connect(url).await?, None)),
-        None => {
-            let server = LocalPostgres::start_persistent(&args.local_pg_dir)
-                .await
-                .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
-            tracing::info!(url = %db::redact(&server.url()), dir = %args.local_pg_dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
-            let pool = db::connect(&server.url()).await?;
-            Ok((pool, Some(server)))
+impl From<&DatabaseArgs> for ops::Database {
+    fn from(args: &DatabaseArgs) -> Self {
+        ops::Database {
+            database_url: args.database_url.clone(),
+            local_pg_dir: args.local_pg_dir.clone(),
         }
     }
 }
 
-/// Refuse a database that lacks this binary's migrations (one line naming the fix, rather
-/// than a query failing on a missing table every poll); a newer schema is fine.
-pub async fn require_schema(pool: &PgPool) -> Result<(), db::DbError> {
-    let check = db::check_schema(pool).await?;
-    if !check.newer.is_empty() {
-        tracing::info!(
-            newer = ?check.newer,
-            latest_known = check.latest,
-            "database schema is newer than this binary (migrations only add: fine)"
-        );
-    }
-    Ok(())
+/// Connect to `--database-url`, or start (or reuse) the private PostgreSQL.
+pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Option<LocalPostgres>)> {
+    ops::open_database(&args.into()).await
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {

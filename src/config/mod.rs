@@ -221,6 +221,17 @@ pub struct QueueConfig {
     pub backfill: BackfillConfig,
 }
 
+impl<'a> From<&'a QueueConfig> for crate::db::queues::QueuePublication<'a> {
+    fn from(config: &'a QueueConfig) -> Self {
+        crate::db::queues::QueuePublication {
+            model: &config.model,
+            regions: &config.tickets.regions,
+            ticket_ttl: config.tickets.ttl,
+            config_hash: config.hash(),
+        }
+    }
+}
+
 /// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`,
 /// migration 0017). Every round fills the open requests before it forms new matches;
 /// these keys add the immediate backfill round, so that a session does not wait for the

@@ -24,8 +24,8 @@ use tokio::sync::{Notify, watch};
 
 use super::balance;
 use super::clock::Clock;
+use super::lease::LeaseHandle;
 use super::metrics::{self, ErrorKind};
-use super::worker::LeaseHandle;
 use crate::config::Config;
 use crate::db::{self, DbError};
 

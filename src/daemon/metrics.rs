@@ -15,7 +15,7 @@ use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gau
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::cores::{CoreGrant, SolverCores};
-use super::round::{RoundError, RoundReport};
+use super::outcome::{RoundError, RoundReport};
 use crate::db::{CommitReport, DbError};
 
 pub const ROUNDS: &str = "matchmaker_rounds_total";

@@ -35,7 +35,9 @@ pub mod countdown;
 pub mod endpoints;
 pub mod health;
 pub mod leadership;
+pub mod lease;
 pub mod metrics;
+pub mod outcome;
 pub mod reload;
 pub mod retention;
 pub mod round;
@@ -58,9 +60,10 @@ use crate::db;
 use clock::Clock;
 use health::{Health, QueueRole};
 use leadership::{LEADERSHIP_CHANNEL, Roster};
+use lease::LeaseHandle;
 use metrics::ErrorKind;
 use round::RoundRunner;
-use worker::{LeaseHandle, QueueWorker, StepOutcome};
+use worker::{QueueWorker, StepOutcome};
 
 /// The NOTIFY channel of enqueues (payload: queue name).
 pub const ENQUEUE_CHANNEL: &str = "matchmaker_enqueue";

@@ -15,7 +15,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use super::worker::LeaseHandle;
+use super::lease::LeaseHandle;
 use crate::config::Config;
 use crate::db::retention::{self, QueuePruner};
 

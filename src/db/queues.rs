@@ -8,18 +8,28 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::DbError;
-use crate::config::QueueConfig;
-use matchmaker_optimizer::Network;
 use matchmaker_optimizer::model::format_label;
+use matchmaker_optimizer::{Network, QueueModel};
+
+/// What the `queues` row of a queue says: the shape the enqueue functions check, and the
+/// hash of the config it came from.
+#[derive(Debug, Clone)]
+pub struct QueuePublication<'a> {
+    pub model: &'a QueueModel,
+    pub regions: &'a [String],
+    pub ticket_ttl: std::time::Duration,
+    pub config_hash: String,
+}
 
 /// Insert or update the published row of `queue` (active again if it was retired).
-pub async fn publish_queue(
+pub async fn publish_queue<'a>(
     db: &PgPool,
     queue: &str,
-    config: &QueueConfig,
+    config: impl Into<QueuePublication<'a>>,
     holder: &str,
 ) -> Result<(), DbError> {
-    let m = &config.model;
+    let config = config.into();
+    let m = config.model;
     let network = match m.network {
         Network::PeerToPeer => "peer_to_peer",
         Network::Dedicated => "dedicated",
@@ -52,13 +62,13 @@ pub async fn publish_queue(
     .bind(m.team_size as i32)
     .bind(network)
     .bind(&m.roles)
-    .bind(&config.tickets.regions)
+    .bind(config.regions)
     // A party always plays on one team (AccelByte's rebalance guide): the largest team of any format, which
     // is the full format's.
     .bind(m.team_size as i32)
-    .bind(config.tickets.ttl.as_secs_f64())
+    .bind(config.ticket_ttl.as_secs_f64())
     .bind(m.max_wait.as_secs_f64())
-    .bind(config.hash())
+    .bind(&config.config_hash)
     .bind(holder)
     .bind(min_teams as i32)
     .bind(min_team_size as i32)

@@ -12,7 +12,107 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool, Row};
 
-use crate::report::{MatchRow, PingModel, PlacedPlayer, RepeatRow, ReportInput, RoundRow};
+/// Everything the report shows, as read from the database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportInput {
+    /// The window: rounds committed at or after `from` and before `to`.
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    /// `--queue`, when one was asked for.
+    pub queue_filter: Option<String>,
+    /// When the report was made (shown on the page).
+    pub generated_at: DateTime<Utc>,
+    /// The window's rounds, oldest first.
+    pub rounds: Vec<RoundRow>,
+    /// Every player placed by those rounds.
+    pub players: Vec<PlacedPlayer>,
+    /// The matches of those rounds (region and score).
+    pub matches: Vec<MatchRow>,
+    /// Opponent repeats per round (rounds without matches are absent).
+    pub repeats: Vec<RepeatRow>,
+}
+
+/// One committed round (`rounds`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRow {
+    pub round_id: i64,
+    pub queue: String,
+    /// `schedule`, `pool_size`, `max_wait` or `manual`.
+    pub trigger: String,
+    pub committed_at: DateTime<Utc>,
+    pub pool_size: i64,
+    pub match_count: i64,
+    pub matched: i64,
+    pub left_over: i64,
+    pub rejected: i64,
+    /// The round score (mean match score); `None` for a round without matches.
+    pub score: Option<f64>,
+    /// Factor name -> mean score over the round's matches.
+    pub factor_averages: BTreeMap<String, f64>,
+    /// How the round's config estimates pings (for the enemy ping in ms).
+    pub ping: PingModel,
+}
+
+/// The part of a round's stored config that turns latencies into a ping (the same rules
+/// as the `enemy_ping` factor, `src/core/factors/enemy_ping.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PingModel {
+    /// Dedicated servers: a player's ping is their latency to the match's region.
+    pub dedicated: bool,
+    /// Added to the relay estimate lat(a, r) + lat(b, r).
+    pub relay_overhead_ms: f64,
+    /// Assumed when nothing is known.
+    pub unknown_ms: f64,
+}
+
+impl Default for PingModel {
+    fn default() -> Self {
+        let p = matchmaker_optimizer::model::PingParams::default();
+        PingModel {
+            dedicated: false,
+            relay_overhead_ms: p.relay_overhead_ms,
+            unknown_ms: p.unknown_ms,
+        }
+    }
+}
+
+/// One match (`matches`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchRow {
+    pub match_id: i64,
+    pub round_id: i64,
+    pub score: f64,
+    /// Dedicated servers: the region the match is played in.
+    pub region: Option<String>,
+}
+
+/// One placed player (`match_players` and their `queue_entries` row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedPlayer {
+    pub match_id: i64,
+    pub player_id: String,
+    pub team: i32,
+    pub skill: f64,
+    /// Seconds from enqueue to match.
+    pub wait_s: f64,
+    /// Round-trip ms to regions, as enqueued.
+    pub latencies: BTreeMap<String, f64>,
+    /// Measured pings to other players, as enqueued.
+    pub peer_pings: BTreeMap<String, f64>,
+}
+
+/// Opponent pairs of one round that had met in a player's previous match (the Awesomenauts post's
+/// opponent variation). Pairs are ordered (a with b and b with a both count), as in
+/// `docs/ops-queries.sql`'s `opponent_repeats`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepeatRow {
+    pub round_id: i64,
+    pub opponent_pairs: i64,
+    /// Opponents now, opponents in the player's previous match too.
+    pub opponents_again: i64,
+    /// Opponents now, teammates in the player's previous match.
+    pub teammates_before: i64,
+}
 
 /// Which rounds a report covers.
 #[derive(Debug, Clone, PartialEq)]

@@ -327,8 +327,8 @@ fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
             .expect("runuser");
         assert!(!enters.success(), "postgres can enter {:?}", dir.path());
     }
-    let exe = dir.path().join("matchmaker");
-    std::fs::copy(env!("CARGO_BIN_EXE_matchmaker"), &exe).expect("copy the binary");
+    let exe = dir.path().join("matchmaker-lab");
+    std::fs::copy(env!("CARGO_BIN_EXE_matchmaker-lab"), &exe).expect("copy the binary");
     let out = piped_within(
         Command::new(&exe)
             .args([

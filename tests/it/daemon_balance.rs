@@ -13,10 +13,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use matchmaker::cli::status::read_status;
 use matchmaker::config::Config;
 use matchmaker::daemon::{self, DaemonOptions};
 use matchmaker::db::audit;
+use matchmaker::ops::status::read_status;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use tokio::sync::{oneshot, watch};

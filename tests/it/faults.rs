@@ -13,13 +13,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use matchmaker::cli::soak::{
+use matchmaker::db::audit::{self, Audit};
+use matchmaker::db::local_pg::{LocalPostgres, StopMode};
+use matchmaker::lab::soak::{
     ClientLog, LoadSpec, Replica, ReplicaSpec, StormSpec, cancel_storm, lease_of, round_count,
     run_load, takeover_bound, wait_for_leaders, wait_for_new_term, wait_for_quiet, wait_for_rounds,
     write_config,
 };
-use matchmaker::db::audit::{self, Audit};
-use matchmaker::db::local_pg::{LocalPostgres, StopMode};
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
@@ -548,7 +548,7 @@ async fn a_cancel_storm_racing_a_solve_matches_no_cancelled_player() {
 const IDLE_IN_TRANSACTION: Duration = matchmaker::db::IDLE_IN_TRANSACTION_TIMEOUT;
 
 async fn committing_sessions(db: &PgPool) -> i64 {
-    matchmaker::cli::soak::committing_sessions(db)
+    matchmaker::lab::soak::committing_sessions(db)
         .await
         .unwrap()
 }

@@ -15,7 +15,7 @@ use matchmaker::config::Config;
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
-use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker::lab::sim::population::{Population, PopulationSpec};
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::{
     Budget, LeftOverKind, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy,

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use matchmaker::cli::health::{Answer, get};
+use matchmaker::ops::health::{Answer, get};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 

@@ -367,7 +367,7 @@ fn every_strategy_solves_through_the_public_api() {
 #[test]
 fn bench_prints_the_gap_per_pool() {
     let out = succeeded(
-        cli()
+        Command::new(env!("CARGO_BIN_EXE_matchmaker-lab"))
             .args(["bench", "--players", "60", "--pools", "2"])
             .args([
                 "--budgets",

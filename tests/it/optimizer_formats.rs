@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker::lab::sim::population::{Population, PopulationSpec};
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::score::Scorer;
 use matchmaker_optimizer::{Budget, Network, Pool, QueueModel, RoundOutcome, SolveOptions, solve};

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker::lab::sim::population::{Population, PopulationSpec};
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::model::TeamSkill;
 use matchmaker_optimizer::score::Scorer;

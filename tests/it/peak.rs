@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use matchmaker::cli::peak::{PeakOptions, run_peak};
-use matchmaker::sim::peak::EveningSpec;
+use matchmaker::lab::peak::{PeakOptions, run_peak};
+use matchmaker::lab::sim::peak::EveningSpec;
 
 use crate::support::*;
 

@@ -6,12 +6,12 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use matchmaker::cli::explain::explain_player;
-use matchmaker::cli::replay::{ReplayArgs, apply_sets, effective_config, replay_round};
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::db::{self, RoundTrigger};
-use matchmaker::sim::population::{Population, PopulationSpec};
+use matchmaker::lab::sim::population::{Population, PopulationSpec};
+use matchmaker::ops::explain::explain_player;
+use matchmaker::ops::replay::{ReplayOptions, apply_sets, effective_config, replay_round};
 use matchmaker_optimizer::{LeftOverKind, Network};
 
 use crate::support::*;
@@ -29,14 +29,8 @@ async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
     .expect("free lease")
 }
 
-fn args(database_url: String) -> ReplayArgs {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        args: ReplayArgs,
-    }
-    Wrap::parse_from(["replay", "--database-url", &database_url, "1"]).args
+fn args(_database_url: String) -> ReplayOptions {
+    ReplayOptions::default()
 }
 
 /// A realistic world-wide pool (parties, latencies, sigmas) enqueued into queue `q`.

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use matchmaker::config::{Config, QueueConfig};
-use matchmaker::sim::population::{Population, PopulationSpec};
-use matchmaker::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
+use matchmaker::lab::sim::population::{Population, PopulationSpec};
+use matchmaker::lab::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
 use sqlx::PgPool;
 
 use crate::support::fresh_db;

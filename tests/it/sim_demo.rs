@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use matchmaker::cli::demo::demo_config;
-use matchmaker::cli::status::read_status;
 use matchmaker::config::Config;
 use matchmaker::daemon::{self, DaemonOptions};
-use matchmaker::sim::population::Population;
-use matchmaker::sim::simulator::{SimulatorOptions, run_simulator};
+use matchmaker::lab::demo::demo_config;
+use matchmaker::lab::sim::population::Population;
+use matchmaker::lab::sim::simulator::{SimulatorOptions, run_simulator};
+use matchmaker::ops::status::read_status;
 use tokio::sync::watch;
 
 use crate::support::fresh_db;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use matchmaker::config::Config;
-use matchmaker::sim::population::Population;
+use matchmaker::lab::sim::population::Population;
 use matchmaker_optimizer::Network;
 
 fn load(name: &str) -> Config {

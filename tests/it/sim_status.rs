@@ -1,6 +1,6 @@
 //! `matchmaker status` reads its view from the real schema.
 
-use matchmaker::cli::status::{read_status, render};
+use matchmaker::ops::status::{read_status, render};
 
 use crate::support::fresh_db;
 

@@ -1,4 +1,4 @@
-//! `matchmaker bench-db`: the database side of a round, measured.
+//! `matchmaker-lab bench-db`: the database side of a round, measured.
 //!
 //! 1. **Round database work** (snapshot + commit; the solve is excluded): for each pool
 //!    size, the same players are enqueued again before every repetition, so from the
@@ -26,61 +26,50 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Args;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
-use super::run::init_logging;
 use crate::config::Config;
 use crate::db::{self, RoundRecord, RoundTrigger, local_pg::LocalPostgres};
-use crate::sim::population::{Population, PopulationSpec};
+use crate::lab::sim::population::{Population, PopulationSpec};
+use crate::ops::init_logging;
 use matchmaker_optimizer::{self as optimizer, Budget, Network, SolveOptions, Strategy};
 
-#[derive(Debug, Args)]
-pub struct BenchDbArgs {
+#[derive(Debug, Clone)]
+pub struct BenchDbOptions {
     /// PostgreSQL server; a scratch database is created on it and dropped afterwards.
     /// Without it, a temporary private PostgreSQL is started.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Pool sizes of the round measurement.
-    #[arg(long, value_delimiter = ',', default_value = "300,10000")]
     pub sizes: Vec<usize>,
     /// Repetitions per pool size.
-    #[arg(long, default_value_t = 5)]
     pub repeat: usize,
     /// Concurrent enqueue connections.
-    #[arg(long, default_value_t = 8)]
     pub connections: usize,
     /// Duration of the enqueue measurement (both paths together: each gets half; at
     /// least 1s, two slices of 500 ms).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub enqueue_for: Duration,
     /// Enqueue with `SET synchronous_commit = off` (a client's choice: the commit does
     /// not wait for the WAL flush; a crash may lose the last enqueues, which the client
     /// sees as "not queued" and repeats). Shows what the disk's flush costs.
-    #[arg(long)]
     pub async_commit: bool,
     /// Round size of the rounds running during the enqueue measurement.
-    #[arg(long, default_value_t = 10_000)]
     pub load_round_size: usize,
     /// Also measure the rounds against a second scratch database holding this many
     /// `match_players` history rows (e.g. 10000000), filled by INSERT ... SELECT
     /// generate_series before measuring, side by side with the empty history.
-    #[arg(long, default_value_t = 0)]
     pub history_rows: u64,
     /// Skip the enqueue measurement (the round measurement only).
-    #[arg(long)]
     pub rounds_only: bool,
     /// Keep the history database under this name, and reuse it when it already holds
     /// `--history-rows` rows: a 10-million-row fill takes minutes, so comparing an index
     /// or a query before and after needs it once. It is migrated like any database.
-    #[arg(long, requires = "history_rows")]
     pub keep_history: Option<String>,
 }
 
 const QUEUE: &str = "bench";
 
-pub fn run(args: BenchDbArgs) -> anyhow::Result<()> {
+pub fn run(args: BenchDbOptions) -> anyhow::Result<()> {
     // Both paths need a slice each (A B B A), or one of them is never measured; refused
     // before a scratch database is made and the rounds are run.
     anyhow::ensure!(
@@ -90,11 +79,11 @@ pub fn run(args: BenchDbArgs) -> anyhow::Result<()> {
         humantime::format_duration(SLICE * 2),
         SLICE.as_millis()
     );
-    init_logging(Default::default());
+    init_logging(false);
     tokio::runtime::Runtime::new()?.block_on(run_async(args))
 }
 
-async fn run_async(args: BenchDbArgs) -> anyhow::Result<()> {
+async fn run_async(args: BenchDbOptions) -> anyhow::Result<()> {
     let (server_url, server) = match &args.database_url {
         Some(url) => (url.clone(), None),
         None => {
@@ -555,7 +544,7 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     Ok(())
 }
 
-async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbArgs) -> anyhow::Result<()> {
+async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbOptions) -> anyhow::Result<()> {
     let population = Population::realistic();
     let config = bench_config();
     let mut leases = Vec::new();
@@ -706,7 +695,7 @@ async fn enqueue_once(
     })
 }
 
-async fn bench_enqueue(pool: &PgPool, args: &BenchDbArgs) -> anyhow::Result<()> {
+async fn bench_enqueue(pool: &PgPool, args: &BenchDbOptions) -> anyhow::Result<()> {
     let population = Population::realistic();
     let config = bench_config();
     let lease = bench_lease(pool).await?;

@@ -1,5 +1,5 @@
 //! The figures of a peak evening, pure: from the rounds the replicas committed, the
-//! countdowns sampled while they ran and the players' waits, the table `matchmaker peak`
+//! countdowns sampled while they ran and the players' waits, the table `matchmaker-lab peak`
 //! prints and the targets it is held to: no round late by more than 1 s at p99,
 //! nobody waiting past `max_wait` plus one round, countdown error p99 under 1 s.
 //!

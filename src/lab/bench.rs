@@ -1,4 +1,4 @@
-//! `matchmaker bench`: all strategies on fixed seeded pools, one side-by-side table,
+//! `matchmaker-lab bench`: all strategies on fixed seeded pools, one side-by-side table,
 //! then the issue's targets as ratios measured in the same run.
 //!
 //! ```text
@@ -19,63 +19,49 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::sim::population::{Population, PopulationSpec};
+use crate::lab::sim::population::{Population, PopulationSpec};
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::{
     Budget, PastMatch, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy, solve,
 };
 
-#[derive(Debug, clap::Args)]
-pub struct BenchArgs {
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
     /// Players per pool.
-    #[arg(long, default_value_t = 300)]
     pub players: usize,
     /// Number of seeded pools (seeds 1..=N); figures are means over the pools.
-    #[arg(long, default_value_t = 3)]
     pub pools: u64,
     /// Seed of the first pool (pools are seeds S..S+N-1); with `--write-pool`, picks
     /// which pool is written.
-    #[arg(long, default_value_t = 1)]
     pub pool_seed: u64,
     /// Budgets of the table, comma separated (humantime).
-    #[arg(long, default_value = "100ms,1s", value_delimiter = ',', value_parser = humantime::parse_duration)]
     pub budgets: Vec<Duration>,
     /// Budget of the awesomenauts baseline in the target check.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub baseline: Duration,
     /// The long reference run is this many times the longest table budget.
-    #[arg(long, default_value_t = 50)]
     pub long_factor: u32,
     /// Solver seeds of the short-against-long gap check: with K > 1, the default
     /// strategy at the longest table budget and the long reference run are each solved
     /// with seeds 7 to 7+K-1 on every pool, and the check also prints the gap of the means
     /// (one run's gap moves with the seed by about as much as the target allows).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
-    #[arg(long)]
     pub threads: Option<usize>,
     /// Only print the table.
-    #[arg(long)]
     pub skip_targets: bool,
     /// Also print the large-pool quality curve: 10,000 players 5v5 on the built-in
     /// `casual_5v5` queue (dedicated servers; pools as `simulate --write-pool --players
     /// 10000 --queue casual_5v5 --max-party-size 5 --seed S` writes them), the default
     /// strategy at each `--large-budgets` and at `--large-reference`, on `--large-seeds`
     /// pools, with the anytime checks (a longer budget never scores worse).
-    #[arg(long)]
     pub large: bool,
     /// Budgets of the large-pool curve.
-    #[arg(long, default_value = "100ms,1s,2s,5s,10s,30s", value_delimiter = ',', value_parser = humantime::parse_duration)]
     pub large_budgets: Vec<Duration>,
     /// The large-pool reference run.
-    #[arg(long, default_value = "100s", value_parser = humantime::parse_duration)]
     pub large_reference: Duration,
     /// Large pools (seeds 1..=N).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub large_seeds: u64,
     /// Write the first pool (seed `--pool-seed`) as JSON to this file and exit (for
     /// `optimize`).
-    #[arg(long)]
     pub write_pool: Option<std::path::PathBuf>,
 }
 
@@ -258,7 +244,7 @@ fn mean_rows(rows: &[Row]) -> Row {
     m
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub fn run(args: BenchOptions) -> anyhow::Result<()> {
     if args.budgets.is_empty() {
         bail!("--budgets needs at least one duration");
     }
@@ -434,7 +420,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 /// of each budget, then the gap of the means over pools and seeds, and the gap against
 /// each pool's best long run (the issue's "best score found by a run 50 times longer").
 fn gap_over_seeds(
-    args: &BenchArgs,
+    args: &BenchOptions,
     model: &QueueModel,
     pools: &[Pool],
     short: Duration,
@@ -526,7 +512,7 @@ const LARGE_QUEUE: &str = "casual_5v5";
 /// (per pool: score(10 s) >= score(2 s), score(30 s) >= score(10 s), 10 s within 0.2% of
 /// the reference). A round that places more players ranks above one with a higher mean
 /// match score (the objective is lexicographic), so each cell also shows the matches.
-fn large_target(args: &BenchArgs, population: &Population) -> anyhow::Result<()> {
+fn large_target(args: &BenchOptions, population: &Population) -> anyhow::Result<()> {
     let mut budgets = args.large_budgets.clone();
     budgets.sort();
     budgets.dedup();

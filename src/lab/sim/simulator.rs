@@ -1,4 +1,4 @@
-//! The load generator behind `matchmaker simulate` and the demo: a player base from the
+//! The load generator behind `matchmaker-lab simulate` and the demo: a player base from the
 //! realistic [`Population`] that queues into a running matchmaker through its database,
 //! exactly as game clients do: through the client contract's functions (`enqueue`,
 //! `enqueue_party`, `keep_alive`, `cancel`) and views (`queue_catalog`, `player_status`,

@@ -1,8 +1,8 @@
-//! `matchmaker peak`: a measured peak evening. Daemon replicas run as
+//! `matchmaker-lab peak`: a measured peak evening. Daemon replicas run as
 //! child processes of this binary (`matchmaker run`, as `soak` starts them) over the
-//! queues of [`crate::sim::peak`] (datacenter regions x a 3v3 peer-to-peer and a 5v5
+//! queues of [`crate::lab::sim::peak`] (datacenter regions x a 3v3 peer-to-peer and a 5v5
 //! dedicated mode), while one simulator per queue (`sim::simulator`, the load of
-//! `matchmaker simulate`) plays that region's players through the client functions, their
+//! `matchmaker-lab simulate`) plays that region's players through the client functions, their
 //! arrivals following the region's time of day. Meanwhile the countdown of every queue is
 //! sampled twice a second. At the end it prints the table of [`PeakFigures`] and the
 //! database's load, and exits non-zero if a target failed.
@@ -16,59 +16,46 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::{DateTime, TimeZone, Utc};
-use clap::Args;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::cli::soak::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 use crate::db::{self, local_pg::LocalPostgres};
-use crate::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
-use crate::sim::peak_figures::{
+use crate::lab::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
+use crate::lab::sim::peak_figures::{
     CountdownSample, PastBoundApart, PeakFigures, QueueTiming, RoundRow, WaitRow,
 };
-use crate::sim::population::{Population, PopulationSpec};
-use crate::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
+use crate::lab::sim::population::{Population, PopulationSpec};
+use crate::lab::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
+use crate::lab::soak::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 
-#[derive(Debug, Clone, Args)]
-pub struct PeakArgs {
+#[derive(Debug, Clone)]
+pub struct PeakRun {
     /// Wall-clock length of the load (the replicas start before it, the audit follows).
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Simulated seconds per wall-clock second for the time of day and match lengths
     /// (rounds, waits and max_wait stay in wall-clock time): 12 plays two evening hours
     /// in ten minutes, and a 10-minute match lasts 50 s.
-    #[arg(long, default_value_t = 12.0)]
     pub speedup: f64,
     /// Simulated UTC hour at the start (0-23): 19 is the European evening.
-    #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(u32).range(0..24))]
     pub start_hour: u32,
     /// Distinct players, split over the regions by where players live.
-    #[arg(long, default_value_t = 30_000)]
     pub players: usize,
     /// New players per second, all queues, if every region were at its busiest hour.
-    #[arg(long, default_value_t = 60.0)]
     pub rate: f64,
     /// Datacenter regions (largest first); two queues each.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
     pub regions: u64,
     /// Daemon replicas.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=8))]
     pub replicas: u64,
     /// Solver budget of every round.
-    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     pub budget: Duration,
     /// Solver cores of each replica (`[daemon] solver_threads`).
-    #[arg(long, default_value_t = 1)]
     pub solver_threads: usize,
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The server to run on: a scratch database is created there. Without it, a private
     /// PostgreSQL is started from the local binaries.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Keep the replicas' logs and the config here (default: a temporary directory,
     /// removed after a run that met its targets).
-    #[arg(long)]
     pub log_dir: Option<PathBuf>,
 }
 
@@ -145,20 +132,20 @@ impl PeakOutcome {
     }
 }
 
-pub fn run(args: PeakArgs) -> anyhow::Result<()> {
+pub fn run(args: PeakRun) -> anyhow::Result<()> {
     // The replicas log to files; ours only warns (RUST_LOG overrides).
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(crate::cli::term::stderr_colors())
+        .with_ansi(crate::ops::term::stderr_colors())
         .try_init();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(peak(args))
 }
 
-async fn peak(args: PeakArgs) -> anyhow::Result<()> {
+async fn peak(args: PeakRun) -> anyhow::Result<()> {
     let (work, keep_work) = match &args.log_dir {
         Some(dir) => (dir.clone(), true),
         None => (
@@ -192,7 +179,7 @@ async fn peak(args: PeakArgs) -> anyhow::Result<()> {
             admin.close().await;
             (
                 None,
-                crate::cli::soak::database_in(url, &name)?,
+                crate::lab::soak::database_in(url, &name)?,
                 Some((url.clone(), name)),
             )
         }
@@ -214,11 +201,11 @@ async fn peak(args: PeakArgs) -> anyhow::Result<()> {
         replicas: args.replicas,
         solver_threads: args.solver_threads,
         seed: args.seed,
-        exe: std::env::current_exe().context("locating this binary")?,
+        exe: super::product_binary()?,
         work_dir: work.clone(),
     };
     println!(
-        "matchmaker peak: {} replicas, {} regions x 2 modes, {} players, {} new/s at peak, \
+        "matchmaker-lab peak: {} replicas, {} regions x 2 modes, {} players, {} new/s at peak, \
          {} of wall clock at speedup {} from {:02}:00 UTC, on {}",
         args.replicas,
         args.regions,

@@ -1,7 +1,7 @@
 //! The plan of a peak evening, pure: which queues (datacenter regions x
 //! modes: a 3v3 peer-to-peer and a 5v5 on dedicated servers), their round schedules and
 //! waits, the daemon config that serves them, and how the player base and its arrivals
-//! split between the queues. `matchmaker peak` runs the plan (`cli::peak`).
+//! split between the queues. `matchmaker-lab peak` runs the plan (`cli::peak`).
 //!
 //! Each region's queues get the players living nearest to it (by measured RTT), so a
 //! region's arrivals follow its own time of day: at 20:00 UTC Europe is busy and Tokyo

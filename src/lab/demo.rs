@@ -1,4 +1,4 @@
-//! `matchmaker demo`: the whole product in one command. Starts a private PostgreSQL
+//! `matchmaker-lab demo`: the whole product in one command. Starts a private PostgreSQL
 //! (unless `DATABASE_URL` / `--database-url` names one), applies the migrations, runs the
 //! daemon on a fast schedule (a round every 20 s) and the simulator's realistic players
 //! together (the simulated players enqueue, keep alive and cancel through the client
@@ -17,44 +17,39 @@ use sqlx::PgPool;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::cli::simulate::{LoadArgs, LoadDefaults, fit_to_queue, progress_line};
-use crate::cli::status::{StatusView, read_status, render_for};
-use crate::cli::term::{Output, table_text};
 use crate::config::Config;
 use crate::daemon::DaemonOptions;
 use crate::db::local_pg::LocalPostgres;
-use crate::sim::population::Population;
-use crate::sim::simulator::{SimError, SimProgress, SimReport, run_simulator};
+use crate::lab::sim::population::Population;
+use crate::lab::sim::simulator::{SimError, SimProgress, SimReport, run_simulator};
+use crate::lab::simulate::{LoadDefaults, LoadOptions, fit_to_queue, progress_line};
+use crate::ops::status::{StatusView, read_status, render_for};
+use crate::ops::term::{Output, table_text};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct DemoArgs {
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
     /// Use this PostgreSQL instead of starting a private one (the demo's rounds stay
     /// there for inspection).
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Stop after this long (wall clock), e.g. `2m`, `90s`.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Config file to start from (default: the embedded config/matchmaker.toml). Every
     /// queue's schedule is replaced by a round every --round-every.
-    #[arg(long, env = "MATCHMAKER_CONFIG")]
     pub config: Option<PathBuf>,
     /// Round interval of the demo (replaces each queue's schedule).
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub round_every: Duration,
-    /// Simulated player load (defaults suit the demo: see `matchmaker simulate --help`).
-    #[command(flatten)]
-    pub load: LoadArgs,
+    /// Simulated player load (defaults suit the demo: see `matchmaker-lab simulate --help`).
+    pub load: LoadOptions,
 }
 
-pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+pub fn run(args: DemoOptions) -> anyhow::Result<()> {
     let log = log_to_file()?;
     eprintln!("daemon log: {}", log.display());
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(demo(args))
 }
 
-async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+async fn demo(args: DemoOptions) -> anyhow::Result<()> {
     // Ctrl-C is caught from the very start, so that the private server is removed even
     // when the demo is interrupted while it starts.
     let (interrupt_tx, interrupt) = watch::channel(false);
@@ -94,7 +89,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
 }
 
 async fn run_with_database(
-    args: &DemoArgs,
+    args: &DemoOptions,
     url: &str,
     mut interrupt: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
@@ -342,7 +337,7 @@ async fn print_next_steps(db: &PgPool, kept: bool, out: &Output) -> anyhow::Resu
         "Run these with psql against the same DATABASE_URL; the rounds stay there."
     } else {
         "The private server is removed now. To keep the rounds, run the demo against a \
-         server of yours (DATABASE_URL=postgres://... matchmaker demo), or the daemon \
+         server of yours (DATABASE_URL=postgres://... matchmaker-lab demo), or the daemon \
          with its persistent local server (matchmaker run)."
     };
     println!("{}", out.wrap(last, ""));

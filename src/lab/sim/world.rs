@@ -6,9 +6,9 @@
 
 use thiserror::Error;
 
-const CITIES_CSV: &str = include_str!("../../data/cities.csv");
-const RTT_CSV: &str = include_str!("../../data/rtt.csv");
-const REGIONS_CSV: &str = include_str!("../../data/regions.csv");
+const CITIES_CSV: &str = include_str!("../../../data/cities.csv");
+const RTT_CSV: &str = include_str!("../../../data/rtt.csv");
+const REGIONS_CSV: &str = include_str!("../../../data/regions.csv");
 
 /// A city players live in (a WonderProxy server location).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,4 @@
-//! `matchmaker simulate`: a realistic load of players queueing into a matchmaker's
+//! `matchmaker-lab simulate`: a realistic load of players queueing into a matchmaker's
 //! database (see `sim::simulator`), for demos, load tests and tuning. Works against any
 //! database with the schema (`matchmaker migrate`); a daemon must run for matches.
 
@@ -8,86 +8,65 @@ use anyhow::Context;
 use chrono::{TimeZone, Utc};
 use tokio::sync::watch;
 
-use crate::cli::run::{DatabaseArgs, open_database, require_schema};
-use crate::sim::population::{Population, PopulationSpec};
-use crate::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
+use crate::lab::sim::population::{Population, PopulationSpec};
+use crate::lab::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
+use crate::ops::{self, open_database, require_schema};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct SimulateArgs {
+#[derive(Debug, Clone)]
+pub struct SimulateOptions {
     /// The database (default: the private PostgreSQL of a local `matchmaker run`).
-    #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub database: ops::Database,
     /// Instead of simulating against a database, write one generated pool as JSON (the
     /// input of `matchmaker optimize --pool`) to this file and exit. Uses --players,
     /// --start-hour (default 20), --seed, --party-share, --max-party-size, --roles,
     /// --side-share.
-    #[arg(long, value_name = "FILE")]
     pub write_pool: Option<std::path::PathBuf>,
     /// Players in the pool written by --write-pool.
-    #[arg(long, default_value_t = 300, requires = "write_pool")]
     pub players: usize,
     /// How long to run (wall clock), e.g. `90s`, `5m`.
-    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Config file the daemon runs with (default: $MATCHMAKER_CONFIG, else
     /// ./config/matchmaker.toml if present, else the built-in default). The queue's format
     /// caps party sizes at its team size, and its roles are used unless --roles is given.
-    #[arg(long)]
     pub config: Option<std::path::PathBuf>,
-    #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: LoadOptions,
 }
 
-/// The load options, shared with `matchmaker demo`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadArgs {
+/// The load options, shared with `matchmaker-lab demo`.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
     /// Queue to enqueue into.
-    #[arg(long, default_value = "ranked_3v3")]
     pub queue: String,
     /// New players per second at the busiest time of day (players coming back from a
     /// match come on top). Default: 2 (simulate), 5 (demo).
-    #[arg(long)]
     pub rate: Option<f64>,
     /// Size of the player base (distinct players).
-    #[arg(long, default_value_t = 3000)]
     pub population: usize,
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Simulated seconds per wall-clock second (time of day and match durations).
     /// Default: 1 (simulate), 30 (demo: a 10-minute match lasts 20 s, so players come
     /// back and meet again).
-    #[arg(long)]
     pub speedup: Option<f64>,
     /// Simulated UTC hour at the start (0-23); default: the current time.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..24))]
     pub start_hour: Option<u32>,
     /// Mean simulated match duration.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub match_duration: Duration,
     /// Share of players queueing in parties of 2-3.
-    #[arg(long, default_value_t = 0.3)]
     pub party_share: f64,
     /// Largest party (use the team size for 1v1 / 2v2 queues).
-    #[arg(long, default_value_t = 3)]
     pub max_party_size: usize,
     /// Share of groups that cancel when not matched within 5-90 s.
-    #[arg(long, default_value_t = 0.05)]
     pub cancel_share: f64,
     /// Share of groups that queue again after their match.
-    #[arg(long, default_value_t = 0.75)]
     pub requeue_share: f64,
     /// Roles of a role queue, comma-separated (each player accepts some of them).
-    #[arg(long, value_delimiter = ',')]
     pub roles: Vec<String>,
     /// Share of players with a side preference.
-    #[arg(long, default_value_t = 0.0)]
     pub side_share: f64,
     /// Player id prefix (default `sim<seed>-`).
-    #[arg(long)]
     pub id_prefix: Option<String>,
     /// How long to wait at the start for a daemon to publish the queue (enqueue() refuses
     /// a queue no daemon serves).
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub publish_timeout: Duration,
 }
 
@@ -109,7 +88,7 @@ impl LoadDefaults {
     };
 }
 
-impl LoadArgs {
+impl LoadOptions {
     /// The simulator options for a run of `duration`.
     pub fn options(&self, duration: Duration, defaults: LoadDefaults) -> SimulatorOptions {
         let start = self.start_hour.map(|hour| {
@@ -141,18 +120,18 @@ impl LoadArgs {
     }
 }
 
-pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
+pub fn run(args: SimulateOptions) -> anyhow::Result<()> {
     if let Some(path) = &args.write_pool {
         return write_pool(&args, path);
     }
     // The simulator logs the wait for its queue and the first refused enqueue.
-    crate::cli::run::init_logging(Default::default());
+    ops::init_logging(false);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(simulate(args))
 }
 
 /// One generated pool as JSON, for `matchmaker optimize` and benchmarks.
-fn write_pool(args: &SimulateArgs, path: &std::path::Path) -> anyhow::Result<()> {
+fn write_pool(args: &SimulateOptions, path: &std::path::Path) -> anyhow::Result<()> {
     let load = &args.load;
     let spec = PopulationSpec {
         players: args.players,
@@ -172,7 +151,7 @@ fn write_pool(args: &SimulateArgs, path: &std::path::Path) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+async fn simulate(args: SimulateOptions) -> anyhow::Result<()> {
     let (pool, server) = open_database(&args.database).await?;
     let outcome = simulate_on(&pool, &args).await;
     pool.close().await;
@@ -182,7 +161,7 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
     outcome
 }
 
-async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateArgs) -> anyhow::Result<()> {
+async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateOptions) -> anyhow::Result<()> {
     // The players enqueue through the schema's functions.
     require_schema(pool).await?;
     let population = Population::realistic();

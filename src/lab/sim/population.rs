@@ -589,7 +589,7 @@ mod tests {
 
     #[test]
     fn evening_in_europe_brings_mostly_europeans() {
-        use crate::sim::world::Continent;
+        use crate::lab::sim::world::Continent;
         let population = Population::realistic();
         let share_europe_asia = |hour_utc| {
             let spec = PopulationSpec {

@@ -1,4 +1,4 @@
-//! `matchmaker soak`: the fault-injection run. Daemon replicas run as child processes of
+//! `matchmaker-lab soak`: the fault-injection run. Daemon replicas run as child processes of
 //! this binary (`matchmaker run`, one of them with its clock 20 s ahead) against a private
 //! PostgreSQL (or a scratch database on `DATABASE_URL`'s server), under a client load of
 //! solo players, parties, players queued in two queues at once and cancels, while the soak
@@ -18,7 +18,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Args;
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
@@ -28,32 +27,25 @@ use crate::db::local_pg::{LocalPostgres, StopMode};
 use crate::db::{self, DbError, audit};
 use matchmaker_optimizer::Player;
 
-#[derive(Debug, Args)]
-pub struct SoakArgs {
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
     /// Inject faults until the replicas have committed this many matchmaking rounds (all
     /// queues; one fault every one to five seconds).
-    #[arg(long, default_value_t = 100)]
     pub rounds: i64,
     /// Seed of the fault schedule and the client load.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Healthy replicas; one more runs with its clock --clock-skew ahead.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8))]
     pub replicas: u64,
     /// How far the skewed replica's clock runs ahead ("20s"; "-20s": behind).
-    #[arg(long, default_value = "20s", value_parser = crate::cli::run::parse_skew, allow_hyphen_values = true)]
     pub clock_skew: chrono::Duration,
     /// A PostgreSQL server to soak on: a scratch database is created there (and dropped
     /// after a clean run). The server is not ours, so it is not restarted. Without it, a
     /// private server is started from the local binaries.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Keep the replicas' logs (and the config) in this directory. Default: a temporary
     /// directory, removed after a clean run.
-    #[arg(long)]
     pub log_dir: Option<PathBuf>,
     /// Give up (non-zero exit) if the rounds are not reached in this time.
-    #[arg(long, default_value = "20m", value_parser = humantime::parse_duration)]
     pub max_time: Duration,
 }
 
@@ -64,7 +56,7 @@ pub struct SoakArgs {
 /// `<log_dir>/<name>.log`.
 #[derive(Debug, Clone)]
 pub struct ReplicaSpec {
-    /// The `matchmaker` binary (`std::env::current_exe()`, or cargo's
+    /// The `matchmaker` binary ([`super::product_binary`], or cargo's
     /// `CARGO_BIN_EXE_matchmaker` in tests).
     pub exe: PathBuf,
     pub database_url: String,
@@ -700,7 +692,7 @@ struct Faults {
     stalls_after_restart: u32,
 }
 
-pub fn run(args: SoakArgs) -> anyhow::Result<()> {
+pub fn run(args: SoakOptions) -> anyhow::Result<()> {
     // The replicas log to files; our own log only warns (RUST_LOG overrides), and the
     // restarts' connection errors are expected, so sqlx's own lines stay out.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -708,15 +700,15 @@ pub fn run(args: SoakArgs) -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(crate::cli::term::stderr_colors())
+        .with_ansi(crate::ops::term::stderr_colors())
         .try_init();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(soak(args))
 }
 
-async fn soak(args: SoakArgs) -> anyhow::Result<()> {
+async fn soak(args: SoakOptions) -> anyhow::Result<()> {
     let started = Instant::now();
-    let exe = std::env::current_exe().context("locating this binary")?;
+    let exe = super::product_binary()?;
     let (work, keep_work) = match &args.log_dir {
         Some(dir) => (dir.clone(), true),
         None => (
@@ -763,7 +755,7 @@ async fn soak(args: SoakArgs) -> anyhow::Result<()> {
 
     let skew = format_skew(args.clock_skew);
     println!(
-        "matchmaker soak: {} rounds, seed {}, {} replicas + 1 with its clock {skew} ahead, {}",
+        "matchmaker-lab soak: {} rounds, seed {}, {} replicas + 1 with its clock {skew} ahead, {}",
         args.rounds,
         args.seed,
         args.replicas,

@@ -1,0 +1,583 @@
+//! `matchmaker replay`: re-solve a past round from its stored snapshot, and what-if.
+//!
+//! ```text
+//! matchmaker replay ROUND_ID [--json] [--config FILE] [--set queue.weights.enemy_ping=5]...
+//!                   [--budget 2s | --restarts N] [--threads N]
+//!                   [--write-pool FILE] [--write-config FILE]
+//! matchmaker replay --from TIME --to TIME [--queue Q] [same what-if options]
+//! ```
+//!
+//! The round's pool, history, clock (`now`, so waits are as they were), config, seed and
+//! budget come from `round_snapshots` (migration 0011) and `rounds`. By default the
+//! replay uses the stored budget: a round solved with `round.restarts` (deterministic)
+//! replays to the identical matches; a time budget replays with the same time, which
+//! gives a similar but not necessarily identical round. `--config` (the file's queue of
+//! the same name) and `--set` (one key of the queue's config) make it a what-if.
+//! `--write-pool` / `--write-config` write the round as files `matchmaker optimize
+//! --pool FILE --config FILE` reads.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::config::{Config, QueueConfig};
+use crate::daemon::round::solve_rejecting_malformed;
+use crate::db::{self, BudgetRecord, StoredRound};
+use matchmaker_optimizer::{
+    self as optimizer, Budget, LeftOverKind, Pool, RoundOutcome, SolveOptions,
+};
+
+/// The what-if of a replay: each `None` or empty keeps what the round stored.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// The queue of the same name in this config file instead of the stored one.
+    pub config: Option<PathBuf>,
+    /// Keys of the queue's config, `queue.KEY=VALUE`, applied after `config`.
+    pub set: Vec<String>,
+    /// A wall-clock budget instead of the stored one.
+    pub budget: Option<Duration>,
+    /// Exactly this many restarts instead of the stored budget.
+    pub restarts: Option<u64>,
+    /// Solver threads (default: the stored round's).
+    pub threads: Option<usize>,
+}
+
+/// Load round `round_id` with its snapshot.
+pub async fn load(db: &PgPool, round_id: i64) -> anyhow::Result<StoredRound> {
+    db::load_round(db, round_id)
+        .await?
+        .with_context(|| format!("no round {round_id}"))
+}
+
+/// One side of the comparison: the stored round or its replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Side {
+    pub matches: usize,
+    pub matched: usize,
+    pub left_over: usize,
+    pub rejected: usize,
+    pub score: Option<f64>,
+    /// Mean of each factor over the matches.
+    pub factors: BTreeMap<String, f64>,
+    /// Waits of the matched players up to the round's clock, in seconds.
+    pub waits: Option<Waits>,
+    /// Left-over players by outcome (no_valid_match, outscored, ...).
+    pub left_over_by_outcome: BTreeMap<String, usize>,
+    pub solve_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Waits {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+/// A round and its replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replay {
+    pub round_id: i64,
+    pub queue: String,
+    pub trigger: String,
+    pub committed_at: DateTime<Utc>,
+    pub pool: usize,
+    pub seed: u64,
+    pub strategy: String,
+    pub stored_budget: BudgetRecord,
+    pub replay_budget: BudgetRecord,
+    /// The what-if changes (`--config FILE`, `--set KEY=VALUE`); empty: a plain replay.
+    pub what_if: Vec<String>,
+    pub config_hash: String,
+    pub replay_config_hash: String,
+    pub stored: Side,
+    pub replay: Side,
+    /// The solver's matches of the stored round (committed, and any the commit dropped),
+    /// and how many of them the replay made exactly (same players, same teams, same sides).
+    pub stored_matches: usize,
+    pub same_matches: usize,
+    pub identical: bool,
+    /// Per match of the replay: its factors; and the replay's matched players' waits (s).
+    #[serde(skip)]
+    pub replay_match_factors: Vec<BTreeMap<String, f64>>,
+    #[serde(skip)]
+    pub replay_waits: Vec<f64>,
+}
+
+/// The queue config the replay uses: the stored one, or the what-if.
+pub fn effective_config(stored: &StoredRound, args: &ReplayOptions) -> anyhow::Result<QueueConfig> {
+    let queue = &stored.queue;
+    let base = Config::from_toml_str(&stored.config_toml)
+        .with_context(|| format!("round {}: the stored config", stored.round_id))?;
+    let mut config = base.queues.get(queue).cloned().with_context(|| {
+        format!(
+            "round {}: the stored config lacks queue {queue}",
+            stored.round_id
+        )
+    })?;
+    if let Some(path) = &args.config {
+        let file = Config::load(path)?;
+        let Some(q) = file.queues.get(queue) else {
+            let known: Vec<&String> = file.queues.keys().collect();
+            bail!(
+                "{}: no queue {queue:?} (the round's queue); it has {known:?}",
+                path.display()
+            );
+        };
+        config = q.clone();
+    }
+    if !args.set.is_empty() {
+        config = apply_sets(&config, queue, &args.set)?;
+    }
+    Ok(config)
+}
+
+/// `--set queue.KEY=VALUE`, each on the queue's config as a TOML table, then validated
+/// like any config file.
+pub fn apply_sets(
+    config: &QueueConfig,
+    queue: &str,
+    sets: &[String],
+) -> anyhow::Result<QueueConfig> {
+    let mut file: toml::Table = toml::from_str(&config.to_toml(queue))?;
+    for set in sets {
+        let Some((key, raw)) = set.split_once('=') else {
+            bail!("--set {set:?}: expected queue.KEY=VALUE, e.g. queue.weights.enemy_ping=5");
+        };
+        let key = key.trim();
+        let path: Vec<&str> = key
+            .strip_prefix("queue.")
+            .unwrap_or(key)
+            .split('.')
+            .collect();
+        if path.iter().any(|p| p.is_empty()) {
+            bail!("--set {set:?}: empty part in key {key:?}");
+        }
+        let raw = raw.trim();
+        let mut value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+            Ok(mut t) => t.remove("v").expect("parsed one key"),
+            Err(_) => toml::Value::String(raw.to_string()),
+        };
+        let mut table = file
+            .get_mut("queues")
+            .and_then(|q| q.get_mut(queue))
+            .and_then(toml::Value::as_table_mut)
+            .expect("to_toml writes the queue's table");
+        let (last, parents) = path.split_last().expect("split gives one part at least");
+        for part in parents {
+            table = table
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .with_context(|| format!("--set {set:?}: {part} is not a table"))?;
+        }
+        // weights and the like are numbers: `5` means 5.0 where the key holds a float
+        if let (Some(toml::Value::Float(_)), toml::Value::Integer(i)) = (table.get(*last), &value) {
+            value = toml::Value::Float(*i as f64);
+        }
+        table.insert(last.to_string(), value);
+    }
+    let text = toml::to_string(&file)?;
+    let changed =
+        Config::from_toml_str(&text).with_context(|| format!("--set {}", sets.join(" --set ")))?;
+    Ok(changed.queues[queue].clone())
+}
+
+/// Re-solve `stored` with `config` (CPU work: call off the async runtime).
+pub fn replay_round(
+    stored: &StoredRound,
+    config: &QueueConfig,
+    args: &ReplayOptions,
+) -> anyhow::Result<Replay> {
+    let mut what_if = Vec::new();
+    if let Some(path) = &args.config {
+        what_if.push(format!("--config {}", path.display()));
+    }
+    what_if.extend(args.set.iter().map(|s| format!("--set {s}")));
+    let mut budget = stored.budget;
+    if let Some(b) = args.budget {
+        budget = BudgetRecord::new(Budget::Time(b), budget.moves_per_restart);
+        what_if.push(format!("--budget {}", humantime::format_duration(b)));
+    }
+    if let Some(n) = args.restarts {
+        budget = BudgetRecord::new(Budget::Restarts(n), budget.moves_per_restart);
+        what_if.push(format!("--restarts {n}"));
+    }
+    // A what-if that sets the round's own budget keys takes them.
+    if args
+        .set
+        .iter()
+        .any(|s| s.contains("round.restarts") || s.contains("round.budget"))
+    {
+        budget = BudgetRecord::new(config.round.solve_budget(), config.round.moves_per_restart);
+    }
+    let options = SolveOptions {
+        strategy: stored.strategy,
+        budget: budget.budget(),
+        seed: stored.seed,
+        threads: args.threads.or(stored.threads),
+        moves_per_restart: budget.moves_per_restart,
+        check_delta: false,
+    };
+    let started = std::time::Instant::now();
+    let (outcome, malformed, pool) =
+        solve_rejecting_malformed(stored.pool.clone(), &config.model, &options).map_err(|e| {
+            anyhow::anyhow!(
+                "round {}: the core refused the replay: {e}",
+                stored.round_id
+            )
+        })?;
+    let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let left_over = optimizer::explain_left_over(&pool, &config.model, &outcome)?;
+
+    let stored_side = stored_side(stored);
+    let replay_side = replay_side(
+        &stored.pool,
+        &outcome,
+        malformed.len(),
+        &left_over,
+        solve_ms,
+    );
+    let stored_sets: Vec<Vec<Vec<String>>> = stored
+        .matches
+        .iter()
+        .map(|m| canonical(&m.teams))
+        .chain(stored.dropped_matches.iter().map(|t| canonical(t)))
+        .collect();
+    let mut replay_sets: Vec<Vec<Vec<String>>> = outcome
+        .matches
+        .iter()
+        .map(|m| canonical(&m.teams))
+        .collect();
+    replay_sets.sort();
+    let same = stored_sets
+        .iter()
+        .filter(|m| replay_sets.binary_search(m).is_ok())
+        .count();
+    Ok(Replay {
+        round_id: stored.round_id,
+        queue: stored.queue.clone(),
+        trigger: stored.trigger.clone(),
+        committed_at: stored.committed_at,
+        pool: stored.pool.players.len(),
+        seed: stored.seed,
+        strategy: stored.strategy.name().to_string(),
+        stored_budget: stored.budget,
+        replay_budget: budget,
+        what_if,
+        config_hash: stored.config_hash.clone(),
+        replay_config_hash: config.hash(),
+        identical: same == stored_sets.len() && same == replay_sets.len(),
+        stored_matches: stored_sets.len(),
+        same_matches: same,
+        stored: stored_side,
+        replay: replay_side,
+        replay_match_factors: outcome.matches.iter().map(|m| m.factors.clone()).collect(),
+        replay_waits: wait_list(
+            &stored.pool,
+            outcome
+                .matches
+                .iter()
+                .flat_map(|m| m.teams.iter().flatten().cloned()),
+        ),
+    })
+}
+
+/// A match as a comparable value: teams in side order, players sorted within a team.
+fn canonical(teams: &[Vec<String>]) -> Vec<Vec<String>> {
+    teams
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t.sort();
+            t
+        })
+        .collect()
+}
+
+fn waits(pool: &Pool, players: impl Iterator<Item = String>) -> Option<Waits> {
+    summarize_waits(wait_list(pool, players))
+}
+
+fn summarize_waits(mut secs: Vec<f64>) -> Option<Waits> {
+    if secs.is_empty() {
+        return None;
+    }
+    secs.sort_by(f64::total_cmp);
+    let q = |f: f64| secs[((secs.len() - 1) as f64 * f).round() as usize];
+    Some(Waits {
+        mean: secs.iter().sum::<f64>() / secs.len() as f64,
+        p50: q(0.5),
+        p90: q(0.9),
+        max: secs[secs.len() - 1],
+    })
+}
+
+fn stored_side(s: &StoredRound) -> Side {
+    let mut by_outcome = BTreeMap::new();
+    for l in s.left_over.values() {
+        if l.outcome != LeftOverKind::Rejected {
+            *by_outcome
+                .entry(l.outcome.as_str().to_string())
+                .or_default() += 1;
+        }
+    }
+    Side {
+        matches: s.matches.len(),
+        matched: s.matched.max(0) as usize,
+        left_over: s.left_over_count.max(0) as usize,
+        rejected: s.rejected.max(0) as usize,
+        score: s.score,
+        factors: s.factor_averages.clone(),
+        waits: waits(
+            &s.pool,
+            s.matches
+                .iter()
+                .flat_map(|m| m.teams.iter().flatten().cloned()),
+        ),
+        left_over_by_outcome: by_outcome,
+        solve_ms: s.solve_ms,
+    }
+}
+
+fn replay_side(
+    pool: &Pool,
+    outcome: &RoundOutcome,
+    malformed: usize,
+    left_over: &[optimizer::LeftOver],
+    solve_ms: f64,
+) -> Side {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for m in &outcome.matches {
+        for (f, v) in &m.factors {
+            let e = sums.entry(f.clone()).or_default();
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    let mut by_outcome = BTreeMap::new();
+    for l in left_over {
+        *by_outcome.entry(l.kind.as_str().to_string()).or_default() += 1;
+    }
+    Side {
+        matches: outcome.matches.len(),
+        matched: outcome
+            .matches
+            .iter()
+            .map(|m| m.teams.iter().flatten().count())
+            .sum(),
+        left_over: outcome.unmatched.len(),
+        rejected: outcome.rejected.len() + malformed,
+        score: (!outcome.matches.is_empty()).then_some(outcome.score),
+        factors: sums
+            .into_iter()
+            .map(|(f, (s, n))| (f, s / n as f64))
+            .collect(),
+        waits: waits(
+            pool,
+            outcome
+                .matches
+                .iter()
+                .flat_map(|m| m.teams.iter().flatten().cloned()),
+        ),
+        left_over_by_outcome: by_outcome,
+        solve_ms,
+    }
+}
+
+/// The side-by-side table of one replay.
+/// Totals over many rounds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub rounds: usize,
+    pub players: usize,
+    pub matches: usize,
+    pub matched: usize,
+    pub left_over: usize,
+    pub rejected: usize,
+    /// Mean of the rounds' scores (rounds with a score).
+    pub mean_round_score: Option<f64>,
+    /// Mean of each factor over all matches.
+    pub factors: BTreeMap<String, f64>,
+    pub waits: Option<Waits>,
+}
+
+/// The replay of many rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct RangeReport {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub queue: Option<String>,
+    pub what_if: Vec<String>,
+    pub rounds: Vec<RangeLine>,
+    pub identical_rounds: usize,
+    pub stored: Totals,
+    pub replay: Totals,
+}
+
+/// One round of a range.
+#[derive(Debug, Clone, Serialize)]
+pub struct RangeLine {
+    pub round_id: i64,
+    pub queue: String,
+    pub pool: usize,
+    pub stored_matched: usize,
+    pub replay_matched: usize,
+    pub stored_score: Option<f64>,
+    pub replay_score: Option<f64>,
+    pub identical: bool,
+}
+
+/// Accumulates one side of many rounds.
+#[derive(Default)]
+struct Acc {
+    totals: Totals,
+    score_sum: f64,
+    scored: usize,
+    factor_sums: BTreeMap<String, (f64, usize)>,
+    waits: Vec<f64>,
+}
+
+impl Acc {
+    fn add(
+        &mut self,
+        side: &Side,
+        pool: usize,
+        match_factors: &[BTreeMap<String, f64>],
+        waits: Vec<f64>,
+    ) {
+        let t = &mut self.totals;
+        t.rounds += 1;
+        t.players += pool;
+        t.matches += side.matches;
+        t.matched += side.matched;
+        t.left_over += side.left_over;
+        t.rejected += side.rejected;
+        if let Some(s) = side.score {
+            self.score_sum += s;
+            self.scored += 1;
+        }
+        for m in match_factors {
+            for (f, v) in m {
+                let e = self.factor_sums.entry(f.clone()).or_default();
+                e.0 += v;
+                e.1 += 1;
+            }
+        }
+        self.waits.extend(waits);
+    }
+
+    fn finish(mut self) -> Totals {
+        self.totals.mean_round_score =
+            (self.scored > 0).then(|| self.score_sum / self.scored as f64);
+        self.totals.factors = self
+            .factor_sums
+            .into_iter()
+            .map(|(f, (s, n))| (f, s / n as f64))
+            .collect();
+        self.totals.waits = summarize_waits(self.waits);
+        self.totals
+    }
+}
+
+fn wait_list(pool: &Pool, players: impl Iterator<Item = String>) -> Vec<f64> {
+    let Some(now) = pool.now else {
+        return Vec::new();
+    };
+    let at: BTreeMap<&str, DateTime<Utc>> = pool
+        .players
+        .iter()
+        .filter_map(|p| p.enqueued_at.map(|t| (p.id.as_str(), t)))
+        .collect();
+    players
+        .filter_map(|p| {
+            at.get(p.as_str())
+                .map(|t| ((now - *t).num_milliseconds() as f64 / 1000.0).max(0.0))
+        })
+        .collect()
+}
+
+/// Replay every round with a snapshot committed in `[from, to)` (of `queue` if given),
+/// calling `on_round` after each; the totals of both sides.
+pub async fn replay_range(
+    db: &PgPool,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    queue: Option<&str>,
+    args: &ReplayOptions,
+    mut on_round: impl FnMut(&RangeLine),
+) -> anyhow::Result<RangeReport> {
+    if from >= to {
+        bail!("--from ({from}) must be before --to ({to})");
+    }
+    let ids = db::rounds_between(db, from, to, queue).await?;
+    if ids.is_empty() {
+        bail!(
+            "no round with a snapshot was committed between {from} and {to}{}",
+            queue.map(|q| format!(" in queue {q}")).unwrap_or_default()
+        );
+    }
+    let (mut stored_acc, mut replay_acc) = (Acc::default(), Acc::default());
+    let mut lines = Vec::new();
+    let mut what_if = Vec::new();
+    for id in ids {
+        let stored = load(db, id).await?;
+        let config = effective_config(&stored, args)?;
+        let (replay, stored) = tokio::task::spawn_blocking({
+            let args = args.clone();
+            move || replay_round(&stored, &config, &args).map(|r| (r, stored))
+        })
+        .await??;
+        what_if = replay.what_if.clone();
+        stored_acc.add(
+            &replay.stored,
+            replay.pool,
+            &stored
+                .matches
+                .iter()
+                .map(|m| m.factors.clone())
+                .collect::<Vec<_>>(),
+            wait_list(
+                &stored.pool,
+                stored
+                    .matches
+                    .iter()
+                    .flat_map(|m| m.teams.iter().flatten().cloned()),
+            ),
+        );
+        replay_acc.add(
+            &replay.replay,
+            replay.pool,
+            &replay.replay_match_factors,
+            replay.replay_waits.clone(),
+        );
+        let line = RangeLine {
+            round_id: replay.round_id,
+            queue: replay.queue.clone(),
+            pool: replay.pool,
+            stored_matched: replay.stored.matched,
+            replay_matched: replay.replay.matched,
+            stored_score: replay.stored.score,
+            replay_score: replay.replay.score,
+            identical: replay.identical,
+        };
+        on_round(&line);
+        lines.push(line);
+    }
+    let report = RangeReport {
+        from,
+        to,
+        queue: queue.map(str::to_string),
+        what_if,
+        identical_rounds: lines.iter().filter(|l| l.identical).count(),
+        rounds: lines,
+        stored: stored_acc.finish(),
+        replay: replay_acc.finish(),
+    };
+    Ok(report)
+}
