@@ -16,6 +16,7 @@ mod daemon_run;
 mod daemon_triggers;
 mod db_member_fast_path;
 mod db_schema;
+mod failure_paths;
 mod faults;
 mod hosts;
 mod local_pg;
