@@ -328,9 +328,9 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
     let rounds = count(db, "SELECT count(*) FROM rounds").await;
     assert_eq!(rounds, 2);
 
-    // The overdue players leave; one new player waits through the ticks below min_pool
-    // (no round: nobody is overdue) and starts a max-wait round when it reaches max_wait
-    // (10m by default), between two ticks.
+    // The overdue players leave; a match's worth of new players waits through the ticks
+    // below min_pool (no round: nobody is overdue) and starts a max-wait round when they
+    // reach max_wait (10m by default), between two ticks.
     let queued: Vec<String> =
         sqlx::query_scalar("SELECT player_id FROM queue_entries WHERE status = 'queued'")
             .fetch_all(db)
@@ -343,7 +343,7 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
     }
     let arrived = clock_now(&clock) + D::seconds(60);
     clock.set(arrived);
-    enqueue_tanks(db, "d", 1, arrived).await;
+    enqueue_tanks(db, "d", 6, arrived).await;
     let crossing = arrived + D::minutes(10);
     while clock_now(&clock) + D::seconds(30) < crossing {
         clock.advance(secs(30));
@@ -366,7 +366,7 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
     let StepOutcome::Ran(report) = &s else {
         unreachable!()
     };
-    assert_eq!((report.players, report.left_over), (1, 1), "{report:?}");
+    assert_eq!((report.players, report.left_over), (6, 6), "{report:?}");
     assert_eq!(count(db, "SELECT count(*) FROM rounds").await, 3);
 }
 

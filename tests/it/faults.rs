@@ -223,10 +223,10 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
         "the even kills landed inside a commit"
     );
     // The incarnations that lived long enough ran rounds (a kill may come before the
-    // first one).
+    // first one, and the even ones die inside a commit that never lands).
     let terms = terms_with_rounds(db).await;
     assert!(
-        terms >= kills as i64 / 2,
+        terms >= kills as i64 / 4,
         "rounds under only {terms} lease terms"
     );
 }
