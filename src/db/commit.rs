@@ -409,15 +409,18 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         for (m, id) in written {
             let one = [(m, id)];
             let mut sp = sqlx::Connection::begin(&mut *tx).await?;
-            match write_matches(&mut sp, round_id, r, &one, &entry_ids).await {
+            let whole = match write_matches(&mut sp, round_id, r, &one, &entry_ids).await {
                 Ok(()) => {
                     sp.commit().await?;
                     ok.push((m, id));
                     continue;
                 }
-                Err(e) if is_row_error(&e) => sp.rollback().await?,
+                Err(e) if is_row_error(&e) => {
+                    sp.rollback().await?;
+                    e
+                }
                 Err(e) => return Err(e.into()),
-            }
+            };
             // Each player alone in this match: whose own row fails? The others stay
             // queued for the next round, like players of a match dropped by a cancel.
             let before = rejected.len();
@@ -439,6 +442,18 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
                         ),
                     }),
                     Err(e) => return Err(e.into()),
+                }
+            }
+            if rejected.len() == before {
+                // Every player passes alone: the match as a whole is refused (a rule over
+                // its players together). Left queued, they would be proposed the same
+                // match at every round; rejected, they are told why.
+                let why = crate::db::describe_sql_error(&whole);
+                for p in m.teams.iter().flatten() {
+                    rejected.push(Rejection {
+                        id: p.clone(),
+                        reason: format!("the round could not record this entry's match: {why}"),
+                    });
                 }
             }
             dropped_by_cancel += m.teams.iter().flatten().count() - (rejected.len() - before);

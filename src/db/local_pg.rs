@@ -418,16 +418,30 @@ fn path_str(path: &Path) -> &str {
 
 /// `PATH` first, then Debian's versioned directories, highest version first.
 fn find_bin_dir() -> Option<PathBuf> {
+    find_bin_dir_in(
+        std::env::var_os("PATH").as_deref(),
+        Path::new("/usr/lib/postgresql"),
+    )
+    .ok()
+}
+
+/// The directory holding both `initdb` and `pg_ctl`: the first of `path` (a `PATH`
+/// value), else `<versioned>/<version>/bin` of the highest version. The places are
+/// parameters so that tests can point the lookup at directories without them.
+pub fn find_bin_dir_in(
+    path: Option<&std::ffi::OsStr>,
+    versioned: &Path,
+) -> Result<PathBuf, LocalPgError> {
     let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
+    if let Some(path) = path {
+        for dir in std::env::split_paths(path) {
             if has_both(&dir) {
-                return Some(dir);
+                return Ok(dir);
             }
         }
     }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(versioned)
+        .map_err(|_| LocalPgError::BinariesMissing)?
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let version = e.file_name().to_str()?.parse().ok()?;
@@ -436,7 +450,10 @@ fn find_bin_dir() -> Option<PathBuf> {
         .filter(|(_, bin)| has_both(bin))
         .collect();
     versions.sort();
-    versions.pop().map(|(_, bin)| bin)
+    versions
+        .pop()
+        .map(|(_, bin)| bin)
+        .ok_or(LocalPgError::BinariesMissing)
 }
 
 /// `/proc/self` belongs to the effective user of this process.

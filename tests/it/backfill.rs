@@ -327,31 +327,157 @@ async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
     assert!(filled_by.is_empty());
 }
 
+/// A request cancelled, expired or locked (its client's call in flight) between the
+/// round's snapshot and its commit: the fill is dropped, the candidate stays queued, and
+/// the request keeps what happened to it (a locked one stays open and is filled later).
+#[tokio::test]
+async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
+    for case in ["cancelled", "expired", "locked"] {
+        let mut w = World::new().await;
+        let (_, client) = client_login(&w.tdb, 2).await;
+        solo(&client, "near", 1500.0, 30.0).await;
+        let id = request(&client, "game-10", &lost_one(), &[0, 1], "30 seconds")
+            .await
+            .unwrap();
+        let runner = RoundRunner::new(w.db().clone(), Arc::new(w.clock.clone()));
+        let lease = w.worker.keep_lease().await.unwrap().expect("leading");
+        let prepared = runner
+            .prepare("q", w.config.clone(), RoundTrigger::Backfill)
+            .await
+            .unwrap();
+        let solved = runner.solve(prepared).await.unwrap();
+        assert_eq!(solved.backfill.fills.len(), 1, "{case}");
+
+        let mut holder = None;
+        match case {
+            "cancelled" => {
+                let cancelled: bool = sqlx::query_scalar("SELECT cancel_backfill($1)")
+                    .bind(id)
+                    .fetch_one(&client)
+                    .await
+                    .unwrap();
+                assert!(cancelled);
+            }
+            "expired" => {
+                sqlx::query(
+                    "UPDATE backfill_requests SET expires_at = now() - interval '1 second'
+                      WHERE request_id = $1",
+                )
+                .bind(id)
+                .execute(w.db())
+                .await
+                .unwrap();
+            }
+            _ => {
+                let mut tx = w.db().begin().await.unwrap();
+                sqlx::query("SELECT 1 FROM backfill_requests WHERE request_id = $1 FOR UPDATE")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                holder = Some(tx);
+            }
+        }
+        let report = tokio::time::timeout(Duration::from_secs(10), runner.commit(solved, &lease))
+            .await
+            .unwrap_or_else(|_| panic!("{case}: the commit waited for the request's lock"))
+            .unwrap();
+        if let Some(tx) = holder {
+            tx.rollback().await.unwrap();
+        }
+        assert_eq!(
+            (report.backfilled, report.matched),
+            (0, 0),
+            "{case}: {report:?}"
+        );
+        let near: String =
+            sqlx::query_scalar("SELECT status FROM queue_entries WHERE player_id = 'near'")
+                .fetch_one(w.db())
+                .await
+                .unwrap();
+        assert_eq!(near, "queued", "{case}: the candidate still waits");
+        let (st, _, filled_by) = status(&client, id).await.unwrap();
+        assert!(filled_by.is_empty(), "{case}: {filled_by:?}");
+        let stored: (String, Option<i64>) =
+            sqlx::query_as("SELECT status, match_id FROM backfill_requests WHERE request_id = $1")
+                .bind(id)
+                .fetch_one(w.db())
+                .await
+                .unwrap();
+        match case {
+            "cancelled" => assert_eq!(
+                (st.as_str(), stored),
+                ("cancelled", ("cancelled".into(), None))
+            ),
+            "expired" => assert_eq!(st, "expired"),
+            _ => {
+                assert_eq!((st.as_str(), stored), ("open", ("open".into(), None)));
+                // Unlocked, the next backfill round (its retry delay later) fills it.
+                w.clock.advance(Duration::from_secs(6));
+                let report = backfill_round(&mut w).await;
+                assert_eq!(report.backfilled, 1, "{report:?}");
+                let (st, _, filled_by) = status(&client, id).await.unwrap();
+                assert_eq!(
+                    (st.as_str(), filled_by),
+                    ("filled", vec!["near".to_string()])
+                );
+            }
+        }
+        assert_eq!(
+            count(
+                w.db(),
+                "SELECT count(*) FROM match_players WHERE player_id = 'near'"
+            )
+            .await,
+            i64::from(case == "locked"),
+            "{case}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_expired_request_says_why() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
     // Only a party of three is queued: it never fits one open slot.
     party(&client, "trio", &["t1", "t2", "t3"], 1500.0).await;
-    let id = request(&client, "game-6", &lost_one(), &[0, 1], "1 second")
+    let id = request(&client, "game-6", &lost_one(), &[0, 1], "3 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
-    let (st, reason, _) = status(&client, id).await.unwrap();
+    // Read while the request is live by its stored expiry, whatever the round took.
+    let (st, reason, live): (String, Option<String>, bool) = sqlx::query_as(
+        "SELECT s.status, s.reason, clock_timestamp() < b.expires_at
+           FROM backfill_status s JOIN backfill_requests b USING (request_id)
+          WHERE request_id = $1",
+    )
+    .bind(id)
+    .fetch_one(w.db())
+    .await
+    .unwrap();
+    assert!(live, "the backfill round took the request's whole 3 s");
     assert_eq!(st, "open");
     assert!(
         reason.as_deref().unwrap().contains("larger than 1"),
         "{reason:?}"
     );
-    // Expiry is the database's clock.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // Expiry is the database's clock: just past the stored expiry, it reads expired.
+    let left: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM expires_at - clock_timestamp())::float8
+           FROM backfill_requests WHERE request_id = $1",
+    )
+    .bind(id)
+    .fetch_one(w.db())
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs_f64(left.max(0.0) + 0.1)).await;
     let (st, reason, _) = status(&client, id).await.unwrap();
     assert_eq!(st, "expired");
     let reason = reason.unwrap();
     assert!(reason.starts_with("expired: nothing filled it"), "{reason}");
     assert!(reason.contains("larger than 1"), "{reason}");
     // The leader closes it in the table with the same words.
-    w.clock.advance(Duration::from_secs(2));
+    w.clock.advance(Duration::from_secs(5));
     w.worker.step().await.unwrap();
     let stored: (String, String) =
         sqlx::query_as("SELECT status, reason FROM backfill_requests WHERE request_id = $1")
@@ -376,16 +502,24 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
     let m = |id: &str, team: Value| json!({"player_id": id, "team": team, "skill": 1500});
     let five = lost_one();
     let long = "x".repeat(65);
-    type Case<'a> = (&'a str, String, Value, Vec<i32>, &'a str, &'a str);
+    type Case<'a> = (&'a str, String, Value, Vec<i32>, &'a str, String);
+    let six = json!([
+        m("a", json!(0)),
+        m("b", json!(0)),
+        m("c", json!(0)),
+        m("d", json!(1)),
+        m("e", json!(1)),
+        m("f", json!(1))
+    ]);
     let cases: Vec<Case> = vec![
-        // (queue, session, members, open, expires_in, expected words)
+        // (queue, session, members, open, expires_in, the whole refusal)
         (
             "nope",
             "s".into(),
             five.clone(),
             vec![0, 1],
             "30s",
-            "queue = 'nope': unknown queue; queues: q",
+            "queue = 'nope': unknown queue; queues: q".into(),
         ),
         (
             "q",
@@ -393,7 +527,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, 1],
             "30s",
-            "session_id",
+            format!("session_id = '{long}': is longer than 64 characters"),
         ),
         (
             "q",
@@ -401,7 +535,9 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, 1, 0],
             "30s",
-            "open_slots",
+            "open_slots = '{0,1,0}': must be an array of 2 numbers, the free slots of each \
+             team of queue q"
+                .into(),
         ),
         (
             "q",
@@ -409,7 +545,9 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![1, 1],
             "30s",
-            "members + open slots must be 3",
+            "open_slots[0] = 1: team 0 has 3 members: members + open slots must be 3 \
+             (team_size of queue q)"
+                .into(),
         ),
         (
             "q",
@@ -417,7 +555,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, -1],
             "30s",
-            "open_slots[1] = -1: must be between 0 and 3",
+            "open_slots[1] = -1: must be between 0 and 3 (team_size)".into(),
         ),
         (
             "q",
@@ -425,7 +563,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, 0],
             "30s",
-            "open_slots",
+            "open_slots = {0,0}: has no open slot (nothing to backfill)".into(),
         ),
         (
             "q",
@@ -433,7 +571,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, 1],
             "2 hours",
-            "expires_in",
+            "expires_in = '02:00:00': must be between 1 second and 1 hour".into(),
         ),
         (
             "q",
@@ -441,7 +579,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, 1],
             "0 seconds",
-            "expires_in",
+            "expires_in = '00:00:00': must be between 1 second and 1 hour".into(),
         ),
         (
             "q",
@@ -449,7 +587,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             json!([m("a", json!(2))]),
             vec![2, 3],
             "30s",
-            "members[].team = 2: must be a team index from 0 to 1",
+            "members[].team = 2: must be a team index from 0 to 1 (queue q has 2 teams)".into(),
         ),
         (
             "q",
@@ -457,16 +595,35 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             json!([m("a", json!(0)), m("a", json!(1))]),
             vec![2, 2],
             "30s",
-            "appears twice",
+            "members[].player_id = 'a': appears twice in the session".into(),
         ),
-        ("q", "s".into(), json!([]), vec![3, 3], "30s", "members"),
+        (
+            "q",
+            "s".into(),
+            json!([]),
+            vec![3, 3],
+            "30s",
+            "members = 0 members: a session in queue q has 1 to 5 members when it asks for a \
+             backfill"
+                .into(),
+        ),
+        (
+            "q",
+            "s".into(),
+            six,
+            vec![1, 0],
+            "30s",
+            "members = 6 members: a session in queue q has 1 to 5 members when it asks for a \
+             backfill"
+                .into(),
+        ),
         (
             "q",
             "s".into(),
             json!([{"player_id": "a", "team": 0, "skill": "high"}]),
             vec![2, 3],
             "30s",
-            "members[].skill",
+            "members[].skill = \"high\": must be a number".into(),
         ),
         (
             "q",
@@ -474,7 +631,9 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             json!([{"player_id": "a", "team": 0, "skill": 1, "mmr": 3}]),
             vec![2, 3],
             "30s",
-            "unknown field",
+            "members[].mmr = 3: unknown field (player_id, team, skill, skill_sigma, latencies, \
+             peer_pings, roles, side)"
+                .into(),
         ),
         (
             "q",
@@ -482,10 +641,10 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             json!([{"player_id": "a", "team": 0, "skill": 1, "latencies": {"eu": -5}}]),
             vec![2, 3],
             "30s",
-            "latencies.eu",
+            "latencies.eu = -5: must be between 0 and 10000 ms".into(),
         ),
     ];
-    for (queue, session, members, open, expires, words) in cases {
+    for (queue, session, members, open, expires, refusal) in cases {
         let err =
             sqlx::query_scalar::<_, i64>("SELECT request_backfill($1, $2, $3, $4, $5::interval)")
                 .bind(queue)
@@ -495,10 +654,10 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
                 .bind(expires)
                 .fetch_one(&client)
                 .await
-                .expect_err(words);
+                .expect_err(&refusal);
         let (code, message) = db_error(&err);
         assert_eq!(code, "22023", "{message}");
-        assert!(message.contains(words), "{message:?} should say {words:?}");
+        assert_eq!(message, refusal);
     }
     // A second open request for one session.
     request(&client, "dup", &five, &[0, 1], "30s")
@@ -509,9 +668,9 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
         .unwrap_err();
     let (code, message) = db_error(&err);
     assert_eq!(code, "22023");
-    assert!(
-        message.contains("already has an open backfill request"),
-        "{message}"
+    assert_eq!(
+        message,
+        "session_id = 'dup': already has an open backfill request in queue q (cancel it first)"
     );
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM backfill_requests")
         .fetch_one(w.db())
@@ -566,7 +725,7 @@ async fn a_login_cannot_see_or_cancel_another_logins_request() {
 /// so within the queue's backfill delay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     use matchmaker::daemon::{self, DaemonOptions};
     use std::time::Instant;
     let tdb = fresh_db().await;

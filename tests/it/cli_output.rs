@@ -308,6 +308,7 @@ async fn status_piped_is_plain_lines_within_80_columns() {
 
 #[test]
 fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
+    let _load = crate::support::TIMING.blocking_read();
     // Like a fresh clone in `mktemp -d` (or under /root): mode 0700, owned by us.
     let dir = tempfile::Builder::new()
         .prefix("mm-closed-")

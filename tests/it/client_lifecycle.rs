@@ -292,8 +292,47 @@ async fn two_queues_racing_for_one_player_never_both_match_them() {
             front::cancel(&db, None, p).await.unwrap();
         }
     }
-    assert_eq!(outcomes.values().sum::<usize>(), 4, "{outcomes:?}");
     eprintln!("two queues racing for one player, winner: {outcomes:?}");
+
+    // The race made certain: both rounds snapshot and solve with the shared player
+    // before either commits; then the commits race. One wins or neither does.
+    let shared = "z";
+    for q in ["a", "b"] {
+        let mut ids = vec![shared.to_string()];
+        ids.extend((1..6).map(|k| format!("z{q}_{k}")));
+        solos(&db, q, &ids.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    }
+    let mut solved = Vec::new();
+    for q in ["a", "b"] {
+        let prepared = d
+            .runner
+            .prepare(q, d.queue(q), RoundTrigger::Manual)
+            .await
+            .unwrap();
+        let s = d.runner.solve(prepared).await.unwrap();
+        let players: Vec<&String> = s
+            .outcome
+            .matches
+            .iter()
+            .flat_map(|m| m.teams.iter().flatten())
+            .collect();
+        assert!(
+            players.iter().any(|p| *p == shared),
+            "{q} proposed {players:?}"
+        );
+        solved.push(s);
+    }
+    let lease_a = d.workers["a"].keep_lease().await.unwrap().expect("a leads");
+    let lease_b = d.workers["b"].keep_lease().await.unwrap().expect("b leads");
+    let sb = solved.pop().unwrap();
+    let sa = solved.pop().unwrap();
+    let (ra, rb) = tokio::join!(d.runner.commit(sa, &lease_a), d.runner.commit(sb, &lease_b));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    let mine = entries(&db, shared).await;
+    let matched = mine.iter().filter(|e| e.status == "matched").count();
+    assert!(matched <= 1, "{mine:?}");
+    assert_eq!(ra.matched + rb.matched, 6 * matched, "{ra:?} {rb:?}");
+    assert_contract_invariants(&db).await;
 }
 
 #[tokio::test]
@@ -379,14 +418,38 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
     .await;
     let db = d.db().clone();
     solos(&db, "q", &["gone", "kept"]).await;
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    // Windows from the stored expiry, not from this test's sleeps: keep `kept` alive a
+    // second before the tickets run out, then look just after they did.
+    let expiry = |player: &'static str| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, chrono::DateTime<chrono::Utc>>(
+                "SELECT expires_at FROM queue_entries WHERE player_id = $1",
+            )
+            .bind(player)
+            .fetch_one(&db)
+            .await
+            .unwrap()
+        }
+    };
+    let ran_out = expiry("gone").await;
+    assert_eq!(
+        expiry("kept").await.round_subsecs(0),
+        ran_out.round_subsecs(0)
+    );
+    sleep_until_db(&db, ran_out - chrono::Duration::seconds(1)).await;
     assert_eq!(
         front::keep_alive(&db, Some("q"), &["kept".to_string()])
             .await
             .unwrap(),
         1
     );
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let kept_until = expiry("kept").await;
+    assert!(
+        kept_until >= ran_out + chrono::Duration::seconds(1),
+        "keep_alive moved the expiry from {ran_out} to {kept_until}"
+    );
+    sleep_until_db(&db, ran_out + chrono::Duration::milliseconds(100)).await;
 
     // Past its TTL: clients read `expired` at once, before the daemon's sweep.
     let stored = entry(&db, "gone", "q").await;
@@ -425,6 +488,27 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
     assert_eq!(entry(&db, "kept", "q").await.status, "matched");
     assert_eq!(front::cancel(&db, None, "gone").await.unwrap(), 0);
     assert_contract_invariants(&db).await;
+    let late: bool = sqlx::query_scalar("SELECT clock_timestamp() >= $1")
+        .bind(kept_until)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert!(
+        !late,
+        "the round ran before kept's ticket ran out at {kept_until}"
+    );
+}
+
+/// Sleep until the database's clock reads `at`.
+async fn sleep_until_db(db: &PgPool, at: chrono::DateTime<chrono::Utc>) {
+    let left: f64 = sqlx::query_scalar("SELECT extract(epoch FROM $1 - clock_timestamp())::float8")
+        .bind(at)
+        .fetch_one(db)
+        .await
+        .unwrap();
+    if left > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(left)).await;
+    }
 }
 
 #[tokio::test]
@@ -589,7 +673,19 @@ async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
                 front::cancel(&canceller, Some("a"), &victim).await.unwrap()
             }
         };
-        let (report, cancelled) = tokio::join!(d.runner.commit(solved, &lease), cancel);
+        // The first two runs fix the order (cancel, then commit; commit, then cancel), so
+        // both outcomes are shown to happen; the others race.
+        let (report, cancelled) = match i {
+            0 => {
+                let cancelled = cancel.await;
+                (d.runner.commit(solved, &lease).await, cancelled)
+            }
+            1 => {
+                let report = d.runner.commit(solved, &lease).await;
+                (report, cancel.await)
+            }
+            _ => tokio::join!(d.runner.commit(solved, &lease), cancel),
+        };
         let report = report.unwrap();
         let victim_entry = entry(&db, &victim, "a").await;
         match cancelled {
@@ -616,7 +712,11 @@ async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
             n => panic!("cancel returned {n}"),
         }
     }
-    assert_eq!(outcomes.values().sum::<usize>(), 12, "{outcomes:?}");
+    assert!(
+        outcomes.get("cancelled").is_some_and(|n| *n >= 1)
+            && outcomes.get("matched").is_some_and(|n| *n >= 1),
+        "a cancel before the commit wins, one after it finds nothing: {outcomes:?}"
+    );
     eprintln!("cancel racing a commit: {outcomes:?}");
     assert_contract_invariants(&db).await;
 }

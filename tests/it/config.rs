@@ -116,12 +116,99 @@ fn bad_values_are_refused_naming_queue_and_key() {
 #[test]
 fn config_hash_changes_with_any_effective_setting() {
     let a = Config::from_toml_str("[queues.a.round]\nevery = \"2m\"\n").unwrap();
-    let b = Config::from_toml_str("[queues.a.round]\nevery = \"3m\"\n").unwrap();
     let a2 = Config::from_toml_str("[queues.a]\n[queues.a.round]\nevery = \"120s\"\n").unwrap();
-    let (qa, qb, qa2) = (&a.queues["a"], &b.queues["a"], &a2.queues["a"]);
-    assert_ne!(qa.hash(), qb.hash());
+    let (qa, qa2) = (&a.queues["a"], &a2.queues["a"]);
     assert_eq!(qa.hash(), qa2.hash(), "same effective config, same hash");
     assert_eq!(qa.to_json()["round"]["every"], "2m");
+
+    // Every setting the queue's full config file writes out (backfill included: it is
+    // written only when it differs from its default), changed one at a time: each change
+    // the config accepts changes the hash.
+    let base = Config::from_toml_str(
+        "[queues.a.round]\nevery = \"2m\"\n[queues.a.backfill]\ndelay = \"3s\"\n",
+    )
+    .unwrap();
+    let base = &base.queues["a"];
+    let full: toml::Table = base.to_toml("a").parse().expect("to_toml is TOML");
+    let mut leaves = Vec::new();
+    collect_leaves(
+        &toml::Value::Table(full.clone()),
+        &mut Vec::new(),
+        &mut leaves,
+    );
+    let (mut changed, mut refused, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+    for (path, value) in &leaves {
+        let Some(other) = changed_value(value) else {
+            continue;
+        };
+        let mut doc = toml::Value::Table(full.clone());
+        set_leaf(&mut doc, path, other);
+        let text = toml::to_string(&doc).unwrap();
+        match Config::from_toml_str(&text) {
+            Err(_) => refused.push(path.join(".")),
+            Ok(c) if c.queues["a"].hash() == base.hash() => kept.push(path.join(".")),
+            Ok(_) => changed.push(path.join(".")),
+        }
+    }
+    assert!(
+        kept.is_empty(),
+        "settings changed without changing the hash: {kept:?}"
+    );
+    // Most settings take a neighbouring value; the rest are refused (a bound, a sum).
+    assert!(
+        changed.len() >= 20 && changed.len() > refused.len(),
+        "changed {changed:?}, refused {refused:?}"
+    );
+    for must in [
+        "round.every",
+        "round.budget",
+        "tickets.ttl",
+        "backfill.delay",
+    ] {
+        let key = format!("queues.a.{must}");
+        assert!(changed.contains(&key), "{key} not among {changed:?}");
+    }
+}
+
+fn collect_leaves(
+    value: &toml::Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, toml::Value)>,
+) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                path.push(k.clone());
+                collect_leaves(v, path, out);
+                path.pop();
+            }
+        }
+        leaf => out.push((path.clone(), leaf.clone())),
+    }
+}
+
+fn set_leaf(doc: &mut toml::Value, path: &[String], value: toml::Value) {
+    let mut at = doc;
+    for k in path {
+        at = at.get_mut(k.as_str()).expect("the path exists");
+    }
+    *at = value;
+}
+
+/// A neighbouring value of the same kind; None for arrays and names.
+fn changed_value(value: &toml::Value) -> Option<toml::Value> {
+    Some(match value {
+        toml::Value::Integer(i) => toml::Value::Integer(i + 1),
+        toml::Value::Float(f) => toml::Value::Float(if *f == 0.0 { 0.25 } else { f * 0.75 }),
+        toml::Value::Boolean(b) => toml::Value::Boolean(!b),
+        toml::Value::String(s) => {
+            let d = humantime::parse_duration(s).ok()?;
+            toml::Value::String(
+                humantime::format_duration(d + std::time::Duration::from_secs(1)).to_string(),
+            )
+        }
+        _ => return None,
+    })
 }
 
 #[test]

@@ -116,6 +116,7 @@ async fn wait_for_refusal(path: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_early_start_hot_reload_and_shutdown() {
+    let _load = crate::support::TIMING.read().await;
     capture_reload_log();
     let tdb = fresh_db().await;
     let db = &tdb.pool;

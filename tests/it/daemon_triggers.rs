@@ -327,6 +327,47 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
     );
     let rounds = count(db, "SELECT count(*) FROM rounds").await;
     assert_eq!(rounds, 2);
+
+    // The overdue players leave; a match's worth of new players waits through the ticks
+    // below min_pool (no round: nobody is overdue) and starts a max-wait round when they
+    // reach max_wait (10m by default), between two ticks.
+    let queued: Vec<String> =
+        sqlx::query_scalar("SELECT player_id FROM queue_entries WHERE status = 'queued'")
+            .fetch_all(db)
+            .await
+            .unwrap();
+    for p in &queued {
+        matchmaker::db::enqueue::cancel(db, Some("q"), p)
+            .await
+            .unwrap();
+    }
+    let arrived = clock_now(&clock) + D::seconds(60);
+    clock.set(arrived);
+    enqueue_tanks(db, "d", 6, arrived).await;
+    let crossing = arrived + D::minutes(10);
+    while clock_now(&clock) + D::seconds(30) < crossing {
+        clock.advance(secs(30));
+        let s = w.step().await.unwrap();
+        assert!(
+            matches!(s, StepOutcome::Waiting { .. }),
+            "no round before the crossing at {}: {s:?}",
+            clock_now(&clock)
+        );
+    }
+    clock.set(crossing - D::seconds(1));
+    let s = w.step().await.unwrap();
+    assert!(
+        matches!(s, StepOutcome::Waiting { .. }),
+        "no round a second before the crossing: {s:?}"
+    );
+    clock.set(crossing);
+    let s = w.step().await.unwrap();
+    assert_eq!(ran(&s), Some(RoundTrigger::MaxWait), "{s:?}");
+    let StepOutcome::Ran(report) = &s else {
+        unreachable!()
+    };
+    assert_eq!((report.players, report.left_over), (6, 6), "{report:?}");
+    assert_eq!(count(db, "SELECT count(*) FROM rounds").await, 3);
 }
 
 /// The decision behind it: before the tick, only a player no round has had yet (the

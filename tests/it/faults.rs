@@ -147,7 +147,7 @@ async fn terms_with_rounds(db: &PgPool) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_points_of_rounds_loses_nothing() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();
@@ -164,6 +164,7 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
     // takes the 250 ms notify debounce + 100 ms of solving), so a random moment of the
     // leader's life is most likely inside a round: snapshot, solve or commit.
     let kills = 10;
+    let mut inside_commits = 0;
     for i in 0..kills {
         let holder = fleet.0[0].holder();
         let started = std::time::Instant::now();
@@ -179,14 +180,15 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        // Even kills: inside the first round of the new leader (it starts ~250 ms after
-        // the takeover and solves the pool that gathered meanwhile). Odd ones: anywhere.
-        let delay = if i % 2 == 0 {
-            rng.random_range(150..450)
+        // Even kills: inside a commit (the leader is frozen there first, so the kill is
+        // known to land in it). Odd ones: anywhere.
+        if i % 2 == 0 {
+            if freeze_inside_commit(db, &mut fleet.0[0]).await {
+                inside_commits += 1;
+            }
         } else {
-            rng.random_range(0..1500)
-        };
-        tokio::time::sleep(Duration::from_millis(delay)).await;
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..1500))).await;
+        }
         fleet.0[0].kill();
         fleet.0[0].restart().unwrap();
     }
@@ -215,18 +217,23 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
         audit.matched * 2 > audit.entries - audit.cancelled,
         "most players are matched despite the kills: {audit}"
     );
+    assert_eq!(
+        inside_commits,
+        kills / 2,
+        "the even kills landed inside a commit"
+    );
     // The incarnations that lived long enough ran rounds (a kill may come before the
-    // first one).
+    // first one, and the even ones die inside a commit that never lands).
     let terms = terms_with_rounds(db).await;
     assert!(
-        terms >= kills as i64 / 2,
+        terms >= kills as i64 / 4,
         "rounds under only {terms} lease terms"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     // A server of our own: it is restarted under the daemon.
     let server = LocalPostgres::start_temporary()
         .await
@@ -265,8 +272,6 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
         Some("duel"),
         12,
     );
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(8);
-
     let modes = [
         StopMode::Fast,
         StopMode::Immediate,
@@ -285,9 +290,15 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
             .await,
             "rounds before the {mode:?} restart"
         );
-        tokio::time::sleep(Duration::from_millis(rng.random_range(0..1000))).await;
         let started_before = postmaster_start(db).await;
-        server.restart(mode).await.expect("restart PostgreSQL");
+        // The restart lands inside a round: the leader is frozen in its commit across it.
+        assert!(
+            freeze_inside_commit(db, &mut fleet.0[0]).await,
+            "the leader was not seen inside a commit before the {mode:?} restart"
+        );
+        let restarted = server.restart(mode).await;
+        fleet.0[0].resume();
+        restarted.expect("restart PostgreSQL");
         // Rounds resume: a round committed after the restart.
         let mut after = None;
         for _ in 0..100 {
@@ -320,12 +331,17 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
     let audit = fault_invariants(db, &clients).await;
     assert_clean(&audit);
     assert_eq!(restarts, modes.len());
-    // What the restarts hit (timing decides: a client's pool tests a connection before
-    // lending it, so a client sees an error only when a call was in flight at the stop;
-    // reported, not asserted).
+    // Each restart cut a commit: the thawed leader's round failed, and it was retried.
+    let failed = fleet.0[0].log_lines_containing("round failed");
+    assert!(
+        failed >= modes.len(),
+        "{failed} failed rounds for {} restarts inside a commit",
+        modes.len()
+    );
+    // A client's pool tests a connection before lending it, so a client sees an error
+    // only when a call was in flight at the stop: timing decides, reported only.
     eprintln!(
-        "daemon steps failed (database down): {}, rounds committed: {}, client calls cut: {}",
-        fleet.0[0].log_lines_containing("round failed"),
+        "rounds failed: {failed}, rounds committed: {}, client calls cut: {}",
         fleet.0[0].log_lines_containing("round committed"),
         clients.errors
     );
@@ -342,7 +358,7 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();
@@ -481,7 +497,7 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_storm_racing_a_solve_matches_no_cancelled_player() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let dir = tempfile::tempdir().unwrap();
@@ -553,9 +569,29 @@ async fn committing_sessions(db: &PgPool) -> i64 {
         .unwrap()
 }
 
+/// Freeze `replica` (SIGSTOP) while it is inside a commit; true once it is frozen there
+/// (seen committing after the freeze), false when 50 tries missed. Resume it yourself.
+async fn freeze_inside_commit(db: &PgPool, replica: &mut Replica) -> bool {
+    for _ in 0..50 {
+        let started = std::time::Instant::now();
+        while committing_sessions(db).await == 0 {
+            if started.elapsed() > Duration::from_secs(10) {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        replica.pause();
+        if committing_sessions(db).await > 0 {
+            return true;
+        }
+        replica.resume();
+    }
+    false
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     audit::install_lease_log(db).await.unwrap();
@@ -576,48 +612,41 @@ async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
     // commit, holding the lease row's lock and its pool rows' locks.
     let (holder, term, _) = lease_of(db, "q").await.unwrap().expect("a leads");
     let leader = fleet.0.iter().position(|r| r.holder() == holder).unwrap();
-    let mut frozen = false;
-    for _ in 0..50 {
-        let started = std::time::Instant::now();
-        while committing_sessions(db).await == 0 {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "no commit seen"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        fleet.0[leader].pause();
-        if committing_sessions(db).await > 0 {
-            frozen = true;
+    // Frozen once it holds its pool rows' locks (retried until a freeze lands there).
+    let mut locked: Option<String> = None;
+    for _ in 0..20 {
+        assert!(
+            freeze_inside_commit(db, &mut fleet.0[leader]).await,
+            "could not freeze the leader inside a commit"
+        );
+        locked = sqlx::query_scalar(
+            "SELECT player_id FROM queue_entries WHERE queue = 'q' AND status = 'queued'
+             EXCEPT
+             SELECT player_id FROM (SELECT player_id FROM queue_entries
+                                     WHERE queue = 'q' AND status = 'queued'
+                                       FOR UPDATE SKIP LOCKED) free
+             LIMIT 1",
+        )
+        .fetch_optional(db)
+        .await
+        .unwrap();
+        if locked.is_some() {
             break;
         }
         fleet.0[leader].resume();
     }
-    assert!(frozen, "could not freeze the leader inside a commit");
+    let locked = locked.expect("the leader frozen in a commit that holds its pool rows");
 
     // The frozen leader's lease runs out; a standby must take over, and clients must get
-    // answers, although the frozen process still holds its transaction open.
-    // A player whose row the frozen commit locked (if it got that far) is cancelled
-    // meanwhile.
+    // answers, although the frozen process still holds its transaction open. A player
+    // whose row the frozen commit locked is cancelled meanwhile.
     let frozen_at = std::time::Instant::now();
     let bound = LEASE_TTL.max(IDLE_IN_TRANSACTION) + LEASE_RENEW + Duration::from_secs(1);
-    let locked: Option<String> = sqlx::query_scalar(
-        "SELECT player_id FROM queue_entries WHERE queue = 'q' AND status = 'queued'
-         EXCEPT
-         SELECT player_id FROM (SELECT player_id FROM queue_entries
-                                 WHERE queue = 'q' AND status = 'queued'
-                                   FOR UPDATE SKIP LOCKED) free
-         LIMIT 1",
-    )
-    .fetch_optional(db)
-    .await
-    .unwrap();
     let canceller = {
         let (db, who) = (db.clone(), locked.clone());
         tokio::spawn(async move {
-            let who = who?;
             let result = matchmaker::db::enqueue::cancel(&db, None, &who).await;
-            Some((who, result, frozen_at.elapsed()))
+            (result, frozen_at.elapsed())
         })
     };
     let took = wait_for_new_term(db, "q", term, bound * 3).await;
@@ -630,19 +659,15 @@ async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
         "takeover {elapsed:?} after the leader froze, more than {bound:?}"
     );
     let mut extra_cancelled = Vec::new();
-    match cancelled {
-        Err(_) => panic!("cancel() of {locked:?}, locked by the frozen commit, hung"),
-        Ok(answer) => match answer.unwrap() {
-            None => eprintln!("the leader froze before locking its pool rows"),
-            Some((who, result, after)) => {
-                let n = result.expect("cancel answers");
-                eprintln!("cancel({who}), locked by the frozen commit: {n} after {after:?}");
-                assert!(after <= bound, "cancel() waited {after:?}");
-                if n > 0 {
-                    extra_cancelled.push(who);
-                }
-            }
-        },
+    let Ok(answer) = cancelled else {
+        panic!("cancel() of {locked}, locked by the frozen commit, hung");
+    };
+    let (result, after) = answer.unwrap();
+    let n = result.expect("cancel answers");
+    eprintln!("cancel({locked}), locked by the frozen commit: {n} after {after:?}");
+    assert!(after <= bound, "cancel() waited {after:?}");
+    if n > 0 {
+        extra_cancelled.push(locked);
     }
 
     // Thawed, the old leader finds its lease gone: its round is not committed.

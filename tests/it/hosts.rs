@@ -112,6 +112,7 @@ fn check_hosts(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> (usize, u
 /// players nobody can host with stay unmatched with a `no_host` reason.
 #[test]
 fn generated_pools_with_players_who_cannot_host_make_no_hostless_match() {
+    let _load = crate::support::TIMING.blocking_read();
     let population = Population::realistic();
     let model = QueueModel::default();
     let strategies = Strategy::ALL;

@@ -17,6 +17,7 @@ mod daemon_triggers;
 mod db_member_fast_path;
 mod db_schema;
 mod deploy_files;
+mod failure_paths;
 mod faults;
 mod hosts;
 mod local_pg;

@@ -129,7 +129,8 @@ fn q_worker(db: &PgPool, clock: &ManualClock, round: &str) -> QueueWorker {
 async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
+    let started = chrono::Utc::now().trunc_subsecs(6);
+    let clock = ManualClock::new(started);
     let mut worker = q_worker(db, &clock, "every = \"10s\"");
     let (_, client) = client_login(&tdb, 2).await;
 
@@ -143,10 +144,18 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
     listener.listen(&channel).await.unwrap();
 
     // The leader's first look publishes the queue and its first countdown.
+    let db_now = || async {
+        sqlx::query_scalar::<_, chrono::DateTime<chrono::Utc>>("SELECT clock_timestamp()")
+            .fetch_one(db)
+            .await
+            .unwrap()
+    };
+    let before = db_now().await;
     assert!(matches!(
         worker.step().await.unwrap(),
         StepOutcome::Waiting { .. }
     ));
+    let after = db_now().await;
     let notes = drain(&mut listener, Duration::from_millis(500)).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     let (ch, start) = &notes[0];
@@ -155,8 +164,27 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
     assert_eq!(start["cause"], "start");
     assert_eq!(start["waiting_for"], "schedule");
     assert_countdown_as_the_view_shows_it(&client, start).await;
+    // The first round is due 10 s after the leader's clock started; the seconds left
+    // are counted on the database's clock when the look wrote the countdown, which lies
+    // between the two readings around the look.
+    let due = started + chrono::Duration::seconds(10);
+    assert_eq!(
+        start["next_round_at"],
+        due.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        "{start}"
+    );
+    let left = |at: chrono::DateTime<chrono::Utc>| {
+        ((due - at).num_microseconds().unwrap() as f64 / 1e6)
+            .max(0.0)
+            .ceil() as i64
+    };
     let seconds = start["seconds_to_next_round"].as_i64().unwrap();
-    assert!((9..=10).contains(&seconds), "{start}");
+    assert!(
+        (left(after)..=left(before)).contains(&seconds),
+        "{start}: between {} and {} s",
+        left(after),
+        left(before)
+    );
 
     // Twelve players, two matches' worth; the leader rewrites the pool size, and the
     // countdown stays: no notification.
@@ -522,6 +550,7 @@ fn example_client() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_client_receives_its_match() {
+    let _load = crate::support::TIMING.read().await;
     let client_bin = tokio::task::spawn_blocking(example_client).await.unwrap();
     let tdb = fresh_db().await;
     let db = &tdb.pool;

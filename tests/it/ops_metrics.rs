@@ -282,6 +282,7 @@ fn probe(url: &str) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_after_two_rounds_agree_with_the_rounds_table() {
+    let _load = crate::support::TIMING.read().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let daemon = Daemon::start(&tdb.url(), "replica-a", &[]);

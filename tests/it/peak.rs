@@ -22,7 +22,7 @@ use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scaled_down_peak_evening_meets_its_targets() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let dir = tempfile::tempdir().unwrap();
     let options = PeakOptions {

@@ -16,6 +16,7 @@ use crate::support::fresh_db;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_and_simulator_make_rounds_and_players_return() {
+    let _load = crate::support::TIMING.read().await;
     let db = fresh_db().await;
     let config = demo_config(
         Config::embedded_default(),

@@ -29,7 +29,7 @@ struct Run {
 /// budget of 2 cores (the CI machine's): more rounds than cores overlap all the time.
 #[test]
 fn overlapping_rounds_share_the_cores_and_each_ends_within_its_budget() {
-    let _timing = TIMING.blocking_lock();
+    let _timing = TIMING.blocking_write();
     let population = Arc::new(Population::realistic());
     let cores = SolverCores::new(2);
     let model = Arc::new(QueueModel::default());

@@ -505,9 +505,12 @@ pub async fn assert_recent_matches_agree(db: &PgPool, depth: usize) {
     );
 }
 
-/// Tests that assert wall-clock bounds (lease takeovers, solve budgets, a peak evening's
-/// lateness) or that run daemon replicas under load take this lock, so that no two of
-/// them run at once: on a 2-core CI machine a hand-over timed while the fault suite's
-/// replicas keep both cores busy measures the machine, not the daemon (a crash takeover
-/// took 4.8 s against its 4 s bound that way). The other tests still run beside them.
-pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Keeps timed tests apart from load. Tests that assert wall-clock bounds (lease
+/// takeovers, solve budgets, a peak evening's lateness, windows timed on the database
+/// clock) take it exclusively (`TIMING.write()`), so no other timed test and no
+/// load-generating test runs beside them; tests that generate load (daemon replicas,
+/// the demo, building the example client, hundreds of solves) take it shared
+/// (`TIMING.read()`), so they still run beside each other and beside the untimed tests.
+/// On a 2-core CI machine a hand-over timed while other replicas keep both cores busy
+/// measures the machine, not the daemon.
+pub static TIMING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
