@@ -232,8 +232,8 @@ impl<'a> From<&'a QueueConfig> for crate::db::queues::QueuePublication<'a> {
     }
 }
 
-/// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`,
-/// migration 0017). Every round fills the open requests before it forms new matches;
+/// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`).
+/// Every round fills the open requests before it forms new matches;
 /// these keys add the immediate backfill round, so that a session does not wait for the
 /// schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -621,7 +621,7 @@ impl Config {
 }
 
 /// The longest queue name: its notification channel, `matchmaker:` and the name, stays
-/// within PostgreSQL's 63-byte identifiers unhashed (migration 0014), and every payload
+/// within PostgreSQL's 63-byte identifiers unhashed, and every payload
 /// that carries it stays far below the 8000-byte limit.
 pub const MAX_QUEUE_NAME: usize = 52;
 

@@ -50,8 +50,8 @@ pub struct Audit {
     pub matches_with_closed_entries: i64,
     /// `matched` rows without their `match_players` row.
     pub matched_without_match: i64,
-    /// `match_players` rows whose match or entry is gone (their foreign keys went in
-    /// migration 0024: the round writes all three in one statement).
+    /// `match_players` rows whose match or entry is gone (they have no foreign
+    /// keys: the round writes all three in one statement).
     pub players_without_match_or_entry: i64,
     /// Matches whose team sizes are none of the queue's formats (`queues.formats`: the
     /// full format, and a flexible queue's smaller ones), or whose teams are not

@@ -1,4 +1,4 @@
-//! Backfill requests (migration 0017) as a round reads and closes them: the open,
+//! Backfill requests as a round reads and closes them: the open,
 //! unexpired requests of a queue (oldest first) turned into the core's `Session`s, the
 //! expiry sweep, and the worker's "is an immediate backfill round due?" look-up. The
 //! commit writes the fills (`commit`).

@@ -827,7 +827,7 @@ async fn write_matches(
     // One statement: the matches, then their players, whose own values come from their
     // rows (skill, party, enqueue time). A match_players row is made from the entry row
     // this statement moves, under a match id it inserts: the links hold by construction,
-    // without a foreign key check per player (migration 0024).
+    // without a foreign key check per player.
     // Each player's row of recent_matches gets the new match id, the oldest beyond the
     // queue's depth dropped: an update in place (HOT: no indexed column changes), so a
     // player who has played before adds no index key; only a first match inserts one.

@@ -1,6 +1,6 @@
 //! The client side of the contract, in Rust (the simulator's load generator, tests,
 //! `matchmaker bench-db`): thin wrappers over the SQL functions of the front door
-//! (migration 0009), which any client calls the same way:
+//!, which any client calls the same way:
 //!
 //! ```sql
 //! SELECT enqueue('ranked_3v3', 'p1', 1500, '{"eu-west": 23}');

@@ -1,4 +1,4 @@
-//! Notifications to game backends (migration 0014): one per committed match, and one per
+//! Notifications to game backends: one per committed match, and one per
 //! countdown move, on a channel per queue ([`queue_channel`]), so that a backend holding
 //! one LISTEN connection tells each player at once instead of polling.
 //!

@@ -52,8 +52,7 @@ pub async fn publish_queue<'a>(
              formats = EXCLUDED.formats,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
-         -- compared too: migration 0018 filled them in as the fixed format for rows
-         -- published before it, whatever their config.
+         -- compared too, so a change of format alone is published.
          WHERE (queues.active, queues.config_hash, queues.formats)
                IS DISTINCT FROM (true, EXCLUDED.config_hash, EXCLUDED.formats)",
     )
@@ -88,7 +87,7 @@ pub const RETIRE_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 ///
 /// An enqueue already running when this commits (it read the queue as active) can still
 /// commit its entry after the sweep below: enqueue() takes no lock on the queue's row
-/// (migration 0010; that lock cost a tenth of every enqueue). [`retire_unlisted`], which
+/// (that lock cost a tenth of every enqueue). [`retire_unlisted`], which
 /// the supervisor runs every poll interval, rejects such an entry with the same kind of
 /// reason.
 pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64, DbError> {
@@ -123,7 +122,7 @@ pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64,
 /// whose lease is free is touched (we take it for the moment): a replica that still runs
 /// the queue keeps its lease renewed, so its queue is left alone. The supervisor runs this
 /// at start and every poll interval: it also rejects an enqueue that raced a retirement
-/// (enqueue() takes no lock on the queue's row; migration 0010).
+/// (enqueue() takes no lock on the queue's row).
 pub async fn retire_unlisted(
     db: &PgPool,
     holder: &str,

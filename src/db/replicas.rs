@@ -1,4 +1,4 @@
-//! The daemon replicas (`replicas` table, migration 0015): each registers itself with a
+//! The daemon replicas (`replicas` table): each registers itself with a
 //! heartbeat, so that every replica can count the live ones and lead its share of the
 //! queues (Oban's `oban_peers`). Leadership itself stays in `leases`: nothing here makes
 //! a replica a leader, so the term fencing of the commit is untouched.

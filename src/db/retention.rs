@@ -9,7 +9,7 @@
 //! 2. **Entries that ended outside a match** (cancelled, expired, rejected, withdrawn
 //!    from this queue for a match elsewhere) before the cutoff, unless a round newer than
 //!    the cutoff names them. (An entry's `match_id` and `round_id` are copies without a
-//!    foreign key, migration 0023: a withdrawn entry may outlive the match that won, or
+//!    foreign key: a withdrawn entry may outlive the match that won, or
 //!    go before it.)
 //! 3. **Backfill requests** that ended (filled, expired, cancelled) before the cutoff;
 //!    an open request is never touched. (They name their fill's match and round by id,
@@ -26,7 +26,7 @@
 //! cannot promise that (a player back after two months has a last match older than any
 //! horizon), so a match stays while it is among the last `keep_matches` matches of any
 //! of its players in the queue, as `recent_matches` names them (the round's commit
-//! writes that row with the match; migration 0022). Keeping it costs at most
+//! writes that row with the match). Keeping it costs at most
 //! `keep_matches` matches per player ever seen: bounded by the player base, not by time. Which matches are a player's last
 //! only changes by newer matches arriving, so a match found prunable stays prunable, and
 //! two pruners (or a pruner and a round) never disagree.

@@ -1,4 +1,4 @@
-//! A round's replay record (`round_snapshots`, migration 0011): the exact pool its solver
+//! A round's replay record (`round_snapshots`): the exact pool its solver
 //! saw (LZ4-compressed JSON of the core's `Pool`), its effective config as a config file,
 //! its budget and strategy, and why each pooled player who was not matched was left over.
 //! Written by the round's commit ([`super::commit_round`]), in its transaction; read back
@@ -173,7 +173,7 @@ type MatchPlayerRow = (
 );
 
 /// Read a round and its replay record. `Ok(None)`: no such round; a round without a
-/// snapshot (committed before migration 0011, or written by an older build) is an error
+/// snapshot (committed without one, or written by an older build) is an error
 /// that says so.
 pub async fn load_round(db: &PgPool, round_id: i64) -> Result<Option<StoredRound>, DbError> {
     let row: Option<RoundRow> = sqlx::query_as(
@@ -197,7 +197,7 @@ pub async fn load_round(db: &PgPool, round_id: i64) -> Result<Option<StoredRound
     .await?;
     let Some(s) = snap else {
         return Err(DbError::Invalid(format!(
-            "round {round_id} has no snapshot (committed before migration 0011, or by an older build)"
+            "round {round_id} has no snapshot (committed without one, or by an older build)"
         )));
     };
     if s.0 != FORMAT {

@@ -105,7 +105,7 @@ async fn try_snapshot(
                      -- A party is never split across rounds by the size cap: its members
                      -- beyond the cap come along (the round may exceed the cap by them).
                      -- (A party is one enqueue_party call; rows written without one,
-                     -- by hand or before migration 0009, go by their party_id.)
+                     -- by hand, go by their party_id.)
                      OR party_key IN (SELECT party_key FROM oldest WHERE party_key IS NOT NULL)
                      OR (party_key IS NULL
                          AND party_id IN (SELECT party_id FROM oldest
@@ -197,7 +197,7 @@ fn whole_parties(entries: Vec<QueuedEntry>) -> (Vec<QueuedEntry>, Vec<(String, S
     (kept, sat_out)
 }
 
-/// A party id belongs to the login that enqueued it (migration 0019): two logins' parties
+/// A party id belongs to the login that enqueued it: two logins' parties
 /// may share one. The core knows a party by its id, so a party whose id another party in
 /// this pool has already is renamed `<id>#<party_key>` (again, while even that is taken:
 /// a client may pick such an id); the rows keep theirs.

@@ -227,8 +227,7 @@ async fn run_async(args: BenchDbOptions) -> anyhow::Result<()> {
 
 /// A kept history database must not hold migrations this binary does not know: another
 /// build's schema (an index dropped, a table added) would be measured as this one's. An
-/// older schema is fine: `migrate` brings it up to date (migration 0022 fills
-/// `recent_matches` from the history it finds).
+/// older schema is fine: `migrate` brings it up to date.
 async fn check_kept_schema(history: &PgPool, name: &str) -> anyhow::Result<()> {
     let known = db::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
     // A database never migrated has no such table: nothing to check.
@@ -506,7 +505,7 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
             .execute(&mut *conn)
             .await?;
     }
-    // Each player's last matches, as the commit keeps them (migration 0022).
+    // Each player's last matches, as the commit keeps them.
     sqlx::query(
         "INSERT INTO recent_matches (queue, player_id, match_ids)
          SELECT queue, player_id, (array_agg(match_id ORDER BY match_id))
@@ -632,7 +631,7 @@ async fn bench_rounds(databases: &[(u64, PgPool)], args: &BenchDbOptions) -> any
 /// The two enqueue paths measured side by side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EnqueuePath {
-    /// `SELECT enqueue(...)`: the client contract (migration 0009).
+    /// `SELECT enqueue(...)`: the client contract.
     Function,
     /// The single-row INSERT clients ran before the contract (the raw path of commit
     /// 6043e12's `db::enqueue::enqueue`), for the comparison only.

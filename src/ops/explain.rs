@@ -2,8 +2,8 @@
 //!
 //! For each round that pooled the player, newest first: the queue and round, the pool's
 //! size, and matched (match id, team) or what became of them and why (no valid match,
-//! outscored, party sat out, rejected, left during the solve...: `round_snapshots`,
-//! migration 0011). Then the player's latest entries (queued, cancelled, expired,
+//! outscored, party sat out, rejected, left during the solve...: `round_snapshots`).
+//! Then the player's latest entries (queued, cancelled, expired,
 //! withdrawn...), which say what happened outside rounds. The same rows, for SQL: the
 //! `player_rounds` view (operators only).
 

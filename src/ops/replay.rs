@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The round's pool, history, clock (`now`, so waits are as they were), config, seed and
-//! budget come from `round_snapshots` (migration 0011) and `rounds`. By default the
+//! budget come from `round_snapshots` and `rounds`. By default the
 //! replay uses the stored budget: a round solved with `round.restarts` (deterministic)
 //! replays to the identical matches; a time budget replays with the same time, which
 //! gives a similar but not necessarily identical round. `--config` (the file's queue of

@@ -2,7 +2,7 @@
 //! database only (any replica or none): per queue the pool size and the countdown to the
 //! next round, and a summary of each recent round (players, matches, left over, score,
 //! per-factor averages, wait-time percentiles, solve time); and the daemon replicas, with
-//! the queues each leads (balanced leadership, migration 0015).
+//! the queues each leads (balanced leadership).
 //!
 //! The view is a redrawn page of text: tables from `comfy-table` fitted to the width
 //! (see [`crate::ops::term`]), cleared and styled only on a terminal; piped or with

@@ -8,14 +8,22 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("read {full}: {e}"))
 }
 
-/// `image:` and `FROM` references name a version: a tag with a digit that is not
-/// `latest`, or the stack's own `:local` build.
+/// `image:` and `FROM` references name a version: a dotted version (`17.6`) or a dated
+/// tag (`bookworm-20250811-slim`), not `latest` nor a bare major (`rust:1`); or the
+/// stack's own `:local` build.
 fn pinned(image: &str) -> bool {
     let Some((_, tag)) = image.rsplit_once(':') else {
         return false;
     };
-    tag == "local"
-        || (tag != "latest" && tag.chars().any(|c| c.is_ascii_digit()) && tag.contains('.'))
+    let dated = tag
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|run| run.len() >= 8);
+    let dotted = tag
+        .split('.')
+        .filter(|part| part.starts_with(|c: char| c.is_ascii_digit()))
+        .count()
+        >= 2;
+    tag == "local" || dated || dotted
 }
 
 #[test]

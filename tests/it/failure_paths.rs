@@ -203,9 +203,7 @@ async fn replaying_a_round_stored_without_its_snapshot_says_so() {
     let err = matchmaker::db::load_round(db, round).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "round {round} has no snapshot (committed before migration 0011, or by an older build)"
-        )
+        format!("round {round} has no snapshot (committed without one, or by an older build)")
     );
     assert!(
         matchmaker::db::load_round(db, round + 1000)

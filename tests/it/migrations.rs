@@ -358,7 +358,7 @@ async fn a_1_0_database_with_data_migrates_to_the_latest_schema() {
 
     // The upgraded daemon takes the stopped replica's queue and matches the players 1.0
     // left queued: the party against w1..w3.
-    db::queues::publish_queue(db, "q", &config(), "replica-2")
+    db::queues::publish_queue(db, "q", &*config(), "replica-2")
         .await
         .unwrap();
     let lease = db::acquire_lease(db, "q", "replica-2", secs(15), None)
