@@ -535,8 +535,9 @@ mod tests {
         }
     }
 
-    /// AccelByte's rebalance guide, "Permutation": session 1 has A (party 1, MMR 70) on team 1; B 60,
-    /// C 10 and {D, E} 40 + 40 ask to be matched; 1-2 teams of 1-3 players.
+    /// AccelByte's rebalance guide, "Permutation": a running game has A (party 1, MMR 70)
+    /// on team 1; B 60, C 10 and {D, E} 40 + 40 ask to be matched; 1-2 teams of 1-3
+    /// players.
     /// Indices: 0 = A (fixed on team 0), 1 = B, 2 = C, 3 = {D, E}.
     #[test]
     fn seed_002_permutation_example() {
