@@ -26,6 +26,7 @@ use super::pool::Pool;
 use super::round::{MatchOutcome, RoundOutcome, SolveStats};
 use super::score::Scorer;
 use super::search::anneal::{self, Outcome};
+use super::search::neighbours::Neighbours;
 use super::search::state::State;
 use super::search::{awesomenauts, baselines, construct, short};
 
@@ -249,6 +250,13 @@ fn run_strategy(
         .num_threads(threads)
         .build()
         .expect("building the solver's thread pool");
+    // Small pools converge without them; on larger ones a random partner match is
+    // seldom a useful one once the matches have taken shape.
+    let neighbours = if options.strategy == Strategy::Default && !small_pool(sc) {
+        pool.install(|| Neighbours::build(sc))
+    } else {
+        None
+    };
     let one = |r: u64, mut rng: Xoshiro256PlusPlus| -> Outcome {
         // restart 0: the Awesomenauts post's sorted start (awesomenauts) or sorted within regions
         // (default); later restarts: semi-random starts
@@ -263,7 +271,15 @@ fn run_strategy(
             Strategy::Awesomenauts => {
                 awesomenauts::hill_climb(sc, start, deadline, options.check_delta)
             }
-            _ => anneal::anneal(sc, start, &mut rng, length, deadline, options.check_delta),
+            _ => anneal::anneal(
+                sc,
+                neighbours.as_ref(),
+                start,
+                &mut rng,
+                length,
+                deadline,
+                options.check_delta,
+            ),
         };
         // exchanges with the bench may leave a new match formable there
         construct::fill_from_bench(sc, &mut out.state);

@@ -11,7 +11,9 @@
 //! T = T0 (1/1000)^(p^0.6): faster than geometric while hot, where the walk only
 //! forgets its start, so that more of the run is spent cold, where the matches take
 //! shape (`SCHEDULE_SHAPE`). Moves that change which players are placed (bench swaps)
-//! are accepted only if they do not lose overdue players or matches.
+//! are accepted only if they do not lose overdue players or matches. From
+//! `neighbours::FROM` of the run on, a share of the draws are neighbour exchanges
+//! (`neighbours`), where lists are given.
 
 use std::time::Duration;
 
@@ -21,7 +23,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::deadline::Deadline;
 use crate::score::{RoundValue, Scorer};
 
-use super::moves::{Exchange, random_exchange};
+use super::moves::{Exchange, chance, random_exchange};
+use super::neighbours::{self, Neighbours, neighbour_exchange};
 use super::state::{Scratch, State, Verdict};
 use super::threshold::LnUniform;
 
@@ -91,9 +94,11 @@ pub fn assert_delta(sc: &Scorer, st: &State) {
     );
 }
 
-/// Anneal from `st` and return the best state found.
+/// Anneal from `st` and return the best state found; `neighbours`: the pool's neighbour
+/// lists, for the exchanges late in the run.
 pub fn anneal(
     sc: &Scorer,
+    neighbours: Option<&Neighbours>,
     mut st: State,
     rng: &mut Xoshiro256PlusPlus,
     length: u64,
@@ -163,7 +168,13 @@ pub fn anneal(
             temp = t0 * ratio.powf(progress.powf(SCHEDULE_SHAPE));
         }
         step += 1;
-        if !random_exchange(sc, &st, rng, &mut mv) {
+        let drawn = match neighbours {
+            Some(nb) if progress >= neighbours::FROM && chance(rng, neighbours::SHARE) => {
+                neighbour_exchange(sc, &st, nb, rng, &mut mv)
+            }
+            _ => random_exchange(sc, &st, rng, &mut mv),
+        };
+        if !drawn {
             continue;
         }
         moves += 1;

@@ -5,6 +5,7 @@ pub mod awesomenauts;
 pub mod baselines;
 pub mod construct;
 pub mod moves;
+pub mod neighbours;
 pub mod short;
 pub mod state;
 pub mod threshold;

@@ -36,7 +36,7 @@ const SIMILAR_RANKS: usize = 8;
 /// True with probability `p`, from one 64-bit draw (this runs millions of times a
 /// second; `random_bool` per decision cost a fifth of a move).
 #[inline(always)]
-fn chance(rng: &mut Xoshiro256PlusPlus, p: f64) -> bool {
+pub(super) fn chance(rng: &mut Xoshiro256PlusPlus, p: f64) -> bool {
     ((rng.next_u64() >> 11) as f64) < p * (1u64 << 53) as f64
 }
 
@@ -102,7 +102,7 @@ pub fn random_exchange(
 /// Fill `mv.b_out` with units of the target container `dst` to exchange against unit
 /// `u`: with `same_size`, a random unit of u's size when there is one; otherwise a
 /// random set of units adding up to u's size. False if none fits. `r`: random bits.
-fn counterpart(
+pub(super) fn counterpart(
     sc: &Scorer,
     dst: &[u32],
     u: u32,
@@ -182,6 +182,6 @@ fn similar_swap(sc: &Scorer, st: &State, r: u64, mv: &mut Exchange) -> bool {
 /// A uniform draw in 0..n from the low 32 bits of `bits` (multiply-shift; the bias,
 /// below n / 2^32, is far below anything the search could notice).
 #[inline]
-fn below(bits: u64, n: usize) -> usize {
+pub(super) fn below(bits: u64, n: usize) -> usize {
     (((bits & 0xFFFF_FFFF) * n as u64) >> 32) as usize
 }
