@@ -4,9 +4,11 @@
 //!
 //! The optimization itself is the `matchmaker-optimizer` crate (`optimizer/`), pure and
 //! free of I/O. This crate is the product around it, its layers depending inward only:
-//! `db` (PostgreSQL: snapshot, commit, leases) under `config` (typed, validated settings)
-//! under `daemon` (rounds, leadership, reload, metrics), `report` and `ops` (the operators'
-//! commands as functions) under `cli` (the subcommands' arguments and rendering).
+//! `db` (PostgreSQL: snapshot, commit, leases) and `config` (typed, validated settings),
+//! neither knowing the other, under `daemon` (rounds, leadership, reload, metrics),
+//! `report` and `ops` (the operators' commands as functions) under `cli` (the
+//! subcommands' arguments and rendering). `tests/it/layers.rs` checks these rules and
+//! that no two files import each other, directly or around a loop.
 //! `lab` (simulator, soak, peak, benchmarks) is the lab's, built into `matchmaker-lab`
 //! only; nothing else imports it. `docs/` describes each for its reader.
 

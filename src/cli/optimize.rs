@@ -14,10 +14,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-
-use crate::config::{self, Config};
-use matchmaker_optimizer::{self as optimizer, Budget, Pool, SolveOptions, Strategy};
+use crate::ops::optimize::{OptimizeOptions, optimize};
+use matchmaker_optimizer::Strategy;
 
 #[derive(Debug, clap::Args)]
 pub struct OptimizeArgs {
@@ -53,37 +51,26 @@ pub struct OptimizeArgs {
     pub moves_per_restart: Option<u64>,
 }
 
+impl OptimizeArgs {
+    /// The library's options; `MATCHMAKER_CHECK_DELTA=1` turns on the delta check.
+    pub fn options(&self) -> OptimizeOptions {
+        OptimizeOptions {
+            pool: self.pool.clone(),
+            config: self.config.clone(),
+            queue: self.queue.clone(),
+            budget: self.budget,
+            seed: self.seed,
+            strategy: self.strategy,
+            restarts: self.restarts,
+            threads: self.threads,
+            moves_per_restart: self.moves_per_restart,
+            check_delta: std::env::var("MATCHMAKER_CHECK_DELTA").is_ok_and(|v| v == "1"),
+        }
+    }
+}
+
 pub fn run(args: OptimizeArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.pool)
-        .with_context(|| format!("reading pool file {}", args.pool.display()))?;
-    let pool: Pool = serde_json::from_str(&text)
-        .with_context(|| format!("parsing pool file {}", args.pool.display()))?;
-    let config = match config::resolve_path(args.config.clone()) {
-        Some(path) => Config::load(&path)?,
-        None => Config::embedded_default(),
-    };
-    let name = args
-        .queue
-        .clone()
-        .or_else(|| pool.queue.clone())
-        .unwrap_or_else(|| config.default_queue.clone());
-    let Some(queue) = config.queues.get(&name) else {
-        let known: Vec<&String> = config.queues.keys().collect();
-        bail!("unknown queue {name:?} (configured: {known:?})");
-    };
-    let round = &queue.round;
-    let options = SolveOptions {
-        strategy: args.strategy.unwrap_or(round.strategy),
-        budget: match args.restarts {
-            Some(n) => Budget::Restarts(n),
-            None => Budget::Time(args.budget.unwrap_or(round.budget)),
-        },
-        seed: args.seed.or(round.seed).unwrap_or(0),
-        threads: args.threads.or(round.threads),
-        moves_per_restart: args.moves_per_restart,
-        check_delta: std::env::var("MATCHMAKER_CHECK_DELTA").is_ok_and(|v| v == "1"),
-    };
-    let outcome = optimizer::solve(&pool, &queue.model, &options)?;
+    let outcome = optimize(&args.options())?;
     println!("{}", serde_json::to_string_pretty(&outcome)?);
     Ok(())
 }

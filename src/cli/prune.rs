@@ -1,18 +1,16 @@
-//! `matchmaker prune`: delete the history past the retention horizon now, the same way
-//! the daemon's queue leaders do on their timer (`db::retention`): every queue in the
-//! database, in batches of short transactions, each player's last matches kept. With
-//! `--dry-run` it prints what would go and changes nothing.
+//! `matchmaker prune`: delete the history past the retention horizon now
+//! ([`crate::ops::prune`] does the work; this file parses and prints). With `--dry-run`
+//! it prints what would go and changes nothing.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 
-use super::run::{DatabaseArgs, init_logging, open_database};
-use crate::config::{self, Config};
-use crate::db::{self, retention};
-use crate::ops::require_schema;
+use super::run::{DatabaseArgs, init_logging};
+use crate::config;
+use crate::db::retention::Pruned;
+use crate::ops::prune::{PruneOptions, PrunePlan, prune};
 
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -44,73 +42,42 @@ fn parse_horizon(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+impl PruneArgs {
+    /// The library's options.
+    pub fn options(&self) -> PruneOptions {
+        PruneOptions {
+            config: self.config.clone(),
+            database: (&self.database).into(),
+            horizon: self.horizon,
+            batch_size: self.batch_size,
+            queues: self.queue.clone(),
+            dry_run: self.dry_run,
+        }
+    }
+}
+
 pub fn run(args: PruneArgs) -> anyhow::Result<()> {
     init_logging(Default::default());
-    tokio::runtime::Runtime::new()?.block_on(run_async(args))
+    let options = args.options();
+    let total = tokio::runtime::Runtime::new()?.block_on(prune(&options, print_plan, |q| {
+        print_row(&q.queue, &q.keep.to_string(), &q.pruned)
+    }))?;
+    print_row("total", "", &total);
+    Ok(())
 }
 
-async fn run_async(args: PruneArgs) -> anyhow::Result<()> {
-    let config = match config::resolve_path(args.config.clone()) {
-        Some(path) => Config::load(&path)?,
-        None => Config::embedded_default(),
-    };
-    let horizon = args.horizon.or(config.retention.horizon).context(
-        "no retention horizon: set [retention] horizon in the config, or pass --horizon 30d",
-    )?;
-    let batch_size = args.batch_size.unwrap_or(config.retention.batch_size);
-    anyhow::ensure!(
-        (1..=config::MAX_RETENTION_BATCH).contains(&batch_size),
-        "--batch-size {batch_size}: must be between 1 and {}",
-        config::MAX_RETENTION_BATCH
-    );
-    let (pool, server) = open_database(&args.database).await?;
-    let result = async {
-        require_schema(&pool).await?;
-        // The daemon's bounds on every statement and lock wait.
-        let limited = db::connect_limited(&pool, &config.daemon.session_limits()).await?;
-        let result = prune(&limited, &config, horizon, batch_size, &args).await;
-        limited.close().await;
-        result
-    }
-    .await;
-    pool.close().await;
-    if let Some(server) = server {
-        server.stop().await?;
-    }
-    result
-}
-
-async fn prune(
-    db: &sqlx::PgPool,
-    config: &Config,
-    horizon: Duration,
-    batch_size: usize,
-    args: &PruneArgs,
-) -> anyhow::Result<()> {
-    let cutoff = retention::cutoff(db, horizon, None).await?;
-    let queues = if args.queue.is_empty() {
-        retention::queues_with_history(db).await?
-    } else {
-        args.queue.clone()
-    };
-    // A queue the config does not list (retired, or served by another config) keeps as
-    // much as the deepest configured queue: it may come back.
-    let deepest = config
-        .queues
-        .values()
-        .map(|q| q.history_matches())
-        .max()
-        .unwrap_or(1);
+fn print_plan(plan: &PrunePlan) {
     println!(
-        "{} history that ended before {} (horizon {}), batches of {batch_size}; \
+        "{} history that ended before {} (horizon {}), batches of {}; \
          each player's last matches per queue are kept",
-        if args.dry_run {
+        if plan.dry_run {
             "Dry run (nothing is deleted): would prune"
         } else {
             "Pruning"
         },
-        cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
-        config::format_horizon(horizon),
+        plan.cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
+        config::format_horizon(plan.horizon),
+        plan.batch_size,
     );
     println!(
         "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>9} {:>8}",
@@ -123,48 +90,18 @@ async fn prune(
         "backfills",
         "batches"
     );
-    let mut total = retention::Pruned::default();
-    for queue in &queues {
-        let keep = config
-            .queues
-            .get(queue)
-            .map(|q| q.history_matches())
-            .unwrap_or(deepest);
-        let mut pruner = retention::QueuePruner::new(queue, cutoff, keep, batch_size);
-        let pruned = if args.dry_run {
-            retention::dry_run_queue(db, &mut pruner).await?
-        } else {
-            retention::prune_queue(
-                db,
-                &mut pruner,
-                crate::daemon::retention::BATCH_PAUSE,
-                || async { true },
-            )
-            .await?
-        };
-        println!(
-            "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>9} {:>8}",
-            queue,
-            keep,
-            pruned.rounds,
-            pruned.matches,
-            pruned.match_players,
-            pruned.entries,
-            pruned.backfill_requests,
-            pruned.batches
-        );
-        total.add(pruned);
-    }
+}
+
+fn print_row(queue: &str, keep: &str, pruned: &Pruned) {
     println!(
         "{:<20} {:>11} {:>8} {:>9} {:>14} {:>9} {:>9} {:>8}",
-        "total",
-        "",
-        total.rounds,
-        total.matches,
-        total.match_players,
-        total.entries,
-        total.backfill_requests,
-        total.batches
+        queue,
+        keep,
+        pruned.rounds,
+        pruned.matches,
+        pruned.match_players,
+        pruned.entries,
+        pruned.backfill_requests,
+        pruned.batches
     );
-    Ok(())
 }

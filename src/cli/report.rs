@@ -1,15 +1,14 @@
 //! `matchmaker report`: the rounds of a time window as one self-contained HTML page with
-//! plots (`src/report/`), read from the database only (`src/db/report.rs`).
+//! plots ([`crate::ops::report`] makes it; this file parses the window and writes it).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
-use crate::cli::run::{DatabaseArgs, open_database};
-use crate::db::report::{ReportWindow, read_report};
-use crate::ops::require_schema;
-use crate::report;
+use crate::cli::run::DatabaseArgs;
+use crate::db::report::ReportWindow;
+use crate::ops::report::{Report, ReportOptions, make_report};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
@@ -91,23 +90,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let now = Utc::now();
     // Bad arguments are refused before any database is opened.
     let window = window(&args, now)?;
+    let options = ReportOptions {
+        database: (&args.database).into(),
+        window,
+        generated_at: now,
+    };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let input = runtime.block_on(async {
-        let (db, server) = open_database(&args.database).await?;
-        let read = async {
-            require_schema(&db).await?;
-            read_report(&db, &window, now)
-                .await
-                .context("reading the rounds")
-        }
-        .await;
-        db.close().await;
-        if let Some(server) = server {
-            server.stop().await?;
-        }
-        read
-    })?;
-    let page = report::render_html(&input)?;
+    let Report { input, page } = runtime.block_on(make_report(&options))?;
+    let window = &options.window;
     let queues: std::collections::BTreeSet<&str> =
         input.rounds.iter().map(|r| r.queue.as_str()).collect();
     if args.out.as_os_str() == "-" {

@@ -1,17 +1,15 @@
-//! `matchmaker run`: the round daemon. Also the shared wiring of the database commands
-//! (where the database comes from) and the log setup.
+//! `matchmaker run`: the round daemon ([`crate::ops::run`] runs it; this file parses its
+//! arguments). Also the shared arguments of the database commands (where the database
+//! comes from) and the log setup.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use sqlx::PgPool;
 
-use crate::config::{self, Config};
-use crate::daemon::{self, DaemonOptions};
-use crate::db::{self, local_pg::LocalPostgres};
-use crate::ops::{self, require_schema};
+use crate::db::local_pg::LocalPostgres;
+use crate::ops;
+use crate::ops::run::{RunOptions, run_daemon};
 
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
 pub enum LogFormat {
@@ -94,175 +92,24 @@ pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Optio
     ops::open_database(&args.into()).await
 }
 
+impl RunArgs {
+    /// The library's options.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            config: self.config.clone(),
+            database: (&self.database).into(),
+            no_migrate: self.no_migrate,
+            holder: self.holder.clone(),
+            clock_skew: self.clock_skew,
+            metrics_addr: self.metrics_addr,
+        }
+    }
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(run_async(args))
-}
-
-async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let config_path = config::resolve_path(args.config.clone());
-    let config = match &config_path {
-        Some(path) => Config::load(path)?,
-        None => Config::embedded_default(),
-    };
-    tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
-    // SIGTERM / SIGINT, seen by the daemon, the schema wait and the endpoints alike.
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        }
-    };
-    let (pool, server) = open_database(&args.database).await?;
-    let health = Arc::new(daemon::health::Health::default());
-    let result = async {
-        let metrics_addr = args.metrics_addr.or(config.daemon.metrics_addr);
-        let endpoints = match metrics_addr {
-            Some(addr) => Some(
-                serve_endpoints(addr, pool.clone(), health.clone(), stopped()).await?,
-            ),
-            None => None,
-        };
-        if args.no_migrate {
-            if endpoints.is_some() {
-                let poll = config.daemon.poll_interval;
-                if !wait_for_schema(&pool, &health, poll, stopped()).await? {
-                    return Ok(());
-                }
-            } else {
-                require_schema(&pool).await?;
-            }
-        } else {
-            db::migrate(&pool).await?;
-        }
-        let mut options = DaemonOptions {
-            holder: args.holder.unwrap_or_else(daemon::default_holder),
-            config_path,
-            health: health.clone(),
-            ..DaemonOptions::default()
-        };
-        if let Some(offset) = args.clock_skew {
-            tracing::warn!(
-                skew_ms = offset.num_milliseconds(),
-                "clock skew injected (--clock-skew): round times are off; leases use the database clock"
-            );
-            options.clock = Arc::new(daemon::clock::SkewedClock { offset });
-        }
-        // The daemon's own pool: every statement and lock wait bounded, so no client
-        // call and no stuck statement holds a round, a lease renewal or a takeover.
-        let limits = config.daemon.session_limits();
-        let daemon_pool = db::connect_limited(&pool, &limits).await?;
-        let result = daemon::run(daemon_pool.clone(), config, options, stopped()).await;
-        daemon_pool.close().await;
-        if let Some(endpoints) = endpoints {
-            // Stopped by the same signal; it answers until then.
-            let _ = endpoints.await;
-        }
-        result
-    }
-    .await;
-    pool.close().await;
-    if let Some(server) = server {
-        // Left running if another `matchmaker run` shares it.
-        server.stop().await?;
-    }
-    result
-}
-
-/// Bind `addr` and serve the endpoints (and the metrics recorder, installed here) until
-/// `shutdown`. Fails at once if the address cannot be bound.
-async fn serve_endpoints(
-    addr: std::net::SocketAddr,
-    pool: PgPool,
-    health: Arc<daemon::health::Health>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let handle = daemon::metrics::install_recorder()
-        .context("installing the Prometheus metrics recorder")?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} for /metrics, /healthz, /readyz"))?;
-    let bound = listener.local_addr()?;
-    tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
-    // Histograms are drained at each scrape too; this bounds their buffers between scrapes.
-    let upkeep = handle.clone();
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
-            upkeep.run_upkeep();
-        }
-    });
-    let endpoints = daemon::endpoints::Endpoints {
-        metrics: Some(handle),
-        health,
-        db: pool,
-    };
-    Ok(tokio::spawn(async move {
-        if let Err(e) = daemon::endpoints::serve(listener, endpoints, shutdown).await {
-            tracing::error!(error = %e, "the /metrics endpoint stopped");
-        }
-    }))
-}
-
-/// `--no-migrate` with the endpoints served: wait (re-checking every `poll`) until the
-/// schema has this binary's migrations, answering /readyz with 503 and the reason
-/// meanwhile. `Ok(false)`: stopped while waiting. Errors other than a schema behind (the
-/// database unreachable, a role that cannot read `_sqlx_migrations`) end the start.
-async fn wait_for_schema(
-    pool: &PgPool,
-    health: &daemon::health::Health,
-    poll: std::time::Duration,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> anyhow::Result<bool> {
-    tokio::pin!(shutdown);
-    let mut logged: Option<String> = None;
-    loop {
-        match require_schema(pool).await {
-            Ok(()) => break,
-            Err(e @ db::DbError::SchemaBehind { .. }) => {
-                let reason = e.to_string();
-                daemon::metrics::record_error(daemon::metrics::ErrorKind::Schema);
-                // Once per distinct state, not every poll.
-                if logged.as_ref() != Some(&reason) {
-                    tracing::error!(error = %reason, "waiting for the schema; /readyz answers 503 until it is current");
-                    logged = Some(reason.clone());
-                }
-                health.waiting_for_schema(true);
-            }
-            Err(e) => return Err(e.into()),
-        }
-        tokio::select! {
-            _ = &mut shutdown => return Ok(false),
-            _ = tokio::time::sleep(poll) => {}
-        }
-    }
-    if logged.is_some() {
-        tracing::info!("schema is current; starting the daemon");
-    }
-    health.waiting_for_schema(false);
-    Ok(true)
-}
-
-/// SIGTERM or SIGINT (Ctrl-C).
-pub async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
-        _ = term => tracing::info!("SIGTERM received"),
-    }
+    runtime.block_on(run_daemon(args.options()))
 }
 
 #[cfg(test)]

@@ -198,19 +198,6 @@ impl Default for DaemonConfig {
     }
 }
 
-impl DaemonConfig {
-    /// The session settings of the daemon's connections.
-    pub fn session_limits(&self) -> crate::db::SessionLimits {
-        crate::db::SessionLimits {
-            lock_timeout: self.lock_timeout,
-            statement_timeout: self.statement_timeout,
-            // A leader frozen inside a commit (SIGSTOP, a paused VM) gives its row locks
-            // back after this, so standbys and clients' cancels wait no longer.
-            idle_in_transaction_timeout: crate::db::IDLE_IN_TRANSACTION_TIMEOUT,
-        }
-    }
-}
-
 /// One queue: the core's model (`[queues.NAME]`), when / how its rounds run
 /// (`[queues.NAME.round]`) and what clients may enqueue (`[queues.NAME.tickets]`).
 #[derive(Debug, Clone, PartialEq)]
@@ -219,17 +206,6 @@ pub struct QueueConfig {
     pub round: RoundConfig,
     pub tickets: TicketConfig,
     pub backfill: BackfillConfig,
-}
-
-impl<'a> From<&'a QueueConfig> for crate::db::queues::QueuePublication<'a> {
-    fn from(config: &'a QueueConfig) -> Self {
-        crate::db::queues::QueuePublication {
-            model: &config.model,
-            regions: &config.tickets.regions,
-            ticket_ttl: config.tickets.ttl,
-            config_hash: config.hash(),
-        }
-    }
 }
 
 /// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`).

@@ -32,6 +32,7 @@ pub mod balance;
 pub mod clock;
 pub mod cores;
 pub mod countdown;
+mod db_settings;
 pub mod endpoints;
 pub mod health;
 pub mod leadership;

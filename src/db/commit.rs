@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use super::DbError;
 use super::lease::Lease;
@@ -148,17 +148,108 @@ const GENERIC_PLANS_UP_TO: usize = 1000;
 
 /// Write the round. Fails with [`DbError::LeaseLost`] (writing nothing) if `lease` is no
 /// longer the current, unexpired lease of the queue at `committed_at`.
+///
+/// One transaction, its steps in order; each step below holds its statement.
 pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitReport, DbError> {
     let started = Instant::now();
     let queue = r.snapshot.queue.as_str();
     let mut tx = db.begin().await?;
 
-    // The fence. FOR UPDATE: a standby's takeover (which bumps the term) waits until this
-    // transaction ends, so the lease cannot change hands between this check and COMMIT.
-    // The database's clock decides expiry (see `lease`).
-    //
-    // The same statement picks this transaction's plan cache mode (see
-    // `GENERIC_PLANS_UP_TO`).
+    check_lease(&mut tx, r).await?;
+    let open_requests = lock_open_requests(&mut tx, r).await?;
+    let all_matches = candidate_matches(r, &open_requests);
+    let pool = lock_pool(&mut tx, r).await?;
+    let others = lock_other_queues(&mut tx, r, &all_matches, &pool).await?;
+    let free = |player: &str| !others.busy.contains(player) && pool.holds(player);
+    let (kept, dropped, mut dropped_by_cancel) = keep_free_matches(&all_matches, &free);
+    let rejected = rejections(r, &pool);
+    let pool_size = r.snapshot.entries.len();
+
+    let (round_id, match_ids) = insert_round(&mut tx, r, kept.len()).await?;
+    let mut rejected: Vec<Rejection> = rejected.into_iter().cloned().collect();
+    let written: Vec<(&MatchOutcome, i64)> = kept.iter().copied().zip(match_ids).collect();
+    let (written, failed) = write_matches_isolating(
+        &mut tx,
+        round_id,
+        r,
+        written,
+        &pool.entry_ids,
+        &mut rejected,
+        &mut dropped_by_cancel,
+    )
+    .await?;
+    let kept: Vec<&MatchOutcome> = written.iter().map(|(m, _)| *m).collect();
+    let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
+    let fills = close_fills(&mut tx, r, round_id, &written).await?;
+    record_unfilled(&mut tx, r, &open_requests, &fills.requests).await?;
+    // Each standing match's players, on its queue's channel: sent at COMMIT, or never.
+    notify_matches(&mut tx, &fills.new_ids, MatchEvent::Match).await?;
+    notify_matches(&mut tx, &fills.match_ids, MatchEvent::Backfill).await?;
+    let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
+    let left_over = pool_size - matched - rejected.len();
+    // A fill is not in the search's round score: with fills, the plain mean of what stands.
+    let (score, factor_averages) = summarize(
+        r.outcome,
+        &kept,
+        dropped_by_cancel > 0 || !fills.match_ids.is_empty(),
+    );
+    let withdrawn = withdraw_other_entries(&mut tx, r, &kept, &match_ids, &others.held).await?;
+    reject_entries(&mut tx, r, round_id, &rejected, &pool.entry_ids).await?;
+    if let Some(replay) = r.replay {
+        let left_over = left_over_record(r, replay, &dropped, &failed, &free, &rejected);
+        let dropped_teams: Vec<&Vec<Vec<String>>> =
+            dropped.iter().chain(&failed).map(|m| &m.teams).collect();
+        write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
+        mark_left_over(&mut tx, &left_over, &pool).await?;
+    }
+    if !r.keep_countdown {
+        write_queue_state(
+            &mut *tx,
+            r.next_state,
+            Some((round_id, r.committed_at)),
+            r.committed_at,
+        )
+        .await?;
+    }
+    let totals = RoundTotals {
+        commit_ms: started.elapsed().as_secs_f64() * 1000.0,
+        match_count: kept.len(),
+        matched,
+        left_over,
+        rejected: rejected.len(),
+        dropped_by_cancel,
+        score,
+        factor_averages: &factor_averages,
+    };
+    finish_round_row(&mut tx, round_id, &totals).await?;
+    tx.commit().await?;
+
+    Ok(CommitReport {
+        round_id,
+        match_count: kept.len(),
+        matched,
+        left_over,
+        rejected: rejected.len(),
+        dropped_by_cancel,
+        withdrawn,
+        score,
+        commit_ms: started.elapsed().as_secs_f64() * 1000.0,
+        match_scores: kept.iter().map(|m| m.score).collect(),
+        wait_seconds: wait_seconds(r, &kept),
+        factor_averages,
+        backfilled: fills.match_ids.len(),
+    })
+}
+
+/// The fence: a paused or deposed leader must not commit, so the lease term is checked
+/// and held inside the round's transaction.
+///
+/// FOR UPDATE: a standby's takeover (which bumps the term) waits until this transaction
+/// ends, so the lease cannot change hands between this check and COMMIT. The database's
+/// clock decides expiry (see `lease`). The same statement picks this transaction's plan
+/// cache mode (see `GENERIC_PLANS_UP_TO`).
+async fn check_lease(tx: &mut PgConnection, r: &RoundRecord<'_>) -> Result<(), DbError> {
+    let queue = r.snapshot.queue.as_str();
     let plan_cache_mode = if r.snapshot.entries.len() <= GENERIC_PLANS_UP_TO {
         "force_generic_plan"
     } else {
@@ -182,50 +273,90 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             term: r.lease.term,
         });
     }
+    Ok(())
+}
 
-    // The backfill requests this round fills, if still open: a request cancelled or
-    // expired meanwhile (or locked by its client's cancel right now) drops its fill, whose
-    // players stay queued.
+/// The backfill requests this round fills, if still open: a request cancelled or expired
+/// meanwhile (or locked by its client's cancel right now) drops its fill, whose players
+/// stay queued.
+async fn lock_open_requests(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+) -> Result<HashSet<i64>, DbError> {
     let fill_requests: Vec<i64> = r.backfill.fills.iter().map(|f| f.request_id).collect();
-    let open_requests: HashSet<i64> = if fill_requests.is_empty() {
-        HashSet::new()
-    } else {
-        sqlx::query_scalar(
-            "SELECT request_id FROM backfill_requests
-              WHERE request_id = ANY($1) AND status = 'open' AND expires_at > now()
-              ORDER BY request_id
-              FOR UPDATE SKIP LOCKED",
-        )
-        .bind(&fill_requests)
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .collect()
-    };
-    // By address: the fills' outcomes are the very values `kept` and `written` point at.
-    let address = |m: &MatchOutcome| m as *const MatchOutcome as usize;
-    let request_of: HashMap<usize, &BackfillFill> = r
-        .backfill
-        .fills
-        .iter()
-        .map(|f| (address(&f.outcome), f))
-        .collect();
-    // Fills first (their sessions are running), then the new matches.
-    let all_matches: Vec<&MatchOutcome> = r
-        .backfill
+    if fill_requests.is_empty() {
+        return Ok(HashSet::new());
+    }
+    Ok(sqlx::query_scalar(
+        "SELECT request_id FROM backfill_requests
+          WHERE request_id = ANY($1) AND status = 'open' AND expires_at > now()
+          ORDER BY request_id
+          FOR UPDATE SKIP LOCKED",
+    )
+    .bind(&fill_requests)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .collect())
+}
+
+/// The matches the round proposes: fills first (their sessions are running, and only the
+/// open requests' fills), then the new matches.
+fn candidate_matches<'a>(
+    r: &'a RoundRecord<'_>,
+    open_requests: &HashSet<i64>,
+) -> Vec<&'a MatchOutcome> {
+    r.backfill
         .fills
         .iter()
         .filter(|f| open_requests.contains(&f.request_id))
         .map(|f| &f.outcome)
         .chain(&r.outcome.matches)
-        .collect();
+        .collect()
+}
 
-    // Lock the pool's rows that are still queued and live. SKIP LOCKED: a row locked now
-    // is in a client's call (a cancel in flight) or in another queue's commit; it is not
-    // ours this round, and the commit never waits for a client.
-    // In the same statement: a queued row that already has a match cannot be matched
-    // again; a row in that state was written around the daemon. It is rejected with the
-    // reason, not retried forever.
+/// By address: a fill is told apart from a new match by the very value its reference
+/// points at (the fills' outcomes are the values `kept` and `written` point at).
+fn address(m: &MatchOutcome) -> usize {
+    m as *const MatchOutcome as usize
+}
+
+/// The pool's rows this commit holds.
+struct Pool<'a> {
+    entry_ids: HashMap<&'a str, i64>,
+    /// Still queued, live, locked by this commit, without a match.
+    available: HashSet<i64>,
+    /// Queued rows that already have a match: held, and rejected with the reason.
+    isolated_ids: HashSet<i64>,
+    isolated: Vec<Rejection>,
+}
+
+impl Pool<'_> {
+    /// The player's entry is held by this commit and can be matched.
+    fn holds(&self, player: &str) -> bool {
+        self.entry_ids
+            .get(player)
+            .is_some_and(|id| self.available.contains(id))
+    }
+
+    /// The player's entry is held by this commit (matchable or to be rejected): its row is
+    /// ours to mark.
+    fn queued(&self, player: &str) -> bool {
+        self.entry_ids
+            .get(player)
+            .is_some_and(|id| self.available.contains(id) || self.isolated_ids.contains(id))
+    }
+}
+
+/// Lock the pool's rows that are still queued and live, so no client changes them under
+/// the commit.
+///
+/// SKIP LOCKED: a row locked now is in a client's call (a cancel in flight) or in another
+/// queue's commit; it is not ours this round, and the commit never waits for a client.
+/// In the same statement: a queued row that already has a match cannot be matched again;
+/// a row in that state was written around the daemon. It is rejected with the reason, not
+/// retried forever.
+async fn lock_pool<'a>(tx: &mut PgConnection, r: &'a RoundRecord<'_>) -> Result<Pool<'a>, DbError> {
     let entry_ids = r.snapshot.entry_ids();
     let all_ids: Vec<i64> = entry_ids.values().copied().collect();
     let locked: Vec<(i64, Option<i64>)> = sqlx::query_as(
@@ -256,19 +387,41 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     }
     // Those rows are ours to mark, so they count as available for the rejection below.
     let isolated_ids: HashSet<i64> = inconsistent.iter().map(|(e, _)| *e).collect();
+    Ok(Pool {
+        entry_ids,
+        available,
+        isolated_ids,
+        isolated,
+    })
+}
 
-    // One player, one match across queues: the players of the candidate matches and
-    // their queued entries in other queues. A player is ours only if we hold every one of
-    // those rows too; a row we cannot lock may be in another queue's commit right now.
+/// The candidate players' queued entries in other queues.
+struct OtherQueues {
+    /// Rows this commit now holds: (entry id, player).
+    held: Vec<(i64, String)>,
+    /// Players with a row this commit could not lock: not ours this round.
+    busy: HashSet<String>,
+}
+
+/// One player, one match across queues: lock the candidate players' queued entries in
+/// other queues, since a player is ours only if we hold every one of those rows too.
+///
+/// A row we cannot lock may be in another queue's commit right now. One statement: every
+/// such row, and whether we now hold it. A row that left 'queued' since the statement's
+/// snapshot (another queue's commit matched the player, or a cancel) is not held either,
+/// so its player is busy: the conservative side.
+async fn lock_other_queues(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    all_matches: &[&MatchOutcome],
+    pool: &Pool<'_>,
+) -> Result<OtherQueues, DbError> {
     let candidates: Vec<&str> = all_matches
         .iter()
         .flat_map(|m| m.teams.iter().flatten())
         .map(String::as_str)
-        .filter(|p| entry_ids.get(p).is_some_and(|id| available.contains(id)))
+        .filter(|p| pool.holds(p))
         .collect();
-    // One statement: every such row, and whether we now hold it. A row that left
-    // 'queued' since the statement's snapshot (another queue's commit matched the player,
-    // or a cancel) is not held either, so its player is busy: the conservative side.
     let elsewhere: Vec<(i64, String, bool)> = if candidates.is_empty() {
         Vec::new()
     } else {
@@ -285,11 +438,11 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
                FROM elsewhere e LEFT JOIN held h USING (entry_id)",
         )
         .bind(&candidates)
-        .bind(queue)
+        .bind(r.snapshot.queue.as_str())
         .fetch_all(&mut *tx)
         .await?
     };
-    let locked_elsewhere: Vec<(i64, String)> = elsewhere
+    let held: Vec<(i64, String)> = elsewhere
         .iter()
         .filter(|(_, _, held)| *held)
         .map(|(id, player, _)| (*id, player.clone()))
@@ -299,24 +452,20 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         .filter(|(_, _, held)| !held)
         .map(|(_, player, _)| player)
         .collect();
+    Ok(OtherQueues { held, busy })
+}
 
-    let free = |player: &str| {
-        !busy.contains(player)
-            && entry_ids
-                .get(player)
-                .is_some_and(|id| available.contains(id))
-    };
-    let queued = |player: &str| {
-        entry_ids
-            .get(player)
-            .is_some_and(|id| available.contains(id) || isolated_ids.contains(id))
-    };
-
-    // Keep a match only if every one of its players is still ours.
+/// Keep a match only if every one of its players is still ours: a player who left during
+/// the solve drops the whole match. Returns (kept, dropped, players of dropped matches
+/// still queued).
+fn keep_free_matches<'a>(
+    all_matches: &[&'a MatchOutcome],
+    free: &dyn Fn(&str) -> bool,
+) -> (Vec<&'a MatchOutcome>, Vec<&'a MatchOutcome>, usize) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     let mut dropped_by_cancel = 0;
-    for &m in &all_matches {
+    for &m in all_matches {
         let players = m.teams.iter().flatten();
         if players.clone().all(|p| free(p)) {
             kept.push(m);
@@ -325,27 +474,35 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             dropped.push(m);
         }
     }
-    // Matches whose rows failed the commit (below), their players left queued.
-    let mut failed: Vec<&MatchOutcome> = Vec::new();
+    (kept, dropped, dropped_by_cancel)
+}
 
+/// The rejections this commit can write: the round's and the rows already in a match,
+/// once per player, only for rows the commit holds.
+fn rejections<'a>(r: &'a RoundRecord<'_>, pool: &'a Pool<'_>) -> Vec<&'a Rejection> {
     let rejected: Vec<&Rejection> = r
         .rejected
         .iter()
-        .chain(&isolated)
-        .filter(|x| queued(&x.id))
+        .chain(&pool.isolated)
+        .filter(|x| pool.queued(&x.id))
         .collect();
-    let rejected: Vec<&Rejection> = {
-        let mut seen = HashSet::new();
-        rejected
-            .into_iter()
-            .filter(|x| seen.insert(x.id.as_str()))
-            .collect()
-    };
-    let pool_size = r.snapshot.entries.len();
+    let mut seen = HashSet::new();
+    rejected
+        .into_iter()
+        .filter(|x| seen.insert(x.id.as_str()))
+        .collect()
+}
 
-    // The counts and the score are known once the matches are written; set below. The
-    // kept matches' ids come with the round's (one round trip for both).
-    let (round_id, match_ids): (i64, Vec<i64>) = sqlx::query_as(
+/// The round row, so every later row can name it; the kept matches' ids come with it
+/// (one round trip for both). The counts and the score are known once the matches are
+/// written: set by [`finish_round_row`].
+async fn insert_round(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    match_count: usize,
+) -> Result<(i64, Vec<i64>), DbError> {
+    let pool_size = r.snapshot.entries.len();
+    Ok(sqlx::query_as(
         "WITH round AS (
              INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
                                  committed_at, pool_size, match_count, matched, left_over,
@@ -360,7 +517,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
                         FROM generate_series(1, $23))
            FROM round",
     )
-    .bind(queue)
+    .bind(r.snapshot.queue.as_str())
     .bind(r.trigger.as_str())
     .bind(&r.lease.holder)
     .bind(r.lease.term)
@@ -383,18 +540,30 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .bind(r.seed.to_string())
     .bind(r.config_hash)
     .bind(r.config)
-    .bind(kept.len() as i64)
+    .bind(match_count as i64)
     .fetch_one(&mut *tx)
-    .await?;
+    .await?)
+}
 
-    // All matches in one go; if a row makes that fail, match by match, and in a failing
-    // match, player by player, so the row at fault is rejected with the database's reason
-    // and the rest of the round commits without it.
-    let mut rejected: Vec<Rejection> = rejected.into_iter().cloned().collect();
-    let mut written: Vec<(&MatchOutcome, i64)> = kept.iter().copied().zip(match_ids).collect();
+/// Write the kept matches so one bad row does not fail the round: all matches in one go;
+/// if a row makes that fail, match by match, and in a failing match, player by player, so
+/// the row at fault is rejected with the database's reason and the rest of the round
+/// commits without it. Returns the matches written and the matches that failed.
+async fn write_matches_isolating<'a>(
+    tx: &mut PgConnection,
+    round_id: i64,
+    r: &RoundRecord<'_>,
+    written: Vec<(&'a MatchOutcome, i64)>,
+    entry_ids: &HashMap<&str, i64>,
+    rejected: &mut Vec<Rejection>,
+    dropped_by_cancel: &mut usize,
+) -> Result<(Vec<(&'a MatchOutcome, i64)>, Vec<&'a MatchOutcome>), DbError> {
+    let queue = r.snapshot.queue.as_str();
+    // Matches whose rows failed the commit, their players left queued.
+    let mut failed: Vec<&MatchOutcome> = Vec::new();
     let all_at_once = {
         let mut sp = sqlx::Connection::begin(&mut *tx).await?;
-        match write_matches(&mut sp, round_id, r, &written, &entry_ids).await {
+        match write_matches(&mut sp, round_id, r, &written, entry_ids).await {
             Ok(()) => sp.commit().await.map(|_| None)?,
             Err(e) if is_row_error(&e) => {
                 sp.rollback().await?;
@@ -403,70 +572,94 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             Err(e) => return Err(e.into()),
         }
     };
-    if let Some(error) = all_at_once {
-        tracing::warn!(queue, error = %crate::db::describe_sql_error(&error), "a row failed the round's commit; isolating it");
-        let mut ok = Vec::new();
-        for (m, id) in written {
-            let one = [(m, id)];
-            let mut sp = sqlx::Connection::begin(&mut *tx).await?;
-            let whole = match write_matches(&mut sp, round_id, r, &one, &entry_ids).await {
-                Ok(()) => {
-                    sp.commit().await?;
-                    ok.push((m, id));
-                    continue;
-                }
-                Err(e) if is_row_error(&e) => {
-                    sp.rollback().await?;
-                    e
-                }
-                Err(e) => return Err(e.into()),
-            };
-            // Each player alone in this match: whose own row fails? The others stay
-            // queued for the next round, like players of a match dropped by a cancel.
-            let before = rejected.len();
-            for p in m.teams.iter().flatten() {
-                let alone = MatchOutcome {
-                    teams: vec![vec![p.clone()]],
-                    ..m.clone()
-                };
-                let mut sp = sqlx::Connection::begin(&mut *tx).await?;
-                let probe = write_matches(&mut sp, round_id, r, &[(&alone, id)], &entry_ids).await;
+    let Some(error) = all_at_once else {
+        return Ok((written, failed));
+    };
+    tracing::warn!(queue, error = %crate::db::describe_sql_error(&error), "a row failed the round's commit; isolating it");
+    let mut ok = Vec::new();
+    for (m, id) in written {
+        let one = [(m, id)];
+        let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+        let whole = match write_matches(&mut sp, round_id, r, &one, entry_ids).await {
+            Ok(()) => {
+                sp.commit().await?;
+                ok.push((m, id));
+                continue;
+            }
+            Err(e) if is_row_error(&e) => {
                 sp.rollback().await?;
-                match probe {
-                    Ok(()) => {}
-                    Err(e) if is_row_error(&e) => rejected.push(Rejection {
-                        id: p.clone(),
-                        reason: format!(
-                            "the round could not record this entry: {}",
-                            crate::db::describe_sql_error(&e)
-                        ),
-                    }),
-                    Err(e) => return Err(e.into()),
-                }
+                e
             }
-            if rejected.len() == before {
-                // Every player passes alone: the match as a whole is refused (a rule over
-                // its players together). Left queued, they would be proposed the same
-                // match at every round; rejected, they are told why.
-                let why = crate::db::describe_sql_error(&whole);
-                for p in m.teams.iter().flatten() {
-                    rejected.push(Rejection {
-                        id: p.clone(),
-                        reason: format!("the round could not record this entry's match: {why}"),
-                    });
-                }
+            Err(e) => return Err(e.into()),
+        };
+        // Each player alone in this match: whose own row fails? The others stay
+        // queued for the next round, like players of a match dropped by a cancel.
+        let before = rejected.len();
+        for p in m.teams.iter().flatten() {
+            let alone = MatchOutcome {
+                teams: vec![vec![p.clone()]],
+                ..m.clone()
+            };
+            let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+            let probe = write_matches(&mut sp, round_id, r, &[(&alone, id)], entry_ids).await;
+            sp.rollback().await?;
+            match probe {
+                Ok(()) => {}
+                Err(e) if is_row_error(&e) => rejected.push(Rejection {
+                    id: p.clone(),
+                    reason: format!(
+                        "the round could not record this entry: {}",
+                        crate::db::describe_sql_error(&e)
+                    ),
+                }),
+                Err(e) => return Err(e.into()),
             }
-            dropped_by_cancel += m.teams.iter().flatten().count() - (rejected.len() - before);
-            failed.push(m);
         }
-        written = ok;
+        if rejected.len() == before {
+            // Every player passes alone: the match as a whole is refused (a rule over
+            // its players together). Left queued, they would be proposed the same
+            // match at every round; rejected, they are told why.
+            let why = crate::db::describe_sql_error(&whole);
+            for p in m.teams.iter().flatten() {
+                rejected.push(Rejection {
+                    id: p.clone(),
+                    reason: format!("the round could not record this entry's match: {why}"),
+                });
+            }
+        }
+        *dropped_by_cancel += m.teams.iter().flatten().count() - (rejected.len() - before);
+        failed.push(m);
     }
-    let kept: Vec<&MatchOutcome> = written.iter().map(|(m, _)| *m).collect();
-    let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
-    // The fills among them: linked to their sessions, their requests closed.
+    Ok((ok, failed))
+}
+
+/// The written matches split into fills and new matches.
+struct Fills {
+    /// The fills' match ids.
+    match_ids: Vec<i64>,
+    /// The filled requests, in the order of `match_ids`.
+    requests: Vec<i64>,
+    /// The new matches' ids.
+    new_ids: Vec<i64>,
+}
+
+/// The fills among the written matches: linked to their sessions, their requests closed,
+/// so the game server reads the fill as its request's answer.
+async fn close_fills(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    round_id: i64,
+    written: &[(&MatchOutcome, i64)],
+) -> Result<Fills, DbError> {
+    let request_of: HashMap<usize, &BackfillFill> = r
+        .backfill
+        .fills
+        .iter()
+        .map(|f| (address(&f.outcome), f))
+        .collect();
     let (mut fill_ids, mut new_ids) = (Vec::new(), Vec::new());
     let (mut fill_requests, mut fill_sessions) = (Vec::new(), Vec::new());
-    for (m, id) in &written {
+    for (m, id) in written {
         match request_of.get(&address(m)) {
             Some(f) => {
                 fill_ids.push(*id);
@@ -500,10 +693,23 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         .execute(&mut *tx)
         .await?;
     }
-    // Requests tried and not filled: why, for backfill_status (and their expiry reason).
+    Ok(Fills {
+        match_ids: fill_ids,
+        requests: fill_requests,
+        new_ids,
+    })
+}
+
+/// Requests tried and not filled: why, for `backfill_status` (and their expiry reason).
+async fn record_unfilled(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    open_requests: &HashSet<i64>,
+    filled: &[i64],
+) -> Result<(), DbError> {
     let mut tried: Vec<(i64, String)> = r.backfill.unfilled.clone();
     for f in r.backfill.fills.iter() {
-        if !fill_requests.contains(&f.request_id) && open_requests.contains(&f.request_id) {
+        if !filled.contains(&f.request_id) && open_requests.contains(&f.request_id) {
             tried.push((
                 f.request_id,
                 "its fill was dropped: a chosen player left the queue or was busy during the round"
@@ -511,126 +717,148 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
             ));
         }
     }
-    if !tried.is_empty() {
-        let (ids, reasons): (Vec<i64>, Vec<String>) = tried.into_iter().unzip();
-        sqlx::query(
-            "UPDATE backfill_requests b
-                -- the database's clock, as the worker's retry look-up reads it
-                SET attempted_at = now(), unfilled_reason = u.reason
-               FROM unnest($1::bigint[], $2::text[]) AS u(request_id, reason)
-              WHERE b.request_id = u.request_id AND b.status = 'open'",
-        )
-        .bind(&ids)
-        .bind(&reasons)
-        .execute(&mut *tx)
-        .await?;
+    if tried.is_empty() {
+        return Ok(());
     }
-    // Each standing match's players, on its queue's channel: sent at COMMIT, or never.
-    notify_matches(&mut tx, &new_ids, MatchEvent::Match).await?;
-    notify_matches(&mut tx, &fill_ids, MatchEvent::Backfill).await?;
-    let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
-    let left_over = pool_size - matched - rejected.len();
-    // A fill is not in the search's round score: with fills, the plain mean of what stands.
-    let (score, factor_averages) = summarize(
-        r.outcome,
-        &kept,
-        dropped_by_cancel > 0 || !fill_ids.is_empty(),
-    );
+    let (ids, reasons): (Vec<i64>, Vec<String>) = tried.into_iter().unzip();
+    sqlx::query(
+        "UPDATE backfill_requests b
+            -- the database's clock, as the worker's retry look-up reads it
+            SET attempted_at = now(), unfilled_reason = u.reason
+           FROM unnest($1::bigint[], $2::text[]) AS u(request_id, reason)
+          WHERE b.request_id = u.request_id AND b.status = 'open'",
+    )
+    .bind(&ids)
+    .bind(&reasons)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
 
-    // The matched players' entries in other queues: withdrawn, naming the match that won.
-    let withdrawn = if kept.is_empty() || locked_elsewhere.is_empty() {
-        0
-    } else {
-        let match_of: HashMap<&str, i64> = kept
-            .iter()
-            .zip(&match_ids)
-            .flat_map(|(m, id)| m.teams.iter().flatten().map(move |p| (p.as_str(), *id)))
-            .collect();
-        let (ids, matches): (Vec<i64>, Vec<i64>) = locked_elsewhere
-            .iter()
-            .filter_map(|(entry, player)| match_of.get(player.as_str()).map(|m| (*entry, *m)))
-            .unzip();
-        sqlx::query(
-            "UPDATE queue_entries e
-                SET status = 'withdrawn', match_id = u.match_id, updated_at = $4,
-                    reject_reason = format('matched in queue %s (match %s)', $3, u.match_id)
-               FROM unnest($1::bigint[], $2::bigint[]) AS u(entry_id, match_id)
-              WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
-        )
-        .bind(&ids)
-        .bind(&matches)
-        .bind(queue)
-        .bind(r.committed_at)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected() as usize
-    };
-
-    if !rejected.is_empty() {
-        let ids: Vec<i64> = rejected.iter().map(|x| entry_ids[x.id.as_str()]).collect();
-        let reasons: Vec<&str> = rejected.iter().map(|x| x.reason.as_str()).collect();
-        sqlx::query(
-            "UPDATE queue_entries e
-                SET status = 'rejected', reject_reason = u.reason, round_id = $3,
-                    updated_at = $4
-               FROM unnest($1::bigint[], $2::text[]) AS u(entry_id, reason)
-              WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
-        )
-        .bind(&ids)
-        .bind(&reasons)
-        .bind(round_id)
-        .bind(r.committed_at)
-        .execute(&mut *tx)
-        .await?;
+/// The matched players' entries in other queues: withdrawn, naming the match that won,
+/// so no player is matched twice. Returns how many.
+async fn withdraw_other_entries(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    kept: &[&MatchOutcome],
+    match_ids: &[i64],
+    held_elsewhere: &[(i64, String)],
+) -> Result<usize, DbError> {
+    if kept.is_empty() || held_elsewhere.is_empty() {
+        return Ok(0);
     }
+    let match_of: HashMap<&str, i64> = kept
+        .iter()
+        .zip(match_ids)
+        .flat_map(|(m, id)| m.teams.iter().flatten().map(move |p| (p.as_str(), *id)))
+        .collect();
+    let (ids, matches): (Vec<i64>, Vec<i64>) = held_elsewhere
+        .iter()
+        .filter_map(|(entry, player)| match_of.get(player.as_str()).map(|m| (*entry, *m)))
+        .unzip();
+    Ok(sqlx::query(
+        "UPDATE queue_entries e
+            SET status = 'withdrawn', match_id = u.match_id, updated_at = $4,
+                reject_reason = format('matched in queue %s (match %s)', $3, u.match_id)
+           FROM unnest($1::bigint[], $2::bigint[]) AS u(entry_id, match_id)
+          WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+    )
+    .bind(&ids)
+    .bind(&matches)
+    .bind(r.snapshot.queue.as_str())
+    .bind(r.committed_at)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected() as usize)
+}
 
-    if let Some(replay) = r.replay {
-        let left_over = left_over_record(r, replay, &dropped, &failed, &free, &rejected);
-        let dropped_teams: Vec<&Vec<Vec<String>>> =
-            dropped.iter().chain(&failed).map(|m| &m.teams).collect();
-        write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
-        // The left-over entries this commit holds (locked above: no wait for a client)
-        // read why in player_status; the rest keep what they had.
-        let (mut ids, mut outcomes, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
-        for (player, l) in &left_over {
-            if let Some(id) = entry_ids.get(player)
-                && available.contains(id)
-            {
-                ids.push(*id);
-                outcomes.push(l.outcome.as_str());
-                reasons.push(l.reason.as_str());
-            }
-        }
-        if !ids.is_empty() {
-            sqlx::query(
-                "UPDATE queue_entries e
-                    SET left_over = u.outcome, left_over_reason = u.reason
-                   FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
-                  WHERE e.entry_id = u.entry_id AND e.status = 'queued'
-                    -- A row version per change only: a player left over round after
-                    -- round for the same reason costs the commit nothing more.
-                    AND (e.left_over, e.left_over_reason)
-                        IS DISTINCT FROM (u.outcome, u.reason)",
-            )
-            .bind(&ids)
-            .bind(&outcomes)
-            .bind(&reasons)
-            .execute(&mut *tx)
-            .await?;
+/// Rows the queue cannot use leave the pool as rejected, with the reason, instead of being
+/// proposed again at every round.
+async fn reject_entries(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    round_id: i64,
+    rejected: &[Rejection],
+    entry_ids: &HashMap<&str, i64>,
+) -> Result<(), DbError> {
+    if rejected.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = rejected.iter().map(|x| entry_ids[x.id.as_str()]).collect();
+    let reasons: Vec<&str> = rejected.iter().map(|x| x.reason.as_str()).collect();
+    sqlx::query(
+        "UPDATE queue_entries e
+            SET status = 'rejected', reject_reason = u.reason, round_id = $3,
+                updated_at = $4
+           FROM unnest($1::bigint[], $2::text[]) AS u(entry_id, reason)
+          WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+    )
+    .bind(&ids)
+    .bind(&reasons)
+    .bind(round_id)
+    .bind(r.committed_at)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The left-over entries this commit holds (locked above: no wait for a client) record
+/// why, for clients reading `player_status`; the rest keep what they had.
+async fn mark_left_over(
+    tx: &mut PgConnection,
+    left_over: &BTreeMap<&str, StoredLeftOver>,
+    pool: &Pool<'_>,
+) -> Result<(), DbError> {
+    let (mut ids, mut outcomes, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
+    for (player, l) in left_over {
+        if let Some(id) = pool.entry_ids.get(player)
+            && pool.available.contains(id)
+        {
+            ids.push(*id);
+            outcomes.push(l.outcome.as_str());
+            reasons.push(l.reason.as_str());
         }
     }
-
-    if !r.keep_countdown {
-        write_queue_state(
-            &mut *tx,
-            r.next_state,
-            Some((round_id, r.committed_at)),
-            r.committed_at,
-        )
-        .await?;
+    if ids.is_empty() {
+        return Ok(());
     }
+    sqlx::query(
+        "UPDATE queue_entries e
+            SET left_over = u.outcome, left_over_reason = u.reason
+           FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
+          WHERE e.entry_id = u.entry_id AND e.status = 'queued'
+            -- A row version per change only: a player left over round after
+            -- round for the same reason costs the commit nothing more.
+            AND (e.left_over, e.left_over_reason)
+                IS DISTINCT FROM (u.outcome, u.reason)",
+    )
+    .bind(&ids)
+    .bind(&outcomes)
+    .bind(&reasons)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
 
-    let commit_ms = started.elapsed().as_secs_f64() * 1000.0;
+/// What the round row records once the matches are written.
+struct RoundTotals<'a> {
+    commit_ms: f64,
+    match_count: usize,
+    matched: usize,
+    left_over: usize,
+    rejected: usize,
+    dropped_by_cancel: usize,
+    score: Option<f64>,
+    factor_averages: &'a BTreeMap<String, f64>,
+}
+
+/// The round row's counts, score and commit time, known only now, written in the same
+/// transaction so the round reads whole or not at all.
+async fn finish_round_row(
+    tx: &mut PgConnection,
+    round_id: i64,
+    t: &RoundTotals<'_>,
+) -> Result<(), DbError> {
     sqlx::query(
         "UPDATE rounds
             SET commit_ms = $2, match_count = $3, matched = $4, left_over = $5, rejected = $6,
@@ -638,45 +866,32 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
           WHERE round_id = $1",
     )
     .bind(round_id)
-    .bind(commit_ms)
-    .bind(kept.len() as i32)
-    .bind(matched as i32)
-    .bind(left_over as i32)
-    .bind(rejected.len() as i32)
-    .bind(dropped_by_cancel as i32)
-    .bind(score)
-    .bind(sqlx::types::Json(&factor_averages))
+    .bind(t.commit_ms)
+    .bind(t.match_count as i32)
+    .bind(t.matched as i32)
+    .bind(t.left_over as i32)
+    .bind(t.rejected as i32)
+    .bind(t.dropped_by_cancel as i32)
+    .bind(t.score)
+    .bind(sqlx::types::Json(t.factor_averages))
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
+    Ok(())
+}
 
+/// Each matched player's wait, enqueue to commit, in seconds, for the metrics.
+fn wait_seconds(r: &RoundRecord<'_>, kept: &[&MatchOutcome]) -> Vec<f64> {
     let enqueued_at: HashMap<&str, DateTime<Utc>> = r
         .snapshot
         .entries
         .iter()
         .map(|e| (e.player_id.as_str(), e.enqueued_at))
         .collect();
-    let wait_seconds = kept
-        .iter()
+    kept.iter()
         .flat_map(|m| m.teams.iter().flatten())
         .filter_map(|p| enqueued_at.get(p.as_str()))
         .map(|at| ((r.committed_at - *at).num_milliseconds() as f64 / 1000.0).max(0.0))
-        .collect();
-    Ok(CommitReport {
-        round_id,
-        match_count: kept.len(),
-        matched,
-        left_over,
-        rejected: rejected.len(),
-        dropped_by_cancel,
-        withdrawn,
-        score,
-        commit_ms: started.elapsed().as_secs_f64() * 1000.0,
-        match_scores: kept.iter().map(|m| m.score).collect(),
-        wait_seconds,
-        factor_averages,
-        backfilled: fill_ids.len(),
-    })
+        .collect()
 }
 
 /// Every pooled player the round did not match, and why: the solver's left-overs as the

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod backfill;
 pub mod commit;
 pub mod enqueue;
+pub mod explain;
 pub mod lease;
 pub mod local_pg;
 pub mod notify;
@@ -18,6 +19,7 @@ pub mod report;
 pub mod retention;
 pub mod round_snapshot;
 pub mod snapshot;
+pub mod status;
 pub mod tickets;
 
 pub use commit::{

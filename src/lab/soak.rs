@@ -706,20 +706,75 @@ pub fn run(args: SoakOptions) -> anyhow::Result<()> {
     runtime.block_on(soak(args))
 }
 
+/// The soak, phase by phase: set up, start the replicas and the load, inject faults until
+/// the rounds are reached, drain, audit, report, clean up.
 async fn soak(args: SoakOptions) -> anyhow::Result<()> {
     let started = Instant::now();
     let exe = super::product_binary()?;
-    let (work, keep_work) = match &args.log_dir {
+    let work = prepare_work_dir(&args)?;
+    let database = open_soak_database(&args).await?;
+    announce(&args, &database, &work);
+    let mut replicas = start_replicas(&args, &exe, &work, &database).await?;
+    let (stop_load, load) = start_load(&database.db, args.seed);
+    let run = inject_faults(&args, &database, &mut replicas, started).await?;
+    let drained = drain(&database.db, stop_load, load, &mut replicas, &run).await?;
+    let result = audit::audit(&database.db, drained.clients.expected()).await?;
+    let violations = report(&database.db, started, &run, &drained, &result).await?;
+    drop(replicas);
+    let clean = violations == 0 && run.unreached.is_none();
+    clean_up(database, &work, clean).await?;
+    if let Some(rounds) = run.unreached {
+        anyhow::bail!(
+            "only {rounds} of {} rounds within --max-time {:?} (logs: {})",
+            args.rounds,
+            args.max_time,
+            work.path.display()
+        );
+    }
+    if violations > 0 {
+        anyhow::bail!(
+            "{violations} violations (replica logs: {})",
+            work.path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Where the soak writes the replicas' logs and their config.
+struct WorkDir {
+    path: PathBuf,
+    /// `--log-dir`: kept after the run; otherwise a temporary directory.
+    keep: bool,
+    config: PathBuf,
+}
+
+/// The directory of the logs and the replicas' config, written there.
+fn prepare_work_dir(args: &SoakOptions) -> anyhow::Result<WorkDir> {
+    let (path, keep) = match &args.log_dir {
         Some(dir) => (dir.clone(), true),
         None => (
             std::env::temp_dir().join(format!("matchmaker-soak-{}", std::process::id())),
             false,
         ),
     };
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let config = write_config(&work, SOAK_CONFIG)?;
+    std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+    let config = write_config(&path, SOAK_CONFIG)?;
+    Ok(WorkDir { path, keep, config })
+}
 
-    // The database: our own server (restartable), or a scratch database on the given one.
+/// The soak's database and where it lives.
+struct SoakDatabase {
+    /// Our own server (restartable); `None` on `DATABASE_URL`'s server.
+    server: Option<LocalPostgres>,
+    url: String,
+    /// On `DATABASE_URL`'s server: (that URL, the scratch database's name).
+    scratch: Option<(String, String)>,
+    db: PgPool,
+}
+
+/// The database: our own server (restartable), or a scratch database on the given one;
+/// migrated, with the lease log the audit reads.
+async fn open_soak_database(args: &SoakOptions) -> anyhow::Result<SoakDatabase> {
     let (server, url, scratch) = match &args.database_url {
         None => {
             let server = LocalPostgres::start_temporary()
@@ -752,42 +807,65 @@ async fn soak(args: SoakOptions) -> anyhow::Result<()> {
     let db = db::connect_with(&url, 6).await?;
     db::migrate(&db).await?;
     audit::install_lease_log(&db).await?;
+    Ok(SoakDatabase {
+        server,
+        url,
+        scratch,
+        db,
+    })
+}
 
+/// What the soak is about to do, and where its logs go.
+fn announce(args: &SoakOptions, database: &SoakDatabase, work: &WorkDir) {
     let skew = format_skew(args.clock_skew);
     println!(
         "matchmaker-lab soak: {} rounds, seed {}, {} replicas + 1 with its clock {skew} ahead, {}",
         args.rounds,
         args.seed,
         args.replicas,
-        if server.is_some() {
+        if database.server.is_some() {
             "private PostgreSQL"
         } else {
             "scratch database on DATABASE_URL (no PostgreSQL restarts)"
         }
     );
-    println!("logs: {}", work.display());
+    println!("logs: {}", work.path.display());
+}
 
+/// The healthy replicas, then, once they lead, the skewed one: its first looks meet live
+/// leases.
+async fn start_replicas(
+    args: &SoakOptions,
+    exe: &Path,
+    work: &WorkDir,
+    database: &SoakDatabase,
+) -> anyhow::Result<Vec<Replica>> {
     let spec = |name: String, clock_skew: Option<String>| ReplicaSpec {
-        exe: exe.clone(),
-        database_url: url.clone(),
-        config: config.clone(),
+        exe: exe.to_path_buf(),
+        database_url: database.url.clone(),
+        config: work.config.clone(),
         name,
         clock_skew,
-        log_dir: work.clone(),
+        log_dir: work.path.clone(),
     };
     let mut replicas: Vec<Replica> = Vec::new();
     for i in 1..=args.replicas {
         replicas.push(Replica::start(spec(format!("r{i}"), None))?);
     }
-    // The skewed replica joins once the healthy ones lead: its first looks meet live leases.
-    if !wait_for_leaders(&db, &SOAK_QUEUES, Duration::from_secs(30)).await {
+    if !wait_for_leaders(&database.db, &SOAK_QUEUES, Duration::from_secs(30)).await {
         anyhow::bail!(
             "no replica took the leases within 30 s; log tail:\n{}",
             replicas[0].log_tail(20)
         );
     }
-    replicas.push(Replica::start(spec("skewed".into(), Some(skew.clone())))?);
+    let skew = format_skew(args.clock_skew);
+    replicas.push(Replica::start(spec("skewed".into(), Some(skew)))?);
+    Ok(replicas)
+}
 
+/// The client load, until the sender says stop: solo players and parties, some in both
+/// queues, and cancels.
+fn start_load(db: &PgPool, seed: u64) -> (watch::Sender<bool>, tokio::task::JoinHandle<ClientLog>) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let load = tokio::spawn(run_load(
         db.clone(),
@@ -797,65 +875,68 @@ async fn soak(args: SoakOptions) -> anyhow::Result<()> {
             max_party: 3,
             pace: Duration::from_millis(15),
             prefix: "c".into(),
-            seed: args.seed,
+            seed,
         },
         stop_rx,
     ));
+    (stop_tx, load)
+}
 
+/// What the fault phase did.
+struct FaultRun {
+    faults: Faults,
+    /// What the cancel storms' clients were told.
+    clients: ClientLog,
+    /// The rounds reached when `--max-time` ran out first.
+    unreached: Option<i64>,
+    /// How long a takeover may take after a kill or a SIGTERM.
+    bound: Duration,
+    /// ... after a freeze: a frozen leader's open transaction holds the lease row until
+    /// the server ends it.
+    freeze_bound: Duration,
+}
+
+/// Inject faults until the replicas have committed `--rounds` rounds (or `--max-time`
+/// runs out): one fault a cycle, PostgreSQL restarts at a third and two thirds of the
+/// rounds.
+async fn inject_faults(
+    args: &SoakOptions,
+    database: &SoakDatabase,
+    replicas: &mut [Replica],
+    started: Instant,
+) -> anyhow::Result<FaultRun> {
+    let db = &database.db;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed ^ 0x5eed);
-    let mut faults = Faults::default();
-    let mut clients = ClientLog::default();
-    let mut unreached = None;
-    let bound = takeover_bound(LEASE_TTL, LEASE_RENEW);
-    // A frozen leader's open transaction holds the lease row until the server ends it.
-    let freeze_bound = takeover_bound(LEASE_TTL.max(db::IDLE_IN_TRANSACTION_TIMEOUT), LEASE_RENEW);
+    let mut run = FaultRun {
+        faults: Faults::default(),
+        clients: ClientLog::default(),
+        unreached: None,
+        bound: takeover_bound(LEASE_TTL, LEASE_RENEW),
+        freeze_bound: takeover_bound(LEASE_TTL.max(db::IDLE_IN_TRANSACTION_TIMEOUT), LEASE_RENEW),
+    };
     let restart_at = [args.rounds / 3, 2 * args.rounds / 3];
     let mut cycle = 0u32;
     loop {
-        let rounds = round_count(&db).await.unwrap_or(0);
+        let rounds = round_count(db).await.unwrap_or(0);
         if rounds >= args.rounds {
             break;
         }
         if started.elapsed() > args.max_time {
-            unreached = Some(rounds);
+            run.unreached = Some(rounds);
             break;
         }
         cycle += 1;
         tokio::time::sleep(Duration::from_millis(rng.random_range(300..1500))).await;
-        for replica in replicas.iter_mut() {
-            if !replica.check_alive() {
-                eprintln!(
-                    "replica {} exited by itself; restarting. Log tail:\n{}",
-                    replica.holder(),
-                    replica.log_tail(15)
-                );
-                replica.restart()?;
-            }
-        }
+        restart_exited(replicas)?;
 
         let restarts_due = restart_at
             .iter()
             .filter(|&&at| rounds >= at && at > 0)
             .count();
-        if let Some(server) = &server
-            && faults.restarts.len() < restarts_due
+        if let Some(server) = &database.server
+            && run.faults.restarts.len() < restarts_due
         {
-            let mode = if faults.restarts.is_empty() {
-                StopMode::Fast
-            } else {
-                StopMode::Immediate
-            };
-            let before = round_count(&db).await.unwrap_or(0);
-            server
-                .restart(mode)
-                .await
-                .context("restarting PostgreSQL")?;
-            faults.restarts.push(mode);
-            if !wait_for_rounds(&db, before, Duration::from_secs(30)).await {
-                faults.stalls_after_restart += 1;
-                eprintln!("no round within 30 s of the PostgreSQL restart ({mode:?})");
-            }
-            println!("cycle {cycle}: PostgreSQL restarted ({mode:?}); rounds resumed");
+            restart_postgres(db, server, &mut run.faults, cycle).await?;
             continue;
         }
 
@@ -863,122 +944,217 @@ async fn soak(args: SoakOptions) -> anyhow::Result<()> {
         // every six cycles a cancel storm, three SIGKILLs, a SIGTERM and a freeze of a
         // leader.
         if cycle % 6 == 1 {
-            let storm = cancel_storm(
-                &db,
-                &StormSpec {
-                    queue: "q".into(),
-                    players: 120,
-                    parties: 10,
-                    cancels: 100,
-                    start_after: Duration::from_millis(300),
-                    spread: Duration::from_millis(800),
-                    prefix: format!("storm{cycle}-"),
-                    seed: rng.random(),
-                },
-            )
-            .await;
-            match storm {
-                Ok(storm) => {
-                    faults.storms += 1;
-                    println!(
-                        "cycle {cycle}: cancel storm: {} cancels answered, {} too late",
-                        storm.clients.cancels, storm.clients.cancels_too_late
-                    );
-                    clients.extend(storm.clients);
-                }
-                Err(e) => eprintln!("cycle {cycle}: cancel storm failed: {e}"),
-            }
+            fire_cancel_storm(db, &mut rng, &mut run, cycle).await;
             continue;
         }
+        stop_a_leader(db, replicas, &mut rng, &mut run, cycle).await?;
+    }
+    Ok(run)
+}
 
-        // Stop the leader of one queue: SIGKILL, SIGTERM, or freeze it (SIGSTOP) until a
-        // standby leads, preferably while it is inside a commit.
-        let kind = match (faults.kills + faults.terms + faults.freezes) % 5 {
-            1 => Stop::Freeze,
-            3 => Stop::Term,
-            _ => Stop::Kill,
-        };
-        let queue = SOAK_QUEUES[rng.random_range(0..SOAK_QUEUES.len())];
-        if kind == Stop::Freeze {
-            let looking = Instant::now();
-            while looking.elapsed() < Duration::from_secs(3)
-                && committing_sessions(&db).await.unwrap_or(0) == 0
-            {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-        let Ok(Some((holder, term, true))) = lease_of(&db, queue).await else {
-            continue;
-        };
-        let Some(victim) = replicas.iter_mut().find(|r| r.holder() == holder) else {
-            continue;
-        };
-        let stopped_at = Instant::now();
-        let mut limit = bound;
-        match kind {
-            Stop::Term => {
-                victim.terminate(Duration::from_secs(10));
-                victim.restart()?;
-                faults.terms += 1;
-            }
-            Stop::Kill => {
-                victim.kill();
-                victim.restart()?;
-                faults.kills += 1;
-            }
-            Stop::Freeze => {
-                victim.pause();
-                faults.freezes += 1;
-                if committing_sessions(&db).await.unwrap_or(0) > 0 {
-                    faults.freezes_in_commit += 1;
-                }
-                limit = freeze_bound;
-            }
-        }
-        let took = wait_for_new_term(&db, queue, term, limit * 3).await;
-        if kind == Stop::Freeze {
-            victim.resume();
-        }
-        match took {
-            Some((_, new_holder, _)) => {
-                let took = stopped_at.elapsed();
-                faults.takeovers.push((kind, took));
-                if took > limit {
-                    faults.slow_takeovers += 1;
-                }
-                println!(
-                    "cycle {cycle}: {kind:?} leader {holder} of {queue}; {new_holder} leads \
-                     after {:.2} s",
-                    took.as_secs_f64()
-                );
-            }
-            None => {
-                faults.slow_takeovers += 1;
-                eprintln!(
-                    "cycle {cycle}: {kind:?} {holder}: nobody took over {queue} within {:?}",
-                    limit * 3
-                );
-            }
+/// A replica that exited without being told is restarted, its log tail shown.
+fn restart_exited(replicas: &mut [Replica]) -> anyhow::Result<()> {
+    for replica in replicas.iter_mut() {
+        if !replica.check_alive() {
+            eprintln!(
+                "replica {} exited by itself; restarting. Log tail:\n{}",
+                replica.holder(),
+                replica.log_tail(15)
+            );
+            replica.restart()?;
         }
     }
+    Ok(())
+}
 
-    // Drain: no more clients, let the queues finish what they can, stop the replicas.
-    let _ = stop_tx.send(true);
+/// Restart PostgreSQL (fast the first time, immediate the second) and wait for the rounds
+/// to resume.
+async fn restart_postgres(
+    db: &PgPool,
+    server: &LocalPostgres,
+    faults: &mut Faults,
+    cycle: u32,
+) -> anyhow::Result<()> {
+    let mode = if faults.restarts.is_empty() {
+        StopMode::Fast
+    } else {
+        StopMode::Immediate
+    };
+    let before = round_count(db).await.unwrap_or(0);
+    server
+        .restart(mode)
+        .await
+        .context("restarting PostgreSQL")?;
+    faults.restarts.push(mode);
+    if !wait_for_rounds(db, before, Duration::from_secs(30)).await {
+        faults.stalls_after_restart += 1;
+        eprintln!("no round within 30 s of the PostgreSQL restart ({mode:?})");
+    }
+    println!("cycle {cycle}: PostgreSQL restarted ({mode:?}); rounds resumed");
+    Ok(())
+}
+
+/// A cancel storm at the solves in flight: 120 players, 100 of them cancelling.
+async fn fire_cancel_storm(
+    db: &PgPool,
+    rng: &mut Xoshiro256PlusPlus,
+    run: &mut FaultRun,
+    cycle: u32,
+) {
+    let storm = cancel_storm(
+        db,
+        &StormSpec {
+            queue: "q".into(),
+            players: 120,
+            parties: 10,
+            cancels: 100,
+            start_after: Duration::from_millis(300),
+            spread: Duration::from_millis(800),
+            prefix: format!("storm{cycle}-"),
+            seed: rng.random(),
+        },
+    )
+    .await;
+    match storm {
+        Ok(storm) => {
+            run.faults.storms += 1;
+            println!(
+                "cycle {cycle}: cancel storm: {} cancels answered, {} too late",
+                storm.clients.cancels, storm.clients.cancels_too_late
+            );
+            run.clients.extend(storm.clients);
+        }
+        Err(e) => eprintln!("cycle {cycle}: cancel storm failed: {e}"),
+    }
+}
+
+/// Stop the leader of one queue: SIGKILL, SIGTERM, or freeze it (SIGSTOP) until a standby
+/// leads, preferably while it is inside a commit; then time the takeover.
+async fn stop_a_leader(
+    db: &PgPool,
+    replicas: &mut [Replica],
+    rng: &mut Xoshiro256PlusPlus,
+    run: &mut FaultRun,
+    cycle: u32,
+) -> anyhow::Result<()> {
+    let faults = &mut run.faults;
+    let kind = match (faults.kills + faults.terms + faults.freezes) % 5 {
+        1 => Stop::Freeze,
+        3 => Stop::Term,
+        _ => Stop::Kill,
+    };
+    let queue = SOAK_QUEUES[rng.random_range(0..SOAK_QUEUES.len())];
+    if kind == Stop::Freeze {
+        let looking = Instant::now();
+        while looking.elapsed() < Duration::from_secs(3)
+            && committing_sessions(db).await.unwrap_or(0) == 0
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let Ok(Some((holder, term, true))) = lease_of(db, queue).await else {
+        return Ok(());
+    };
+    let Some(victim) = replicas.iter_mut().find(|r| r.holder() == holder) else {
+        return Ok(());
+    };
+    let stopped_at = Instant::now();
+    let mut limit = run.bound;
+    match kind {
+        Stop::Term => {
+            victim.terminate(Duration::from_secs(10));
+            victim.restart()?;
+            faults.terms += 1;
+        }
+        Stop::Kill => {
+            victim.kill();
+            victim.restart()?;
+            faults.kills += 1;
+        }
+        Stop::Freeze => {
+            victim.pause();
+            faults.freezes += 1;
+            if committing_sessions(db).await.unwrap_or(0) > 0 {
+                faults.freezes_in_commit += 1;
+            }
+            limit = run.freeze_bound;
+        }
+    }
+    let took = wait_for_new_term(db, queue, term, limit * 3).await;
+    if kind == Stop::Freeze {
+        victim.resume();
+    }
+    match took {
+        Some((_, new_holder, _)) => {
+            let took = stopped_at.elapsed();
+            faults.takeovers.push((kind, took));
+            if took > limit {
+                faults.slow_takeovers += 1;
+            }
+            println!(
+                "cycle {cycle}: {kind:?} leader {holder} of {queue}; {new_holder} leads \
+                 after {:.2} s",
+                took.as_secs_f64()
+            );
+        }
+        None => {
+            faults.slow_takeovers += 1;
+            eprintln!(
+                "cycle {cycle}: {kind:?} {holder}: nobody took over {queue} within {:?}",
+                limit * 3
+            );
+        }
+    }
+    Ok(())
+}
+
+/// After the drain.
+struct Drained {
+    /// Everything the clients were told: the load's and the storms'.
+    clients: ClientLog,
+    unexpected_exits: u32,
+}
+
+/// No more clients, let the queues finish what they can, stop the replicas.
+async fn drain(
+    db: &PgPool,
+    stop_load: watch::Sender<bool>,
+    load: tokio::task::JoinHandle<ClientLog>,
+    replicas: &mut [Replica],
+    run: &FaultRun,
+) -> anyhow::Result<Drained> {
+    let _ = stop_load.send(true);
+    let mut clients = run.clients.clone();
     clients.extend(load.await.context("client load task")?);
-    wait_for_quiet(&db, Duration::from_secs(4), Duration::from_secs(30)).await;
+    wait_for_quiet(db, Duration::from_secs(4), Duration::from_secs(30)).await;
     let mut unexpected_exits = 0;
     for replica in replicas.iter_mut() {
         replica.check_alive();
         unexpected_exits += replica.unexpected_exits;
         replica.terminate(Duration::from_secs(10));
     }
-    let result = audit::audit(&db, clients.expected()).await?;
+    Ok(Drained {
+        clients,
+        unexpected_exits,
+    })
+}
+
+/// The table of what was done and what the audit found; returns the sum of the
+/// violations (all must be 0).
+async fn report(
+    db: &PgPool,
+    started: Instant,
+    run: &FaultRun,
+    drained: &Drained,
+    result: &audit::Audit,
+) -> anyhow::Result<i64> {
+    let (faults, clients) = (&run.faults, &drained.clients);
+    let (bound, freeze_bound) = (run.bound, run.freeze_bound);
     let broken_by_cancel: i64 =
         sqlx::query_scalar("SELECT coalesce(sum(dropped_by_cancel), 0)::bigint FROM rounds")
-            .fetch_one(&db)
+            .fetch_one(db)
             .await?;
     let elapsed = started.elapsed();
-
     let max_takeover = |kind: Stop| {
         let took = faults.takeovers.iter().filter(|(k, _)| *k == kind);
         match took.map(|(_, d)| *d).max() {
@@ -1060,7 +1236,7 @@ async fn soak(args: SoakOptions) -> anyhow::Result<()> {
         ),
         (
             "replica exits we did not cause",
-            i64::from(unexpected_exits),
+            i64::from(drained.unexpected_exits),
         ),
     ];
     println!();
@@ -1073,13 +1249,22 @@ async fn soak(args: SoakOptions) -> anyhow::Result<()> {
         println!("  {name:<50} {n:>12}");
         violations += n;
     }
+    Ok(violations)
+}
 
-    drop(replicas);
+/// Close the database; a clean run also drops its scratch database and its temporary
+/// directory, a failed one leaves them for a look.
+async fn clean_up(database: SoakDatabase, work: &WorkDir, clean: bool) -> anyhow::Result<()> {
+    let SoakDatabase {
+        server,
+        scratch,
+        db,
+        ..
+    } = database;
     db.close().await;
     if let Some(server) = server {
         server.stop().await?;
     }
-    let clean = violations == 0 && unreached.is_none();
     if let Some((url, name)) = scratch
         && clean
     {
@@ -1091,19 +1276,8 @@ async fn soak(args: SoakOptions) -> anyhow::Result<()> {
         .await?;
         admin.close().await;
     }
-    if clean && !keep_work {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    if let Some(rounds) = unreached {
-        anyhow::bail!(
-            "only {rounds} of {} rounds within --max-time {:?} (logs: {})",
-            args.rounds,
-            args.max_time,
-            work.display()
-        );
-    }
-    if violations > 0 {
-        anyhow::bail!("{violations} violations (replica logs: {})", work.display());
+    if clean && !work.keep {
+        let _ = std::fs::remove_dir_all(&work.path);
     }
     Ok(())
 }

@@ -1,10 +1,14 @@
-//! The operators' commands as a library: what `status`, `explain`, `replay`, `health`
-//! do, taking plain options. `cli` parses the arguments and calls these; tests call them
-//! directly.
+//! The operators' commands as a library: what `run`, `status`, `explain`, `replay`,
+//! `report`, `prune`, `optimize`, `health` do, taking plain options. `cli` parses the
+//! arguments and calls these; tests call them directly.
 
 pub mod explain;
 pub mod health;
+pub mod optimize;
+pub mod prune;
 pub mod replay;
+pub mod report;
+pub mod run;
 pub mod status;
 pub mod term;
 

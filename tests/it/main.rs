@@ -20,6 +20,7 @@ mod deploy_files;
 mod failure_paths;
 mod faults;
 mod hosts;
+mod layers;
 mod local_pg;
 mod migrations;
 mod notify;

@@ -1,0 +1,30 @@
+//! The config as the database layer takes it: the daemon's session limits and a queue's
+//! published row. Here, above both, so that `config` knows no database and `db` no config.
+
+use crate::config::{DaemonConfig, QueueConfig};
+use crate::db::SessionLimits;
+use crate::db::queues::QueuePublication;
+
+impl DaemonConfig {
+    /// The session settings of the daemon's connections.
+    pub fn session_limits(&self) -> SessionLimits {
+        SessionLimits {
+            lock_timeout: self.lock_timeout,
+            statement_timeout: self.statement_timeout,
+            // A leader frozen inside a commit (SIGSTOP, a paused VM) gives its row locks
+            // back after this, so standbys and clients' cancels wait no longer.
+            idle_in_transaction_timeout: crate::db::IDLE_IN_TRANSACTION_TIMEOUT,
+        }
+    }
+}
+
+impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
+    fn from(config: &'a QueueConfig) -> Self {
+        QueuePublication {
+            model: &config.model,
+            regions: &config.tickets.regions,
+            ticket_ttl: config.tickets.ttl,
+            config_hash: config.hash(),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! `matchmaker run`: the round daemon, wired to its database, its endpoints and the
+//! process's signals.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use sqlx::PgPool;
+
+use crate::config::{self, Config};
+use crate::daemon::{self, DaemonOptions};
+use crate::db;
+use crate::ops::{Database, open_database, require_schema};
+
+/// How to run the daemon; `None` takes the config's value or the default.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The config file; `None`: `MATCHMAKER_CONFIG`, `./config/matchmaker.toml`, else the
+    /// built-in default. Reloaded on change and on SIGHUP.
+    pub config: Option<PathBuf>,
+    pub database: Database,
+    /// Apply no pending migration at start-up.
+    pub no_migrate: bool,
+    /// This replica's name in the leases table (default: hostname-pid).
+    pub holder: Option<String>,
+    /// Run this replica's clock ahead (behind, if negative) by this long: a test aid.
+    pub clock_skew: Option<chrono::Duration>,
+    /// Serve /metrics, /healthz and /readyz here; overrides `[daemon] metrics_addr`.
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// Runs the daemon until SIGTERM or SIGINT: loads the config, opens the database, serves
+/// the endpoints if asked, migrates (or checks, or waits for, the schema), and runs the
+/// queues' rounds on a pool whose statements and lock waits are bounded.
+pub async fn run_daemon(options: RunOptions) -> anyhow::Result<()> {
+    let config_path = config::resolve_path(options.config.clone());
+    let config = match &config_path {
+        Some(path) => Config::load(path)?,
+        None => Config::embedded_default(),
+    };
+    tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
+    // SIGTERM / SIGINT, seen by the daemon, the schema wait and the endpoints alike.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
+    let (pool, server) = open_database(&options.database).await?;
+    let health = Arc::new(daemon::health::Health::default());
+    let result = async {
+        let metrics_addr = options.metrics_addr.or(config.daemon.metrics_addr);
+        let endpoints = match metrics_addr {
+            Some(addr) => Some(
+                serve_endpoints(addr, pool.clone(), health.clone(), stopped()).await?,
+            ),
+            None => None,
+        };
+        if options.no_migrate {
+            if endpoints.is_some() {
+                let poll = config.daemon.poll_interval;
+                if !wait_for_schema(&pool, &health, poll, stopped()).await? {
+                    return Ok(());
+                }
+            } else {
+                require_schema(&pool).await?;
+            }
+        } else {
+            db::migrate(&pool).await?;
+        }
+        let mut daemon_options = DaemonOptions {
+            holder: options.holder.unwrap_or_else(daemon::default_holder),
+            config_path,
+            health: health.clone(),
+            ..DaemonOptions::default()
+        };
+        if let Some(offset) = options.clock_skew {
+            tracing::warn!(
+                skew_ms = offset.num_milliseconds(),
+                "clock skew injected (--clock-skew): round times are off; leases use the database clock"
+            );
+            daemon_options.clock = Arc::new(daemon::clock::SkewedClock { offset });
+        }
+        // The daemon's own pool: every statement and lock wait bounded, so no client
+        // call and no stuck statement holds a round, a lease renewal or a takeover.
+        let limits = config.daemon.session_limits();
+        let daemon_pool = db::connect_limited(&pool, &limits).await?;
+        let result = daemon::run(daemon_pool.clone(), config, daemon_options, stopped()).await;
+        daemon_pool.close().await;
+        if let Some(endpoints) = endpoints {
+            // Stopped by the same signal; it answers until then.
+            let _ = endpoints.await;
+        }
+        result
+    }
+    .await;
+    pool.close().await;
+    if let Some(server) = server {
+        // Left running if another `matchmaker run` shares it.
+        server.stop().await?;
+    }
+    result
+}
+
+/// Bind `addr` and serve the endpoints (and the metrics recorder, installed here) until
+/// `shutdown`. Fails at once if the address cannot be bound.
+async fn serve_endpoints(
+    addr: std::net::SocketAddr,
+    pool: PgPool,
+    health: Arc<daemon::health::Health>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let handle = daemon::metrics::install_recorder()
+        .context("installing the Prometheus metrics recorder")?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} for /metrics, /healthz, /readyz"))?;
+    let bound = listener.local_addr()?;
+    tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
+    // Histograms are drained at each scrape too; this bounds their buffers between scrapes.
+    let upkeep = handle.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            upkeep.run_upkeep();
+        }
+    });
+    let endpoints = daemon::endpoints::Endpoints {
+        metrics: Some(handle),
+        health,
+        db: pool,
+    };
+    Ok(tokio::spawn(async move {
+        if let Err(e) = daemon::endpoints::serve(listener, endpoints, shutdown).await {
+            tracing::error!(error = %e, "the /metrics endpoint stopped");
+        }
+    }))
+}
+
+/// `--no-migrate` with the endpoints served: wait (re-checking every `poll`) until the
+/// schema has this binary's migrations, answering /readyz with 503 and the reason
+/// meanwhile. `Ok(false)`: stopped while waiting. Errors other than a schema behind (the
+/// database unreachable, a role that cannot read `_sqlx_migrations`) end the start.
+async fn wait_for_schema(
+    pool: &PgPool,
+    health: &daemon::health::Health,
+    poll: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<bool> {
+    tokio::pin!(shutdown);
+    let mut logged: Option<String> = None;
+    loop {
+        match require_schema(pool).await {
+            Ok(()) => break,
+            Err(e @ db::DbError::SchemaBehind { .. }) => {
+                let reason = e.to_string();
+                daemon::metrics::record_error(daemon::metrics::ErrorKind::Schema);
+                // Once per distinct state, not every poll.
+                if logged.as_ref() != Some(&reason) {
+                    tracing::error!(error = %reason, "waiting for the schema; /readyz answers 503 until it is current");
+                    logged = Some(reason.clone());
+                }
+                health.waiting_for_schema(true);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tokio::select! {
+            _ = &mut shutdown => return Ok(false),
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
+    if logged.is_some() {
+        tracing::info!("schema is current; starting the daemon");
+    }
+    health.waiting_for_schema(false);
+    Ok(true)
+}
+
+/// SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = term => tracing::info!("SIGTERM received"),
+    }
+}
