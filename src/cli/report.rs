@@ -95,6 +95,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let input = runtime.block_on(async {
         let (db, server) = open_database(&args.database).await?;
         let read = async {
+            crate::ops::access::require_ops_login(&db, "report").await?;
             require_schema(&db).await?;
             read_report(&db, &window, now)
                 .await

@@ -34,6 +34,7 @@ mod recent_matches;
 mod replay;
 mod report;
 mod retention;
+mod roles;
 mod sim;
 mod sim_demo;
 mod sim_deploy;
