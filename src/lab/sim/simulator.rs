@@ -1022,6 +1022,29 @@ mod tests {
     }
 
     #[test]
+    fn the_catalog_caps_parties_and_names_roles_not_given() {
+        let catalog = CatalogQueue {
+            keep_alive_every: Duration::from_secs(10),
+            max_party_size: 2,
+            roles: vec!["tank".into(), "healer".into()],
+        };
+        let mut spec = PopulationSpec::default();
+        catalog.fit(&mut spec);
+        assert_eq!(spec.max_party_size, 2);
+        assert_eq!(spec.roles, ["tank", "healer"]);
+        let mut spec = PopulationSpec {
+            roles: vec!["damage".into()],
+            max_party_size: 1,
+            ..PopulationSpec::default()
+        };
+        catalog.fit(&mut spec);
+        assert_eq!(
+            (spec.max_party_size, spec.roles),
+            (1, vec!["damage".into()])
+        );
+    }
+
+    #[test]
     fn base_is_built_of_groups_covering_the_population() {
         let population = Population::realistic();
         let options = SimulatorOptions {
