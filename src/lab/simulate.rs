@@ -5,9 +5,8 @@
 //! the queue's format comes from `queue_catalog`, and the schema version is checked
 //! only when the login may read it.
 
-use std::time::Duration;
-
 use std::future::Future;
+use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{TimeZone, Utc};

@@ -153,7 +153,7 @@ fn names(text: &str) -> Vec<String> {
 }
 
 /// Relations of `kinds` (pg_class.relkind) in schema public on which `role` holds
-/// `privilege` (or, with `held = false`, does not), sorted.
+/// `privilege` (or, with `held = false`, does not), sorted as [`names`] sorts.
 async fn relations(
     db: &sqlx::PgPool,
     role: &str,
@@ -161,13 +161,12 @@ async fn relations(
     privilege: &str,
     held: bool,
 ) -> Vec<String> {
-    sqlx::query_scalar(
+    let mut names: Vec<String> = sqlx::query_scalar(
         "SELECT c.relname::text FROM pg_class c
           WHERE c.relnamespace = 'public'::regnamespace
             AND position(c.relkind::text IN $2) > 0
             AND CASE WHEN c.relkind = 'S' THEN has_sequence_privilege($1, c.oid, $3)
-                     ELSE has_table_privilege($1, c.oid, $3) END = $4
-          ORDER BY 1",
+                     ELSE has_table_privilege($1, c.oid, $3) END = $4",
     )
     .bind(role)
     .bind(kinds)
@@ -175,7 +174,9 @@ async fn relations(
     .bind(held)
     .fetch_all(db)
     .await
-    .unwrap()
+    .unwrap();
+    names.sort();
+    names
 }
 
 /// Every claim of the role table holds in a migrated database: each part of a role's
@@ -196,15 +197,16 @@ async fn the_role_table_says_what_the_migrations_grant() {
         let role = role.as_str();
         for claim in may.split(';').map(str::trim) {
             if let Some(list) = claim.strip_prefix("execute ") {
-                let executable: Vec<String> = sqlx::query_scalar(
+                let mut executable: Vec<String> = sqlx::query_scalar(
                     "SELECT p.proname::text FROM pg_proc p
                       WHERE p.pronamespace = 'public'::regnamespace
-                        AND has_function_privilege($1, p.oid, 'EXECUTE') ORDER BY 1",
+                        AND has_function_privilege($1, p.oid, 'EXECUTE')",
                 )
                 .bind(role)
                 .fetch_all(db)
                 .await
                 .unwrap();
+                executable.sort();
                 assert_eq!(names(list), executable, "functions {role} may execute");
             } else if let Some(list) = claim.strip_prefix("read the views `") {
                 assert_eq!(
