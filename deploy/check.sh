@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the images and starts deploy/compose.yaml, then checks what the compose file
-# promises: the replicas become healthy, a round commits under the simulated load, an
-# ops login reads the status, and no matchmaker process is connected as a superuser.
+# promises: the replicas become healthy, a round commits under the simulated load (the
+# simulated players enqueue as the client login), an ops login reads the status, and no
+# matchmaker process is connected as a superuser.
 # Needs a container engine with the compose plugin (`docker compose version`); exits 2
 # with a message where there is none. Tears the stack down (volumes too) at the end.
 #
@@ -39,6 +40,9 @@ for _ in $(seq 1 120); do
 done
 [ "$matches" -gt 0 ] || { compose logs --tail 50; echo "no match committed in 10 minutes" >&2; exit 1; }
 echo "matches committed: $matches"
+backend=$(psql_super "SELECT count(*) FROM queue_entries WHERE owner = 'mm_backend'")
+[ "$backend" -gt 0 ] || { compose logs --tail 50 simulate; echo "no entry of the client login mm_backend" >&2; exit 1; }
+echo "simulated players enqueued as the client login mm_backend: $backend"
 
 compose exec -T -e DATABASE_URL=postgres://mm_ops:ops-local@postgres:5432/matchmaker \
   matchmaker-a matchmaker status --once >/dev/null

@@ -26,7 +26,8 @@ enum Command {
     /// The daemon and simulated players together, live: a private PostgreSQL unless
     /// DATABASE_URL is set.
     Demo(DemoArgs),
-    /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database.
+    /// Generate realistic player load (enqueue, parties, cancels, re-queue) into a database,
+    /// through the client functions only: runs as a matchmaker_client login.
     Simulate(SimulateArgs),
     /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
     /// cancel storms under client load; then an audit of the contract's invariants.
@@ -345,14 +346,11 @@ pub struct SimulateArgs {
     /// Players in the pool written by --write-pool.
     #[arg(long, default_value_t = 300, requires = "write_pool")]
     pub players: usize,
-    /// How long to run (wall clock), e.g. `90s`, `5m`.
-    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    /// How long to run (wall clock), e.g. `90s`, `5m`; Ctrl-C stops earlier. At the end
+    /// the players still queued are cancelled. The queue's party limit and roles come
+    /// from queue_catalog (--roles overrides the roles).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub duration: Duration,
-    /// Config file the daemon runs with (default: $MATCHMAKER_CONFIG, else
-    /// ./config/matchmaker.toml if present, else the built-in default). The queue's format
-    /// caps party sizes at its team size, and its roles are used unless --roles is given.
-    #[arg(long)]
-    pub config: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -364,7 +362,6 @@ impl From<SimulateArgs> for lab::simulate::SimulateOptions {
             write_pool: args.write_pool,
             players: args.players,
             duration: args.duration,
-            config: args.config,
             load: args.load.into(),
         }
     }
@@ -399,7 +396,7 @@ pub struct LoadArgs {
     /// Share of players queueing in parties of 2-3.
     #[arg(long, default_value_t = 0.3)]
     pub party_share: f64,
-    /// Largest party (use the team size for 1v1 / 2v2 queues).
+    /// Largest party (the queue's max_party_size caps it).
     #[arg(long, default_value_t = 3)]
     pub max_party_size: usize,
     /// Share of groups that cancel when not matched within 5-90 s.

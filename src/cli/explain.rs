@@ -26,6 +26,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let (db, server) = open_database(&args.database).await?;
         let result = async {
+            crate::ops::access::require_ops_login(&db, "explain").await?;
             require_schema(&db).await?;
             let e = explain_player(&db, &args.player, args.rounds).await?;
             if args.json {

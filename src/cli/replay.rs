@@ -104,6 +104,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let (db, server) = open_database(&args.database).await?;
         let result = async {
+            crate::ops::access::require_ops_login(&db, "replay").await?;
             require_schema(&db).await?;
             match args.round_id {
                 Some(id) => replay_one(&db, id, &args).await,

@@ -43,6 +43,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
 }
 
 async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
+    crate::ops::access::require_ops_login(db, "status").await?;
     require_schema(db).await?;
     let out = Output::stdout();
     let (_, dim, reset) = out.styles();

@@ -4,6 +4,7 @@
 //! Every query takes the current time as a parameter (`now`) instead of reading the
 //! database clock, so tests drive rounds, leases and countdowns with an injected clock.
 
+pub mod access;
 pub mod audit;
 pub mod backfill;
 pub mod commit;

@@ -1,15 +1,20 @@
 //! `matchmaker-lab simulate`: a realistic load of players queueing into a matchmaker's
 //! database (see `sim::simulator`), for demos, load tests and tuning. Works against any
-//! database with the schema (`matchmaker migrate`); a daemon must run for matches.
+//! database with the schema (`matchmaker migrate`); a daemon must run for matches. It
+//! uses only the client functions and views, so it runs as a `matchmaker_client` login:
+//! the queue's format comes from `queue_catalog`, and the schema version is checked
+//! only when the login may read it.
 
+use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{TimeZone, Utc};
 use tokio::sync::watch;
 
+use crate::db;
 use crate::lab::sim::population::{Population, PopulationSpec};
-use crate::lab::sim::simulator::{SimProgress, SimulatorOptions, run_simulator};
+use crate::lab::sim::simulator::{SimProgress, SimReport, SimulatorOptions, run_simulator};
 use crate::ops::{self, open_database, require_schema};
 
 #[derive(Debug, Clone)]
@@ -23,12 +28,9 @@ pub struct SimulateOptions {
     pub write_pool: Option<std::path::PathBuf>,
     /// Players in the pool written by --write-pool.
     pub players: usize,
-    /// How long to run (wall clock), e.g. `90s`, `5m`.
+    /// How long to run (wall clock), e.g. `90s`, `5m`. At the end the players still
+    /// queued are cancelled.
     pub duration: Duration,
-    /// Config file the daemon runs with (default: $MATCHMAKER_CONFIG, else
-    /// ./config/matchmaker.toml if present, else the built-in default). The queue's format
-    /// caps party sizes at its team size, and its roles are used unless --roles is given.
-    pub config: Option<std::path::PathBuf>,
     pub load: LoadOptions,
 }
 
@@ -127,7 +129,11 @@ pub fn run(args: SimulateOptions) -> anyhow::Result<()> {
     // The simulator logs the wait for its queue and the first refused enqueue.
     ops::init_logging(false);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(simulate(args))
+    let report = runtime.block_on(simulate(&args, async {
+        let _ = tokio::signal::ctrl_c().await;
+    }))?;
+    println!("{report}");
+    Ok(())
 }
 
 /// One generated pool as JSON, for `matchmaker optimize` and benchmarks.
@@ -151,9 +157,14 @@ fn write_pool(args: &SimulateOptions, path: &std::path::Path) -> anyhow::Result<
     Ok(())
 }
 
-async fn simulate(args: SimulateOptions) -> anyhow::Result<()> {
+/// Runs the simulated players against the database until `args.duration` has passed or
+/// `shutdown` resolves, printing a line of counters every 5 s; returns the report.
+pub async fn simulate(
+    args: &SimulateOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<SimReport> {
     let (pool, server) = open_database(&args.database).await?;
-    let outcome = simulate_on(&pool, &args).await;
+    let outcome = simulate_on(&pool, args, shutdown).await;
     pool.close().await;
     if let Some(server) = server {
         server.stop().await?;
@@ -161,24 +172,19 @@ async fn simulate(args: SimulateOptions) -> anyhow::Result<()> {
     outcome
 }
 
-async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateOptions) -> anyhow::Result<()> {
-    // The players enqueue through the schema's functions.
-    require_schema(pool).await?;
-    let population = Population::realistic();
-    let mut options = args.load.options(args.duration, LoadDefaults::SIMULATE);
-    let config = match crate::config::resolve_path(args.config.clone()) {
-        Some(path) => crate::config::Config::load(&path)?,
-        None => crate::config::Config::embedded_default(),
-    };
-    match config.queues.get(&options.queue) {
-        Some(queue) => fit_to_queue(&mut options, &queue.model),
-        None => eprintln!(
-            "note: queue {:?} is not in the config; its daemon will not match these players \
-             (configured queues: {})",
-            options.queue,
-            config.queues.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
+async fn simulate_on(
+    pool: &sqlx::PgPool,
+    args: &SimulateOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<SimReport> {
+    // A client login may not read sqlx's table: the simulator's own check (the views and
+    // functions it calls exist) is what it can ask.
+    let access = db::access::read_access(pool, &["_sqlx_migrations"]).await?;
+    if access.unreadable.is_empty() {
+        require_schema(pool).await?;
     }
+    let population = Population::realistic();
+    let options = args.load.options(args.duration, LoadDefaults::SIMULATE);
     eprintln!(
         "simulating {} players at {} new/s into queue {:?} for {} (Ctrl-C stops)",
         options.population,
@@ -198,13 +204,9 @@ async fn simulate_on(pool: &sqlx::PgPool, args: &SimulateOptions) -> anyhow::Res
             eprintln!("{}", progress_line(&rx.borrow_and_update()));
         }
     });
-    let report = run_simulator(pool, &population, &options, Some(tx), async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    let report = run_simulator(pool, &population, &options, Some(tx), shutdown).await;
     printer.abort();
-    println!("{report}");
-    Ok(())
+    Ok(report?)
 }
 
 /// The players a queue can use: parties no larger than a team, the queue's roles unless

@@ -2,6 +2,7 @@
 //! `report`, `prune`, `optimize`, `health` do, taking plain options. `cli` parses the
 //! arguments and calls these; tests call them directly.
 
+pub mod access;
 pub mod explain;
 pub mod health;
 pub mod optimize;

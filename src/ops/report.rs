@@ -29,6 +29,7 @@ pub struct Report {
 pub async fn make_report(options: &ReportOptions) -> anyhow::Result<Report> {
     let (db, server) = open_database(&options.database).await?;
     let read = async {
+        crate::ops::access::require_ops_login(&db, "report").await?;
         require_schema(&db).await?;
         read_report(&db, &options.window, options.generated_at)
             .await

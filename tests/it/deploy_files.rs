@@ -120,3 +120,150 @@ fn each_compose_process_logs_in_as_the_role_it_needs() {
         "the image's superuser is `postgres`, used only by initdb"
     );
 }
+
+/// The rows of deploy/README.md's "Database roles" table: role -> its "may" cell.
+fn role_table() -> HashMap<String, String> {
+    let readme = read("deploy/README.md");
+    let section = readme
+        .split("## Database roles")
+        .nth(1)
+        .expect("deploy/README.md has a Database roles section");
+    section
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(|l| l.strip_prefix("| `matchmaker_"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let role = format!("matchmaker_{}", cells[0].trim_end_matches('`'));
+            (role, cells[1].to_string())
+        })
+        .collect()
+}
+
+/// The `code` spans of a piece of text.
+fn names(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Relations of `kinds` (pg_class.relkind) in schema public on which `role` holds
+/// `privilege` (or, with `held = false`, does not), sorted as [`names`] sorts.
+async fn relations(
+    db: &sqlx::PgPool,
+    role: &str,
+    kinds: &str,
+    privilege: &str,
+    held: bool,
+) -> Vec<String> {
+    let mut names: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_class c
+          WHERE c.relnamespace = 'public'::regnamespace
+            AND position(c.relkind::text IN $2) > 0
+            AND CASE WHEN c.relkind = 'S' THEN has_sequence_privilege($1, c.oid, $3)
+                     ELSE has_table_privilege($1, c.oid, $3) END = $4",
+    )
+    .bind(role)
+    .bind(kinds)
+    .bind(privilege)
+    .bind(held)
+    .fetch_all(db)
+    .await
+    .unwrap();
+    names.sort();
+    names
+}
+
+/// Every claim of the role table holds in a migrated database: each part of a role's
+/// "may" cell is checked against the catalog, and a part no check knows fails the test.
+#[tokio::test]
+async fn the_role_table_says_what_the_migrations_grant() {
+    let tdb = crate::support::fresh_db().await;
+    let db = &tdb.pool;
+    let table = role_table();
+    let mut roles: Vec<&String> = table.keys().collect();
+    roles.sort();
+    assert_eq!(
+        roles,
+        ["matchmaker_client", "matchmaker_daemon", "matchmaker_ops"]
+    );
+    let write = "INSERT, UPDATE, DELETE, TRUNCATE";
+    for (role, may) in &table {
+        let role = role.as_str();
+        for claim in may.split(';').map(str::trim) {
+            if let Some(list) = claim.strip_prefix("execute ") {
+                let mut executable: Vec<String> = sqlx::query_scalar(
+                    "SELECT p.proname::text FROM pg_proc p
+                      WHERE p.pronamespace = 'public'::regnamespace
+                        AND has_function_privilege($1, p.oid, 'EXECUTE')",
+                )
+                .bind(role)
+                .fetch_all(db)
+                .await
+                .unwrap();
+                executable.sort();
+                assert_eq!(names(list), executable, "functions {role} may execute");
+            } else if let Some(list) = claim.strip_prefix("read the views `") {
+                assert_eq!(
+                    names(&format!("`{list}")),
+                    relations(db, role, "v", "SELECT", true).await,
+                    "views {role} may read"
+                );
+            } else if claim.starts_with("nothing on any table") {
+                for privilege in ["SELECT", write] {
+                    let held = relations(db, role, "rp", privilege, true).await;
+                    assert!(held.is_empty(), "{role} holds {privilege} on {held:?}");
+                }
+            } else if claim.starts_with(
+                "read, write and (for retention) delete the rows of the matchmaker's tables",
+            ) {
+                for privilege in ["SELECT", "INSERT"] {
+                    let lacking = relations(db, role, "rp", privilege, false).await;
+                    assert!(
+                        lacking.iter().all(|t| t == "_sqlx_migrations"),
+                        "{role} lacks {privilege} on {lacking:?}"
+                    );
+                }
+                let deletes = relations(db, role, "rp", "DELETE", true).await;
+                for pruned in ["rounds", "matches", "match_players", "queue_entries"] {
+                    assert!(
+                        deletes.iter().any(|t| t == pruned),
+                        "{role} cannot delete from {pruned}"
+                    );
+                }
+                let (_, sequences) = claim
+                    .split_once(", use the sequences ")
+                    .expect("the sequences the daemon uses");
+                assert_eq!(
+                    names(sequences),
+                    relations(db, role, "S", "USAGE", true).await,
+                    "sequences {role} may use"
+                );
+            } else if claim.starts_with("read the views and `_sqlx_migrations`") {
+                let lacking = relations(db, role, "v", "SELECT", false).await;
+                assert!(
+                    lacking.is_empty(),
+                    "{role} cannot read the views {lacking:?}"
+                );
+                let migrations = relations(db, role, "r", "SELECT", true).await;
+                assert!(migrations.iter().any(|t| t == "_sqlx_migrations"), "{role}");
+            } else if claim
+                .starts_with("read every table (`_sqlx_migrations` too) and view, write nothing")
+            {
+                let lacking = relations(db, role, "rpv", "SELECT", false).await;
+                assert!(lacking.is_empty(), "{role} cannot read {lacking:?}");
+                let writes = relations(db, role, "rpv", write, true).await;
+                assert!(writes.is_empty(), "{role} may write {writes:?}");
+                let sequences = relations(db, role, "S", "USAGE, UPDATE", true).await;
+                assert!(sequences.is_empty(), "{role} may use {sequences:?}");
+            } else {
+                panic!("no check for this claim of {role} in deploy/README.md: {claim:?}");
+            }
+        }
+    }
+}

@@ -35,6 +35,7 @@ mod recent_matches;
 mod replay;
 mod report;
 mod retention;
+mod roles;
 mod sim;
 mod sim_demo;
 mod sim_deploy;

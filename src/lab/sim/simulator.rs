@@ -6,7 +6,10 @@
 //! member of `matchmaker_client` and nothing more.
 //!
 //! Before the first enqueue it waits for the daemon to publish the queue (a row in
-//! `queue_catalog`): `enqueue()` refuses a queue the daemon does not serve.
+//! `queue_catalog`): `enqueue()` refuses a queue the daemon does not serve. The row also
+//! gives the queue's party limit and roles: parties are no larger than
+//! `max_party_size`, and players accept the queue's roles unless `spec.roles` names
+//! others.
 //!
 //! Each tick (a quarter of a second):
 //! - **Arrivals**: new sessions start at `rate` players per second at the busiest time of
@@ -314,14 +317,16 @@ pub async fn run_simulator(
         return Err(SimError::NoSchema);
     }
 
-    let mut sim = Simulation::new(population, options);
     tokio::pin!(shutdown);
     let published = wait_for_queue(db, options, progress.as_ref(), &mut shutdown).await?;
-    let Some(keep_alive_every) = published else {
+    let Some(catalog) = published else {
         // Shut down while waiting: nothing was enqueued.
-        return Ok(sim.report);
+        return Ok(SimReport::default());
     };
-    sim.keep_alive_every = keep_alive_every;
+    let mut options = options.clone();
+    catalog.fit(&mut options.spec);
+    let mut sim = Simulation::new(population, &options);
+    sim.keep_alive_every = catalog.keep_alive_every;
     // A previous run with the same prefix may have left players queued (killed run).
     sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
 
@@ -353,26 +358,62 @@ pub async fn run_simulator(
     Ok(sim.report)
 }
 
+/// What the simulator reads of its queue's `queue_catalog` row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogQueue {
+    pub keep_alive_every: Duration,
+    pub max_party_size: usize,
+    pub roles: Vec<String>,
+}
+
+impl CatalogQueue {
+    /// The players this queue takes: parties no larger than its `max_party_size`, its
+    /// roles unless the spec names roles of its own.
+    pub fn fit(&self, spec: &mut PopulationSpec) {
+        spec.max_party_size = spec.max_party_size.min(self.max_party_size).max(1);
+        if spec.roles.is_empty() {
+            spec.roles = self.roles.clone();
+        }
+    }
+}
+
+/// The queue's row in `queue_catalog` (`None`: not published, or retired).
+async fn read_catalog(db: &PgPool, queue: &str) -> Result<Option<CatalogQueue>, SimError> {
+    let row: Option<(Option<f64>, i32, Vec<String>)> = sqlx::query_as(
+        "SELECT extract(epoch FROM keep_alive_every)::float8, max_party_size, roles
+           FROM queue_catalog WHERE queue = $1",
+    )
+    .bind(queue)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|(secs, max_party_size, roles)| CatalogQueue {
+        keep_alive_every: secs
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(DEFAULT_KEEP_ALIVE_EVERY, Duration::from_secs_f64),
+        max_party_size: usize::try_from(max_party_size).unwrap_or(1),
+        roles,
+    }))
+}
+
 /// Waits until `queue_catalog` lists the queue (the daemon publishes a queue when its
-/// leader takes the lease), and returns its keep-alive cadence. `None`: shut down while
-/// waiting.
+/// leader takes the lease), and returns its row. `None`: shut down while waiting.
 async fn wait_for_queue(
     db: &PgPool,
     options: &SimulatorOptions,
     progress: Option<&watch::Sender<SimProgress>>,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<Option<Duration>, SimError> {
+) -> Result<Option<CatalogQueue>, SimError> {
     let started = Instant::now();
     let mut announced = false;
     loop {
-        if let Some(every) = keep_alive_every(db, &options.queue).await? {
+        if let Some(catalog) = read_catalog(db, &options.queue).await? {
             if announced {
                 tracing::info!(queue = %options.queue, "the daemon published the queue");
                 if let Some(tx) = progress {
                     tx.send_modify(|p| p.waiting_for_queue = None);
                 }
             }
-            return Ok(Some(every));
+            return Ok(Some(catalog));
         }
         if started.elapsed() >= options.publish_timeout {
             let published = sqlx::query_scalar("SELECT queue FROM queue_catalog ORDER BY queue")
@@ -401,20 +442,6 @@ async fn wait_for_queue(
             _ = &mut *shutdown => return Ok(None),
         }
     }
-}
-
-/// The queue's keep-alive cadence from `queue_catalog` (`None`: the queue is not
-/// published, or retired).
-async fn keep_alive_every(db: &PgPool, queue: &str) -> Result<Option<Duration>, SimError> {
-    let secs: Option<f64> = sqlx::query_scalar(
-        "SELECT extract(epoch FROM keep_alive_every)::float8 FROM queue_catalog WHERE queue = $1",
-    )
-    .bind(queue)
-    .fetch_optional(db)
-    .await?;
-    Ok(secs
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64))
 }
 
 fn validate(o: &SimulatorOptions) -> Result<(), SimError> {
@@ -616,9 +643,9 @@ impl<'p> Simulation<'p> {
             self.report.keep_alive_calls += 1;
             self.report.kept_alive += refreshed;
         }
-        self.keep_alive_every = keep_alive_every(db, &self.options.queue)
+        self.keep_alive_every = read_catalog(db, &self.options.queue)
             .await?
-            .unwrap_or(DEFAULT_KEEP_ALIVE_EVERY);
+            .map_or(DEFAULT_KEEP_ALIVE_EVERY, |c| c.keep_alive_every);
         self.next_keep_alive = now + self.keep_alive_every;
         Ok(())
     }
@@ -992,6 +1019,29 @@ mod tests {
                 (got - mean) / standard_error
             );
         }
+    }
+
+    #[test]
+    fn the_catalog_caps_parties_and_names_roles_not_given() {
+        let catalog = CatalogQueue {
+            keep_alive_every: Duration::from_secs(10),
+            max_party_size: 2,
+            roles: vec!["tank".into(), "healer".into()],
+        };
+        let mut spec = PopulationSpec::default();
+        catalog.fit(&mut spec);
+        assert_eq!(spec.max_party_size, 2);
+        assert_eq!(spec.roles, ["tank", "healer"]);
+        let mut spec = PopulationSpec {
+            roles: vec!["damage".into()],
+            max_party_size: 1,
+            ..PopulationSpec::default()
+        };
+        catalog.fit(&mut spec);
+        assert_eq!(
+            (spec.max_party_size, spec.roles),
+            (1, vec!["damage".into()])
+        );
     }
 
     #[test]

@@ -43,6 +43,14 @@ impl TestDb {
         let (base, _) = server.rsplit_once('/').expect("URL has a database path");
         format!("{base}/{}", self.name)
     }
+
+    /// [`TestDb::url`] logged in as a login made by [`login_in_role`].
+    pub fn url_as(&self, login: &str) -> String {
+        let url = self.url();
+        let (scheme, rest) = url.split_once("://").expect("URL has a scheme");
+        let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        format!("{scheme}://{login}:{}@{host}", login_password(login))
+    }
 }
 
 /// A new database on the shared test server, migrated.
@@ -166,22 +174,15 @@ static CREATED_ROLES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// game backend), and a pool of `max_connections` connected as it to this test's
 /// database. Returns the role's name (the `owner` of the entries it enqueues) and the pool.
 pub async fn client_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool) {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "mm_client_{}_{}",
-        tdb.name.trim_start_matches("mm_t_"),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    let password = format!("pw-{name}");
-    let sql = format!("CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE matchmaker_client");
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&tdb.pool)
-        .await
-        .expect("create a client login");
-    CREATED_ROLES.lock().unwrap().push(name.clone());
+    let name = login_in_role(tdb, "client", "matchmaker_client").await;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .connect_with(tdb.options.clone().username(&name).password(&password))
+        .connect_with(
+            tdb.options
+                .clone()
+                .username(&name)
+                .password(&login_password(&name)),
+        )
         .await
         .expect("connect as the client login");
     let user: String = sqlx::query_scalar("SELECT session_user::text")
@@ -190,6 +191,36 @@ pub async fn client_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool
         .unwrap();
     assert_eq!(user, name, "the pool is connected as the client login");
     (name, pool)
+}
+
+/// A new LOGIN role that is a member of `matchmaker_ops` and nothing else (an operator,
+/// a dashboard). Returns its name; [`TestDb::url_as`] connects as it.
+pub async fn ops_login(tdb: &TestDb) -> String {
+    login_in_role(tdb, "ops", "matchmaker_ops").await
+}
+
+/// Creates a LOGIN role `mm_{kind}_...` (unique to this test binary) in `group`; its
+/// password is [`login_password`]. Dropped at exit on a DATABASE_URL server.
+pub async fn login_in_role(tdb: &TestDb, kind: &str, group: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "mm_{kind}_{}_{}",
+        tdb.name.trim_start_matches("mm_t_"),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let password = login_password(&name);
+    let sql = format!("CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE {group}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&tdb.pool)
+        .await
+        .expect("create a login role");
+    CREATED_ROLES.lock().unwrap().push(name.clone());
+    name
+}
+
+/// The password of a login made by [`login_in_role`].
+pub fn login_password(name: &str) -> String {
+    format!("pw-{name}")
 }
 
 /// SQLSTATE and message of a database error (panics on any other error).

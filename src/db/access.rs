@@ -1,0 +1,56 @@
+//! What the session's login may read: asked once at the start of a command, so that a
+//! login in the wrong role gets one line naming the role it needs instead of a
+//! `permission denied for table ...` from whichever query runs first.
+
+use sqlx::PgPool;
+
+use super::DbError;
+
+/// The tables the operators' commands (`status`, `explain`, `report`, `replay`) read,
+/// `_sqlx_migrations` (the schema check) first. `matchmaker_ops` and `matchmaker_daemon`
+/// may read them all, `matchmaker_client` none.
+pub const OPS_READS: &[&str] = &[
+    "_sqlx_migrations",
+    "queues",
+    "queue_entries",
+    "queue_state",
+    "rounds",
+    "round_snapshots",
+    "matches",
+    "match_players",
+    "leases",
+    "replicas",
+];
+
+/// The session's login and what it may not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// `session_user`: the login, also when a `SET ROLE` is in effect.
+    pub login: String,
+    /// Member of `matchmaker_client` (false when the role does not exist).
+    pub client: bool,
+    /// Of the tables asked about, those that exist and the login may not `SELECT`. A
+    /// missing table is left to the schema check, which names the fix.
+    pub unreadable: Vec<String>,
+}
+
+/// Asks the catalog which of `tables` the current user may not read.
+pub async fn read_access(db: &PgPool, tables: &[&str]) -> Result<Access, DbError> {
+    let (login, client, unreadable): (String, bool, Vec<String>) = sqlx::query_as(
+        "SELECT session_user::text,
+                coalesce((SELECT pg_has_role(r.oid, 'USAGE') FROM pg_roles r
+                           WHERE r.rolname = 'matchmaker_client'), false),
+                ARRAY(SELECT t.name FROM unnest($1::text[]) WITH ORDINALITY AS t(name, i)
+                       WHERE to_regclass(t.name) IS NOT NULL
+                         AND NOT has_table_privilege(to_regclass(t.name), 'SELECT')
+                       ORDER BY t.i)",
+    )
+    .bind(tables)
+    .fetch_one(db)
+    .await?;
+    Ok(Access {
+        login,
+        client,
+        unreadable,
+    })
+}
