@@ -91,6 +91,9 @@ async fn prune(
     let queues = if args.queue.is_empty() {
         retention::queues_with_history(db).await?
     } else {
+        for queue in &args.queue {
+            crate::db::queues::check_known_queue(db, queue).await??;
+        }
         args.queue.clone()
     };
     // A queue the config does not list (retired, or served by another config) keeps as

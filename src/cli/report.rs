@@ -96,6 +96,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         let (db, server) = open_database(&args.database).await?;
         let read = async {
             require_schema(&db).await?;
+            if let Some(queue) = &window.queue {
+                crate::db::queues::check_known_queue(&db, queue).await??;
+            }
             read_report(&db, &window, now)
                 .await
                 .context("reading the rounds")

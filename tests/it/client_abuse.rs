@@ -1226,7 +1226,7 @@ const MALFORMED: &[(&str, &[&str])] = &[
     (
         r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500}]')"#,
         &[
-            "members = 1 members: a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)",
+            "members = 1 member: a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)",
         ],
     ),
     (
