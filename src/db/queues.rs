@@ -195,15 +195,29 @@ fn known_queues_text(known: &[String]) -> String {
     }
 }
 
-/// `Err(UnknownQueue)` inside `Ok` when the database has never known `queue`; the
-/// operators' commands call it before reading anything of that queue.
+/// `Err(UnknownQueue)` inside `Ok` when the database has never known `queue`: neither
+/// published it nor kept a round of it. The operators' commands call it before reading
+/// anything of that queue.
 pub async fn check_known_queue(
     db: &PgPool,
     queue: &str,
 ) -> Result<Result<(), UnknownQueue>, DbError> {
-    let known: Vec<String> = sqlx::query_scalar("SELECT queue FROM queues ORDER BY queue")
-        .fetch_all(db)
-        .await?;
+    // The rounds' queues by a walk of rounds_by_queue_latest, one index probe per queue
+    // (not a scan of the whole history).
+    let known: Vec<String> = sqlx::query_scalar(
+        "WITH RECURSIVE walk AS (
+             (SELECT queue FROM rounds ORDER BY queue LIMIT 1)
+             UNION ALL
+             SELECT (SELECT r.queue FROM rounds r WHERE r.queue > walk.queue
+                      ORDER BY r.queue LIMIT 1)
+               FROM walk WHERE walk.queue IS NOT NULL)
+         SELECT queue FROM walk WHERE queue IS NOT NULL
+         UNION
+         SELECT queue FROM queues
+         ORDER BY queue",
+    )
+    .fetch_all(db)
+    .await?;
     if known.iter().any(|q| q == queue) {
         Ok(Ok(()))
     } else {
