@@ -13,11 +13,12 @@
 -- backfill included, is described in docs/client-guide.md.
 -- A login sees and cancels only the players it enqueued itself.
 --
--- A refused call raises an error with SQLSTATE 22023 (invalid_parameter_value) and a
--- message `field = value: rule`, e.g.
---   latencies.eu = -1: must be between 0 and 10000 ms
--- so a client can tell "this request is wrong" (22023: show or log the message, do not
--- retry) from "the server is unavailable" (anything else: retry later).
+-- A call with bad input is refused with an error in SQLSTATE class 22 and writes
+-- nothing: what the functions check says `field = value: rule` (22023,
+-- invalid_parameter_value), a text that is not a value of the parameter's type keeps
+-- PostgreSQL's own message (22P02, ...). Class 22: the request is wrong, show or log the
+-- message, do not retry. Classes 08, 53, 57 and 40: the server is unavailable for now,
+-- retry later. docs/client-guide.md ("Refusals and errors") shows examples.
 --
 -- Each statement starts with a `-- name:` line; tests/it/client_contract.rs runs every one
 -- of them as a client login and checks its answer. Parameters are $1, $2, ... with the

@@ -28,6 +28,12 @@
 //! opponents: ...`. Exit status: 0 when every player is matched, 1 when one left the queue
 //! without a match (the reason is printed) or on an error, 2 on `--timeout` (the players
 //! are cancelled first).
+//!
+//! An error is printed once, on one line: a database error as its message and SQLSTATE
+//! (`error: queue = 'ranked_9v9': unknown queue; queues: ranked_3v3 (SQLSTATE 22023)`).
+//! SQLSTATE class 22 means the request is wrong: fix it, do not retry. Classes 08
+//! (connection), 53 (resources), 57 (shutdown, cancel) and 40 (serialization, deadlock)
+//! mean the server is unavailable for now: retry later.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
@@ -74,10 +80,32 @@ async fn main() -> ExitCode {
     match run(&args).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// An error's causes, each once. A database error is its message and SQLSTATE: sqlx's own
+/// text repeats the message with the server's source line (`... at line 3907`), and says
+/// nothing a client acts on.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        if let Some(sqlx::Error::Database(db)) = cause.downcast_ref::<sqlx::Error>() {
+            let code = db
+                .code()
+                .map(|c| format!(" (SQLSTATE {c})"))
+                .unwrap_or_default();
+            parts.push(format!("{}{code}", db.message()));
+            break;
+        }
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
 }
 
 /// What became of the players.

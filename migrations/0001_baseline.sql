@@ -577,13 +577,16 @@ $$;
 
 -- ---- Input rules ------------------------------------------------------------------------
 -- Every refusal is an error whose message names the field, the value and the rule, with
--- SQLSTATE 22023 (invalid_parameter_value), so a client can tell "your request is wrong"
--- from "the server is down". The limits keep any single row as cheap to a round as a
+-- SQLSTATE 22023 (invalid_parameter_value). A client tells "your request is wrong" from
+-- "the server is down" by the class alone: every refusal of a client function is in class
+-- 22 (a text PostgreSQL cannot read as the parameter's type keeps its own 22P02, ...), so
+-- no check may let another error through (a cast, an array subscript, a unique index). The limits keep any single row as cheap to a round as a
 -- normal player:
 --   ids (player, party, session, region, role, peer): 1-64 characters, no control
 --     characters;
 --   skill: finite, |skill| <= 1e6; skill_sigma: finite, 0..1e6; side: 0..1;
---   latencies: at most 32 regions (known regions only, when the queue lists them),
+--   latencies: at most 32 regions (known regions only, when the queue lists them: a
+--     dedicated-server queue always does),
 --   peer_pings: at most 100 players; every ping 0..10000 ms;
 --   roles: at most 16, known to the queue, no repeats; parties: 2..max_party_size members.
 CREATE FUNCTION matchmaker_refuse(field text, value text, rule text) RETURNS void
@@ -670,6 +673,9 @@ BEGIN
     IF roles IS NULL THEN
         PERFORM matchmaker_refuse('roles', 'NULL', 'must be an array (empty: any role)');
     END IF;
+    IF array_ndims(roles) > 1 THEN
+        PERFORM matchmaker_refuse('roles', roles::text, 'must be a one-dimensional array');
+    END IF;
     IF cardinality(roles) > 16 THEN
         PERFORM matchmaker_refuse('roles', roles::text, 'has more than 16 roles');
     END IF;
@@ -707,10 +713,12 @@ $$;
 --     characters shows as a quote followed by 65 characters that are not quotes. A map
 --     with a backslash in its text goes to the rule-by-rule checks;
 --   - known regions as `latencies - regions = '{}'` (every key is a region).
--- The roles' "no repeats" count drops NULL roles before jsonb_object(), which raises on a
--- NULL key: the planner folds the call for a constant array (a custom plan of a prepared
--- statement) whatever the AND around it. A NULL role fails the count, and the checks name
--- it.
+-- The roles' "no repeats" count gives jsonb_object() a flat array without NULLs (through
+-- array_to_string, which skips NULLs and flattens): jsonb_object() raises on a NULL key
+-- and on a multi-dimensional array, and the planner folds the call for a constant array
+-- (a custom plan of a prepared statement) whatever the AND around it. A NULL role fails
+-- the count, and the checks name it (a role holding the separator U+001F fails it too, and
+-- the checks accept it).
 CREATE FUNCTION matchmaker_member_ok(q queues, player_id text, skill double precision,
                                      skill_sigma double precision, latencies jsonb,
                                      peer_pings jsonb, roles text[],
@@ -737,10 +745,12 @@ LANGUAGE sql STABLE AS $$
              AND peer_pings::text !~ '[\\[:cntrl:]]|"[^"]{65}'))
         -- A NULL role is in no array (<@ never matches NULL).
         AND cardinality(roles) <= 16 AND roles <@ q.roles
+        AND coalesce(array_ndims(roles), 1) = 1
         AND (cardinality(roles) < 2
              OR cardinality(roles)
                 = jsonb_array_length(jsonb_path_query_array(
-                      jsonb_object(array_remove(roles, NULL), array_remove(roles, NULL)),
+                      jsonb_object(string_to_array(array_to_string(roles, E'\x1f'), E'\x1f'),
+                                   string_to_array(array_to_string(roles, E'\x1f'), E'\x1f')),
                       '$.*'))),
         false)
 $$;
@@ -782,7 +792,8 @@ $$;
 --
 -- Each runs as its owner (SECURITY DEFINER) with a pinned search_path, so clients need no
 -- privilege on any table. Refusals: SQLSTATE 22023, a message naming the field, the value
--- and the rule (section 3).
+-- and the rule (section 3); a text that is not a value of a parameter's type is PostgreSQL's
+-- own error of class 22.
 
 -- Enqueue one solo player; returns the entry id. The server sets the times, the status and
 -- the owner. A player may be queued in several queues at once; they are matched at most
@@ -866,7 +877,7 @@ BEGIN
     END IF;
     n := jsonb_array_length(members);
     IF n < 2 OR n > q.max_party_size THEN
-        PERFORM matchmaker_refuse('members', n || ' members',
+        PERFORM matchmaker_refuse('members', n || CASE WHEN n = 1 THEN ' member' ELSE ' members' END,
             format('a party in queue %s has 2 to %s members (enqueue a solo player with enqueue)',
                    q.queue, q.max_party_size));
     END IF;
@@ -999,7 +1010,7 @@ $$;
 -- call it every ticket_ttl / 3 (queue_catalog.keep_alive_every) while they wait. Returns
 -- how many entries were refreshed: fewer than expected means some left the queue (read
 -- player_status to see why). Only the caller's own entries (daemon and ops: any).
--- Refuses: a NULL array or more than 10000 ids.
+-- Refuses: a NULL array, a NULL id, or more than 10000 ids.
 CREATE FUNCTION keep_alive(player_ids text[], queue text DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
@@ -1008,8 +1019,11 @@ DECLARE
     n integer;
 BEGIN
     IF player_ids IS NULL OR cardinality(player_ids) > 10000 THEN
-        PERFORM matchmaker_refuse('player_ids', cardinality(player_ids)::text,
+        PERFORM matchmaker_refuse('player_ids', cardinality(player_ids) || ' ids',
                                   'must be an array of at most 10000 player ids');
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(player_ids) x WHERE x IS NULL) THEN
+        PERFORM matchmaker_refuse('player_ids', player_ids::text, 'must not contain NULL');
     END IF;
     WITH own AS (
         SELECT e.entry_id, e.party_key FROM queue_entries e
@@ -1066,9 +1080,16 @@ BEGIN
     PERFORM matchmaker_check_id('session_id', session_id);
 
     -- The slots: one entry per team, each 0..team_size, at least one open.
-    IF open_slots IS NULL OR cardinality(open_slots) <> q.teams
-       OR array_position(open_slots, NULL) IS NOT NULL THEN
-        PERFORM matchmaker_refuse('open_slots', quote_nullable(open_slots::text),
+    -- One dimension from index 1, checked apart first: array_position() raises on more,
+    -- and open_slots[i] reads NULL past other bounds.
+    IF open_slots IS NULL OR coalesce(array_ndims(open_slots), 1) <> 1
+       OR coalesce(array_lower(open_slots, 1), 1) <> 1 THEN
+        PERFORM matchmaker_refuse('open_slots', open_slots::text,
+            format('must be an array of %s numbers, the free slots of each team of queue %s',
+                   q.teams, q.queue));
+    END IF;
+    IF cardinality(open_slots) <> q.teams OR array_position(open_slots, NULL) IS NOT NULL THEN
+        PERFORM matchmaker_refuse('open_slots', open_slots::text,
             format('must be an array of %s numbers, the free slots of each team of queue %s',
                    q.teams, q.queue));
     END IF;
@@ -1096,7 +1117,7 @@ BEGIN
     END IF;
     n := jsonb_array_length(members);
     IF n < 1 OR n > q.teams * q.team_size - 1 THEN
-        PERFORM matchmaker_refuse('members', n || ' members',
+        PERFORM matchmaker_refuse('members', n || CASE WHEN n = 1 THEN ' member' ELSE ' members' END,
             format('a session in queue %s has 1 to %s members when it asks for a backfill',
                    q.queue, q.teams * q.team_size - 1));
     END IF;
@@ -1149,15 +1170,17 @@ BEGIN
                 format('must be a team index from 0 to %s (queue %s has %s teams)',
                        q.teams - 1, q.queue, q.teams));
         END IF;
-        team := (m ->> 'team')::integer;
+        -- Through numeric: a whole number may be written 1.0, which integer's input refuses.
+        team := (m -> 'team')::numeric::integer;
         per_team[team + 1] := per_team[team + 1] + 1;
     END LOOP;
     -- The completed session is a full match of the queue's format.
     FOR i IN 1 .. q.teams LOOP
         IF per_team[i] + open_slots[i] <> q.team_size THEN
             PERFORM matchmaker_refuse(format('open_slots[%s]', i - 1), open_slots[i]::text,
-                format('team %s has %s members: members + open slots must be %s (team_size of queue %s)',
-                       i - 1, per_team[i], q.team_size, q.queue));
+                format('team %s has %s member%s: members + open slots must be %s (team_size of queue %s)',
+                       i - 1, per_team[i], CASE WHEN per_team[i] = 1 THEN '' ELSE 's' END,
+                       q.team_size, q.queue));
         END IF;
     END LOOP;
 
@@ -1529,11 +1552,20 @@ CREATE CONSTRAINT TRIGGER rounds_notify_commit
 -- becomes its first 40 letters, digits, '_' and '-' (ASCII: 40 bytes) + '~' + the first 11
 -- hex digits of its md5, so two long names that share a beginning still get different
 -- channels.
+-- A NULL or empty name is refused like any client function's bad input (the check is
+-- written out: clients may not execute matchmaker_refuse, and this function is not a
+-- SECURITY DEFINER one).
 CREATE FUNCTION queue_channel(queue text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT CASE WHEN octet_length(queue) <= 52 THEN 'matchmaker:' || queue
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF queue IS NULL OR queue = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('queue = %s: is required (a queue''s name)', quote_nullable(queue));
+    END IF;
+    RETURN CASE WHEN octet_length(queue) <= 52 THEN 'matchmaker:' || queue
                 ELSE 'matchmaker:' || left(regexp_replace(queue, '[^A-Za-z0-9_-]', '', 'g'), 40)
-                     || '~' || left(md5(queue), 11) END
+                     || '~' || left(md5(queue), 11) END;
+END
 $$;
 COMMENT ON FUNCTION queue_channel(text) IS
     'The NOTIFY channel of a queue''s match and countdown notifications (LISTEN "<it>")';

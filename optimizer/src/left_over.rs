@@ -224,17 +224,19 @@ pub fn explain_left_over(
                 })
                 .max()
                 .unwrap_or(0);
+            let (tried, others) = (matches.len().min(MATCHES_TRIED), ix.ids.len() - 1);
             (
                 LeftOverKind::NoHost,
                 format!(
-                    "nobody could host a match with {}: in every valid match tried (in place of players of the {} nearest matches, or with the other left-over players) no player reaches everyone within hosts.max_ping_ms ({limit} ms); {reach} of the {} other players in the pool are within {limit} ms of them",
+                    "nobody could host a match with {}: in every valid match tried (in place of players of the {tried} nearest match{}, or with the other left-over players) no player reaches everyone within hosts.max_ping_ms ({limit} ms); {reach} of the {others} other player{} in the pool {} within {limit} ms of them",
                     if size == 1 {
                         "them".to_string()
                     } else {
                         format!("the party of {size}")
                     },
-                    matches.len().min(MATCHES_TRIED),
-                    ix.ids.len() - 1,
+                    if tried == 1 { "" } else { "es" },
+                    if others == 1 { "" } else { "s" },
+                    if reach == 1 { "is" } else { "are" },
                 ),
             )
         } else {
@@ -246,12 +248,13 @@ pub fn explain_left_over(
             (
                 LeftOverKind::NoValidMatch,
                 format!(
-                    "{} in place of players of the {tried} nearest matches, or with the other left-over players, breaks the queue's rules ({})",
+                    "{} in place of players of the {tried} nearest match{}, or with the other left-over players, breaks the queue's rules ({})",
                     if size == 1 {
                         "the player".to_string()
                     } else {
                         format!("the party of {size}")
                     },
+                    if tried == 1 { "" } else { "es" },
                     rules.join(", ")
                 ),
             )
@@ -460,5 +463,38 @@ mod tests {
             "{left:?}"
         );
         assert!(left[0].reason.contains("the party of 2"), "{left:?}");
+    }
+
+    #[test]
+    fn a_player_nobody_can_host_is_told_who_reaches_them_in_agreeing_words() {
+        // Six players close to each other make a match; x and y reach only each other
+        // (30 ms), everyone else through eu at 220 ms, past hosts.max_ping_ms (150).
+        let model = QueueModel::default();
+        let mut players: Vec<Player> = (0..6)
+            .map(|i| player(&format!("c{i}"), 1000.0 + i as f64, &[]))
+            .collect();
+        for (id, other) in [("x", "y"), ("y", "x")] {
+            players.push(Player {
+                latencies: [("eu".to_string(), 200.0)].into_iter().collect(),
+                peer_pings: [(other.to_string(), 30.0)].into_iter().collect(),
+                ..player(id, 1000.0, &[])
+            });
+        }
+        let left = explain(
+            &Pool {
+                players,
+                ..Pool::default()
+            },
+            &model,
+        );
+        let x = left.iter().find(|l| l.player == "x").expect("x left over");
+        assert_eq!(x.kind, LeftOverKind::NoHost, "{left:?}");
+        assert!(
+            x.reason.contains("players of the 1 nearest match, or")
+                && x.reason
+                    .ends_with("1 of the 7 other players in the pool is within 150 ms of them"),
+            "{}",
+            x.reason
+        );
     }
 }

@@ -144,6 +144,9 @@ async fn replay_one(db: &PgPool, round_id: i64, args: &ReplayArgs) -> anyhow::Re
 
 async fn range(db: &PgPool, args: &ReplayArgs) -> anyhow::Result<()> {
     let (from, to) = (args.from.expect("clap: from"), args.to.expect("clap: to"));
+    if let Some(queue) = &args.queue {
+        crate::db::queues::check_known_queue(db, queue).await??;
+    }
     if !args.json {
         println!(
             "{:>8} {:<14} {:>6} {:>17} {:>17} {:>5}",

@@ -45,6 +45,9 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
 async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
     crate::ops::access::require_ops_login(db, "status").await?;
     require_schema(db).await?;
+    if let Some(queue) = &args.queue {
+        crate::db::queues::check_known_queue(db, queue).await??;
+    }
     let out = Output::stdout();
     let (_, dim, reset) = out.styles();
     loop {

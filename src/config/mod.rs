@@ -23,6 +23,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use matchmaker_optimizer::model::Network;
 use matchmaker_optimizer::{Budget, QueueModel, Strategy};
 pub use schedule::Schedule;
 
@@ -55,6 +56,22 @@ fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
         key: key.into(),
         problem: problem.into(),
     }
+}
+
+/// The table at `key` as a `T`; a refusal names the key at fault inside it (e.g.
+/// `queues.ranked_3v3.round.every`, or an unknown `queues.ranked_3v3.round.evry`), found
+/// by the path the deserializer had reached.
+fn typed<T: serde::de::DeserializeOwned>(key: &str, value: toml::Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let problem = e.into_inner().message().to_string();
+        let full = if path.is_empty() || path == "." {
+            key.to_string()
+        } else {
+            format!("{key}.{path}")
+        };
+        invalid(full, problem)
+    })
 }
 
 /// The whole file.
@@ -475,15 +492,11 @@ impl Config {
         };
         let daemon: DaemonConfig = match table.remove("daemon") {
             None => DaemonConfig::default(),
-            Some(v) => v
-                .try_into()
-                .map_err(|e: toml::de::Error| invalid("daemon", e.message()))?,
+            Some(v) => typed("daemon", v)?,
         };
         let retention: RetentionConfig = match table.remove("retention") {
             None => RetentionConfig::default(),
-            Some(v) => v
-                .try_into()
-                .map_err(|e: toml::de::Error| invalid("retention", e.message()))?,
+            Some(v) => typed("retention", v)?,
         };
         let queues_value = table
             .remove("queues")
@@ -506,25 +519,17 @@ impl Config {
             };
             let round: RoundConfig = match queue_table.remove("round") {
                 None => RoundConfig::default(),
-                Some(v) => v
-                    .try_into()
-                    .map_err(|e: toml::de::Error| invalid(format!("{key}.round"), e.message()))?,
+                Some(v) => typed(&format!("{key}.round"), v)?,
             };
             let tickets: TicketConfig = match queue_table.remove("tickets") {
                 None => TicketConfig::default(),
-                Some(v) => v
-                    .try_into()
-                    .map_err(|e: toml::de::Error| invalid(format!("{key}.tickets"), e.message()))?,
+                Some(v) => typed(&format!("{key}.tickets"), v)?,
             };
             let backfill: BackfillConfig = match queue_table.remove("backfill") {
                 None => BackfillConfig::default(),
-                Some(v) => v.try_into().map_err(|e: toml::de::Error| {
-                    invalid(format!("{key}.backfill"), e.message())
-                })?,
+                Some(v) => typed(&format!("{key}.backfill"), v)?,
             };
-            let model: QueueModel = toml::Value::Table(queue_table)
-                .try_into()
-                .map_err(|e: toml::de::Error| invalid(key.clone(), e.message()))?;
+            let model: QueueModel = typed(&key, toml::Value::Table(queue_table))?;
             queues.insert(
                 name,
                 QueueConfig {
@@ -699,6 +704,15 @@ impl QueueConfig {
                     ),
                 ));
             }
+        }
+        // A dedicated-server match is played in one of the queue's regions: with none
+        // listed, any name a client sends ("mars") would be a region to place it in.
+        if self.model.network == Network::Dedicated && t.regions.is_empty() {
+            return Err(invalid(
+                key("tickets.regions"),
+                "a dedicated-server queue must list its regions (the datacenters a match may \
+                 be placed in; latencies may name only these)",
+            ));
         }
         let b = &self.backfill;
         if b.delay < Duration::from_millis(100) || b.delay > Duration::from_secs(60) {

@@ -176,3 +176,54 @@ pub async fn published_queues(db: &PgPool) -> Result<Vec<PublishedQueue>, DbErro
     .fetch_all(db)
     .await?)
 }
+
+/// A queue name the database does not know, with the names it does (active or retired):
+/// an operator's command names the queue it was asked for and where to look instead.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown queue {queue:?}; {}", known_queues_text(.known))]
+pub struct UnknownQueue {
+    pub queue: String,
+    pub known: Vec<String>,
+}
+
+fn known_queues_text(known: &[String]) -> String {
+    if known.is_empty() {
+        "the database knows no queue yet (a queue is published when `matchmaker run` serves it)"
+            .to_string()
+    } else {
+        format!("queues: {}", known.join(", "))
+    }
+}
+
+/// `Err(UnknownQueue)` inside `Ok` when the database has never known `queue`: neither
+/// published it nor kept a round of it. The operators' commands call it before reading
+/// anything of that queue.
+pub async fn check_known_queue(
+    db: &PgPool,
+    queue: &str,
+) -> Result<Result<(), UnknownQueue>, DbError> {
+    // The rounds' queues by a walk of rounds_by_queue_latest, one index probe per queue
+    // (not a scan of the whole history).
+    let known: Vec<String> = sqlx::query_scalar(
+        "WITH RECURSIVE walk AS (
+             (SELECT queue FROM rounds ORDER BY queue LIMIT 1)
+             UNION ALL
+             SELECT (SELECT r.queue FROM rounds r WHERE r.queue > walk.queue
+                      ORDER BY r.queue LIMIT 1)
+               FROM walk WHERE walk.queue IS NOT NULL)
+         SELECT queue FROM walk WHERE queue IS NOT NULL
+         UNION
+         SELECT queue FROM queues
+         ORDER BY queue",
+    )
+    .fetch_all(db)
+    .await?;
+    if known.iter().any(|q| q == queue) {
+        Ok(Ok(()))
+    } else {
+        Ok(Err(UnknownQueue {
+            queue: queue.to_string(),
+            known,
+        }))
+    }
+}

@@ -46,7 +46,14 @@ pub fn run(args: DemoOptions) -> anyhow::Result<()> {
     let log = log_to_file()?;
     eprintln!("daemon log: {}", log.display());
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(demo(args))
+    let outcome = runtime.block_on(demo(args));
+    // The log is the demo's own temporary file: kept only when it explains a failure.
+    if outcome.is_ok() {
+        let _ = std::fs::remove_file(&log);
+    } else {
+        eprintln!("daemon log kept: {}", log.display());
+    }
+    outcome
 }
 
 async fn demo(args: DemoOptions) -> anyhow::Result<()> {
@@ -84,6 +91,18 @@ async fn demo(args: DemoOptions) -> anyhow::Result<()> {
         with_progress("removing the private PostgreSQL", server.stop())
             .await
             .context("stopping the private PostgreSQL")?;
+        if outcome.is_ok() {
+            let out = Output::stdout();
+            println!(
+                "{}",
+                out.wrap(
+                    "The private server is removed. To keep the rounds, run the demo against \
+                     a server of yours (DATABASE_URL=postgres://... matchmaker-lab demo), or \
+                     the daemon with its persistent local server (matchmaker run).",
+                    ""
+                )
+            );
+        }
     }
     outcome
 }
@@ -333,14 +352,16 @@ async fn print_next_steps(db: &PgPool, kept: bool, out: &Output) -> anyhow::Resu
         print!("{}", format_table(columns, &rows, out));
     }
     println!();
-    let last = if kept {
-        "Run these with psql against the same DATABASE_URL; the rounds stay there."
-    } else {
-        "The private server is removed now. To keep the rounds, run the demo against a \
-         server of yours (DATABASE_URL=postgres://... matchmaker-lab demo), or the daemon \
-         with its persistent local server (matchmaker run)."
-    };
-    println!("{}", out.wrap(last, ""));
+    // A private server's closing note is printed once it is removed (`demo`).
+    if kept {
+        println!(
+            "{}",
+            out.wrap(
+                "Run these with psql against the same DATABASE_URL; the rounds stay there.",
+                ""
+            )
+        );
+    }
     Ok(())
 }
 

@@ -104,6 +104,9 @@ async fn prune_queues(
     let queues = if options.queues.is_empty() {
         retention::queues_with_history(db).await?
     } else {
+        for queue in &options.queues {
+            crate::db::queues::check_known_queue(db, queue).await??;
+        }
         options.queues.clone()
     };
     // A queue the config does not list (retired, or served by another config) keeps as

@@ -31,6 +31,9 @@ pub async fn make_report(options: &ReportOptions) -> anyhow::Result<Report> {
     let read = async {
         crate::ops::access::require_ops_login(&db, "report").await?;
         require_schema(&db).await?;
+        if let Some(queue) = &options.window.queue {
+            crate::db::queues::check_known_queue(&db, queue).await??;
+        }
         read_report(&db, &options.window, options.generated_at)
             .await
             .context("reading the rounds")

@@ -535,7 +535,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             five.clone(),
             vec![0, 1, 0],
             "30s",
-            "open_slots = '{0,1,0}': must be an array of 2 numbers, the free slots of each \
+            "open_slots = {0,1,0}: must be an array of 2 numbers, the free slots of each \
              team of queue q"
                 .into(),
         ),

@@ -366,6 +366,25 @@ fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
         "a round was shown:\n{stdout}"
     );
     assert!(stdout.contains("Where to look next"), "{stdout}");
+    // The closing note comes once the private server is gone, and says so in the past.
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.ends_with(
+            "The private server is removed. To keep the rounds, run the demo against a server \
+             of yours (DATABASE_URL=postgres://... matchmaker-lab demo), or the daemon with its \
+             persistent local server (matchmaker run)."
+        ),
+        "{stdout}"
+    );
+    // Its log file was the demo's own: removed with it.
+    let log = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("daemon log: "))
+        .unwrap_or_else(|| panic!("the log is named:\n{stderr}"));
+    assert!(
+        !std::path::Path::new(log.trim()).exists(),
+        "{log} is left behind"
+    );
     // Piped, a frame per round rather than a page a second: in 12 s at most 4 rounds
     // of each of 2 queues, the first frame and the final view make 10, with room for an
     // early-start round; a page a second would make 14.
@@ -374,4 +393,44 @@ fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
         (2..=12).contains(&frames),
         "{frames} frames, not one a second:\n{stdout}"
     );
+}
+
+/// An operator's command asked for a queue the database does not know says so on one
+/// line, naming the known ones, and writes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_given_an_unknown_queue_name_the_known_ones() {
+    let tdb = fresh_db().await;
+    let config = Config::from_toml_str("[queues.ranked_3v3]\n").unwrap();
+    db::queues::publish_queue(&tdb.pool, "ranked_3v3", &config.queues["ranked_3v3"], "cli")
+        .await
+        .unwrap();
+    let url = tdb.url();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let page_arg = page.to_str().unwrap().to_string();
+    let expected = "error: unknown queue \"nope\"; queues: ranked_3v3";
+    for args in [
+        vec!["report", "--queue", "nope", "--out", &page_arg],
+        vec!["status", "--once", "--queue", "nope"],
+        vec!["replay", "--from", "1h", "--to", "now", "--queue", "nope"],
+        vec!["prune", "--dry-run", "--queue", "nope"],
+    ] {
+        let out = tokio::task::block_in_place(|| {
+            piped_within(
+                cli().args(&args).args(["--database-url", &url]),
+                Duration::from_secs(60),
+            )
+        });
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr
+                .lines()
+                .filter(|l| l.starts_with("error:"))
+                .collect::<Vec<_>>(),
+            [expected],
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!page.exists(), "no page written");
 }

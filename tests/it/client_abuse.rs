@@ -1226,7 +1226,7 @@ const MALFORMED: &[(&str, &[&str])] = &[
     (
         r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500}]')"#,
         &[
-            "members = 1 members: a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)",
+            "members = 1 member: a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)",
         ],
     ),
     (
@@ -1373,7 +1373,7 @@ const MALFORMED: &[(&str, &[&str])] = &[
     // keep_alive and cancel.
     (
         "SELECT keep_alive((SELECT array_agg('p' || i) FROM generate_series(1, 10001) i))",
-        &["player_ids = 10001: must be an array of at most 10000 player ids"],
+        &["player_ids = 10001 ids: must be an array of at most 10000 player ids"],
     ),
     (
         "SELECT keep_alive(NULL)",

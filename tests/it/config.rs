@@ -221,3 +221,93 @@ fn a_flexible_queue_loads_with_its_formats() {
     assert!(m.is_flexible());
     assert_eq!(m.formats(), [vec![5, 5], vec![5, 4], vec![4, 4]]);
 }
+
+/// A value of the wrong type or an unknown key is named by its own key, however deep,
+/// not by the table it is in.
+#[test]
+fn a_refused_value_is_named_by_its_own_key() {
+    let cases = [
+        (
+            "[queues.a.round]\nevery = 5\n",
+            "config key `queues.a.round.every`: ",
+        ),
+        (
+            "[queues.a.round]\nbudget = \"soon\"\n",
+            "config key `queues.a.round.budget`: ",
+        ),
+        (
+            "[queues.a.tickets]\nregions = \"eu\"\n",
+            "config key `queues.a.tickets.regions`: ",
+        ),
+        (
+            "[queues.a.weights]\nenemy_ping = \"high\"\n",
+            "config key `queues.a.weights.enemy_ping`: ",
+        ),
+        (
+            "[daemon]\npoll_interval = true\n[queues.a]\n",
+            "config key `daemon.poll_interval`: ",
+        ),
+        (
+            "[retention]\nbatch_size = -1\n[queues.a]\n",
+            "config key `retention.batch_size`: ",
+        ),
+    ];
+    for (toml, start) in cases {
+        let message = err(toml);
+        assert!(message.starts_with(start), "{toml}\n{message}");
+    }
+    // An unknown key is named too, and the message lists the known ones.
+    let message = err("[queues.a.round]\nevry = \"5s\"\n");
+    assert!(
+        message.starts_with(
+            "config key `queues.a.round.evry`: unknown field `evry`, expected one of `every`, "
+        ),
+        "{message}"
+    );
+}
+
+/// A reload of an invalid file is refused naming the key at fault, and the running
+/// config stays.
+#[test]
+fn an_invalid_reload_names_the_key_and_keeps_the_config() {
+    use std::sync::Arc;
+    let dir = std::env::temp_dir().join(format!("mm-reload-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("matchmaker.toml");
+    std::fs::write(&path, "[queues.ranked_3v3.round]\nevery = \"1m\"\n").unwrap();
+    let running = Arc::new(Config::load(&path).unwrap());
+    let (current, _) = tokio::sync::watch::channel(running.clone());
+    std::fs::write(
+        &path,
+        "[queues.ranked_3v3.round]\nevery = \"1m\"\nrestarts = \"many\"\n",
+    )
+    .unwrap();
+    let refused = matchmaker::daemon::reload::reload_config(&path, &current).unwrap_err();
+    let message = refused.to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        message.starts_with("config key `queues.ranked_3v3.round.restarts`: "),
+        "{message}"
+    );
+    assert_eq!(*current.borrow(), running, "the running config stays");
+}
+
+/// A dedicated-server queue places each match in one of its regions: it must list them.
+#[test]
+fn a_dedicated_queue_must_list_its_regions() {
+    let message = err("[queues.a]\nnetwork = \"dedicated\"\n");
+    assert_eq!(
+        message,
+        "config key `queues.a.tickets.regions`: a dedicated-server queue must list its regions \
+         (the datacenters a match may be placed in; latencies may name only these)"
+    );
+    let listed = "[queues.a]\nnetwork = \"dedicated\"\n[queues.a.tickets]\nregions = [\"eu\"]\n";
+    assert_eq!(
+        Config::from_toml_str(listed).unwrap().queues["a"]
+            .tickets
+            .regions,
+        ["eu"]
+    );
+    // A peer-to-peer queue may leave them open (any name).
+    assert!(Config::from_toml_str("[queues.a]\n").is_ok());
+}

@@ -25,7 +25,8 @@ fn config() -> String {
             "[queues.{name}]\nteams = 2\nteam_size = 5\nnetwork = \"dedicated\"\n\
              [queues.{name}.alliance]\nplayer_min_number = 4\nshort_match_min_score = {min_score:?}\n\
              [queues.{name}.weights]\nmember_count_difference = 1.0\n\
-             [queues.{name}.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = {target}\n"
+             [queues.{name}.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = {target}\n\
+             [queues.{name}.tickets]\nregions = [\"eu\"]\n"
         )
     };
     format!(

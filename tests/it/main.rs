@@ -32,6 +32,7 @@ mod optimizer_formats;
 mod optimizer_search;
 mod peak;
 mod recent_matches;
+mod refusals;
 mod replay;
 mod report;
 mod retention;

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "71d688fb171d604f1dec00ca021499a2e712113b68409bc18b20b4934c9ae2288191ee66ac48d6fc430a35b8197f9118",
+    "dbfe1f504be425ee011b10fb78e0f6babdb6092851d95abab5ed15b195fc8223049249fc9a375e99908d158a3c86389a",
 )];
 
 /// The last migration of 1.0.

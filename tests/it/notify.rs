@@ -642,3 +642,34 @@ async fn the_example_client_receives_its_match() {
     daemon.await.unwrap().unwrap();
     assert_nobody_matched_twice(db).await;
 }
+
+/// A refused request: the example prints the database's message once, with its
+/// SQLSTATE, on one line (no driver prefix, no server source line), and exits 1.
+#[tokio::test]
+async fn the_example_client_prints_a_refusal_once() {
+    let client_bin = tokio::task::spawn_blocking(example_client).await.unwrap();
+    let tdb = fresh_db().await;
+    let config = Config::from_toml_str("[queues.q]\n").expect("valid config");
+    matchmaker::db::queues::publish_queue(&tdb.pool, "q", &config.queues["q"], "notify")
+        .await
+        .unwrap();
+    let (login, _) = client_login(&tdb, 1).await;
+    let url = format!(
+        "postgres://{login}:pw-{login}@{}:{}/{}",
+        tdb.options.get_host(),
+        tdb.options.get_port(),
+        tdb.name
+    );
+    let out = tokio::process::Command::new(&client_bin)
+        .args(["--queue", "ranked_9v9", "--player", "alice=1500"])
+        .env("DATABASE_URL", &url)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the example runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: queue = 'ranked_9v9': unknown queue; queues: q (SQLSTATE 22023)\n"
+    );
+}

@@ -649,7 +649,7 @@ fn metrics_addr_is_read_from_the_config_file_and_checked() {
         Config::from_toml_str("[daemon]\nmetrics_addr = \"localhost\"\n[queues.q]\n").unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("config key `daemon`: invalid socket address"),
+            .starts_with("config key `daemon.metrics_addr`: invalid socket address"),
         "{err}"
     );
 }

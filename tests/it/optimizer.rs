@@ -308,7 +308,7 @@ fn optimize_reads_a_queue_from_a_config_file() {
     let config = dir.path().join("mm.toml");
     std::fs::write(
         &config,
-        "[queues.duel]\nteams = 2\nteam_size = 1\nnetwork = \"dedicated\"\n[queues.duel.round]\nevery = \"2m\"\n[queues.duel.weights]\nequal_teams = 1.0\n",
+        "[queues.duel]\nteams = 2\nteam_size = 1\nnetwork = \"dedicated\"\n[queues.duel.round]\nevery = \"2m\"\n[queues.duel.weights]\nequal_teams = 1.0\n[queues.duel.tickets]\nregions = [\"eu\"]\n",
     )
     .unwrap();
     let out = succeeded(

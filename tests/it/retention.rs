@@ -512,8 +512,8 @@ fn retention_config_is_validated() {
         ("batch_size = 0", "retention.batch_size"),
         ("batch_size = 100000", "retention.batch_size"),
         ("interval = \"10ms\"", "retention.interval"),
-        ("horizon = \"soon\"", "retention"),
-        ("keep = 3", "retention"),
+        ("horizon = \"soon\"", "retention.horizon"),
+        ("keep = 3", "retention.keep"),
     ] {
         let err = Config::from_toml_str(&format!("{base}[retention]\n{text}\n")).unwrap_err();
         assert!(

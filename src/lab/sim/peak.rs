@@ -176,6 +176,19 @@ pub fn config_toml(plans: &[QueuePlan], spec: &EveningSpec, solver_threads: usiz
             ms(plan.every),
             ms(spec.budget),
         ));
+        if plan.mode == Mode::Dedicated5v5 {
+            // A dedicated queue lists its regions: those its world's players measure.
+            let regions: Vec<String> = plan
+                .world
+                .regions()
+                .iter()
+                .map(|r| format!("{:?}", r.name))
+                .collect();
+            toml.push_str(&format!(
+                "\n[queues.{q}.tickets]\nregions = [{}]\n",
+                regions.join(", ")
+            ));
+        }
     }
     toml
 }

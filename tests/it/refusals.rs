@@ -1,0 +1,712 @@
+//! The refusal contract, function by function, as a client login: every malformed input
+//! to a client function is an error in SQLSTATE class 22 (the request is wrong: do not
+//! retry) and writes nothing. What the functions check reads `field = value: rule` with
+//! 22023 (each message asserted whole); a text PostgreSQL cannot parse as the parameter's
+//! type keeps PostgreSQL's own message (22P02, 22007). And every refusal example in the
+//! docs is what the database answers.
+
+use matchmaker::config::Config;
+use matchmaker::db;
+use sqlx::PgPool;
+
+use crate::support::*;
+
+/// q: a 3v3 peer-to-peer queue, any region, no roles, parties of 2-3. r: roles and two
+/// regions. d: a 5v5 dedicated-server queue in two regions.
+const QUEUES: &str = r#"
+default_queue = "q"
+[queues.q]
+[queues.r]
+roles = ["tank", "healer", "dps"]
+[queues.r.tickets]
+regions = ["eu", "us"]
+[queues.d]
+teams = 2
+team_size = 5
+network = "dedicated"
+[queues.d.tickets]
+regions = ["eu-west", "us-east"]
+"#;
+
+/// The client functions (section 4 of the schema and the client's grants, section 7).
+const CLIENT_FUNCTIONS: [&str; 7] = [
+    "enqueue",
+    "enqueue_party",
+    "cancel",
+    "keep_alive",
+    "request_backfill",
+    "cancel_backfill",
+    "queue_channel",
+];
+
+/// Publishes every queue of `config` as the daemon does.
+async fn publish(db: &PgPool, config: &Config) {
+    for (name, queue) in &config.queues {
+        db::queues::publish_queue(db, name, queue, "refusals")
+            .await
+            .unwrap();
+    }
+}
+
+/// Everything the daemon owns and the clients write, as one string: equal before and
+/// after a call means it wrote nothing.
+async fn fingerprint(db: &PgPool) -> String {
+    sqlx::query_scalar(
+        "SELECT concat_ws(' / ',
+            (SELECT count(*) || ':' || md5(coalesce(string_agg(e::text, ',' ORDER BY entry_id), ''))
+               FROM queue_entries e),
+            (SELECT count(*) || ':' || md5(coalesce(string_agg(b::text, ',' ORDER BY request_id), ''))
+               FROM backfill_requests b),
+            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY match_id), '')) FROM matches m),
+            (SELECT md5(coalesce(string_agg(q::text, ',' ORDER BY queue), '')) FROM queues q),
+            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY queue), ''))
+               FROM queue_state s))",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+/// SQLSTATE and message of `sql` run as `client`, which must fail.
+async fn refusal(client: &PgPool, sql: &str) -> (String, String) {
+    let err = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .execute(client)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("should be refused: {sql}"));
+    db_error(&err)
+}
+
+/// `text` as `matchmaker_refuse` shows a value: at most 80 characters.
+fn shown(text: &str) -> String {
+    if text.chars().count() > 80 {
+        format!("{}...", text.chars().take(77).collect::<String>())
+    } else {
+        text.to_string()
+    }
+}
+
+/// (statement, the whole message) of inputs the functions check: SQLSTATE 22023.
+fn checked() -> Vec<(String, String)> {
+    let huge = format!("1{}", "0".repeat(400));
+    // jsonb's text form orders keys of equal length bytewise.
+    let regions: Vec<String> = (0..33).map(|i| format!("\"r{i:02}\": 20")).collect();
+    let map33 = format!("{{{}}}", regions.join(", "));
+    let x65 = "x".repeat(65);
+    let slots = "must be an array of 2 numbers, the free slots of each team of queue q".to_string();
+    let party_size =
+        "a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)".to_string();
+    let two = r#"{"player_id": "m2", "skill": 1500}"#;
+    let cases: Vec<(String, String)> = vec![
+        // enqueue: ids, numbers, NULLs.
+        (
+            "SELECT enqueue('q', NULL, 1500)".into(),
+            "player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            format!("SELECT enqueue('q', '{x65}', 1500)"),
+            format!("player_id = '{x65}': is longer than 64 characters"),
+        ),
+        (
+            r"SELECT enqueue('q', E'new\nline', 1500)".into(),
+            "player_id = 'new\nline': contains control characters".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', NULL)".into(),
+            "skill = NULL: must be a finite number in [-1000000, 1000000]".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 'NaN')".into(),
+            "skill = NaN: must be a finite number in [-1000000, 1000000]".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', '-Infinity')".into(),
+            "skill = -Infinity: must be a finite number in [-1000000, 1000000]".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, skill_sigma => 'Infinity')".into(),
+            "skill_sigma = Infinity: must be a number in [0, 1000000]".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, side => 2)".into(),
+            "side = 2: must be in [0, 1] (0: first team, 1: second)".into(),
+        ),
+        // enqueue: JSON of the wrong type, nested wrong types, sizes, ranges.
+        (
+            "SELECT enqueue('q', 'p1', 1500, latencies => '[]')".into(),
+            "latencies = []: must be a JSON object of names to milliseconds".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, latencies => NULL)".into(),
+            "latencies = NULL: must be a JSON object of names to milliseconds".into(),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": {"ms": 20}}')"#.into(),
+            r#"latencies.eu = {"ms": 20}: must be a number of ms"#.into(),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"eu": [20]}')"#.into(),
+            "latencies.eu = [20]: must be a number of ms".into(),
+        ),
+        (
+            format!(r#"SELECT enqueue('q', 'p1', 1500, latencies => '{{"eu": {huge}}}')"#),
+            format!(
+                "latencies.eu = {}: must be between 0 and 10000 ms",
+                shown(&huge)
+            ),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, latencies =>
+                 (SELECT jsonb_object_agg('r' || lpad(i::text, 2, '0'), 20)
+                    FROM generate_series(0, 32) i))"
+                .into(),
+            format!("latencies = {}: has more than 32 entries", shown(&map33)),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, latencies => '{"": 20}')"#.into(),
+            "latencies key = '': is required (1-64 characters)".into(),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, peer_pings => '{"bob": true}')"#.into(),
+            "peer_pings.bob = true: must be a number of ms".into(),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, peer_pings => '"fast"')"#.into(),
+            r#"peer_pings = "fast": must be a JSON object of names to milliseconds"#.into(),
+        ),
+        // Regions: a queue's own, and a dedicated queue's.
+        (
+            r#"SELECT enqueue('r', 'p1', 1500, latencies => '{"eu": 20, "mars": 20}')"#.into(),
+            "latencies = 'mars': unknown region; this queue's regions: eu, us".into(),
+        ),
+        (
+            r#"SELECT enqueue('d', 'p1', 1500, latencies => '{"mars": 40}')"#.into(),
+            "latencies = 'mars': unknown region; this queue's regions: eu-west, us-east".into(),
+        ),
+        // Roles.
+        (
+            "SELECT enqueue('q', 'p1', 1500, roles => NULL)".into(),
+            "roles = NULL: must be an array (empty: any role)".into(),
+        ),
+        (
+            "SELECT enqueue('r', 'p1', 1500, roles => '{{tank},{healer}}')".into(),
+            "roles = {{tank},{healer}}: must be a one-dimensional array".into(),
+        ),
+        (
+            "SELECT enqueue('r', 'p1', 1500, roles => '{tank,tank}')".into(),
+            "roles = {tank,tank}: names a role twice".into(),
+        ),
+        (
+            "SELECT enqueue('r', 'p1', 1500, roles => '{mage}')".into(),
+            "roles = 'mage': unknown role; this queue's roles: tank, healer, dps".into(),
+        ),
+        // Queues and duplicates.
+        (
+            "SELECT enqueue('nope', 'p1', 1500)".into(),
+            "queue = 'nope': unknown queue; queues: d, q, r".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'alice', 1500)".into(),
+            "player_id = 'alice': is already queued in queue q (cancel it first)".into(),
+        ),
+        // enqueue_party: the array, its objects, their fields.
+        (
+            "SELECT * FROM enqueue_party('q', 'pty', NULL)".into(),
+            "members = NULL: must be a JSON array of members".into(),
+        ),
+        (
+            "SELECT * FROM enqueue_party('q', 'pty', '{}')".into(),
+            "members = {}: must be a JSON array of members".into(),
+        ),
+        (
+            "SELECT * FROM enqueue_party('q', 'pty', '[]')".into(),
+            format!("members = 0 members: {party_size}"),
+        ),
+        (
+            r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": 1500}]')"#
+                .into(),
+            format!("members = 1 member: {party_size}"),
+        ),
+        (
+            format!("SELECT * FROM enqueue_party('q', 'pty', '[null, {two}]')"),
+            "members[] = null: must be a JSON object".into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": 7, "skill": 1}}, {two}]')"#
+            ),
+            "members[].player_id = 7: must be a string".into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": "high"}}, {two}]')"#
+            ),
+            r#"members[].skill = "high": must be a number"#.into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": {huge}}}, {two}]')"#
+            ),
+            format!(
+                "members[].skill = {}: must be in [-1000000, 1000000]",
+                shown(&huge)
+            ),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": 1, "mmr": 3}}, {two}]')"#
+            ),
+            "members[].mmr = 3: unknown field (player_id, skill, skill_sigma, latencies, \
+             peer_pings, roles, side)"
+                .into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": 1, "roles": "tank"}}, {two}]')"#
+            ),
+            r#"members[].roles = "tank": must be a JSON array of role names"#.into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": 1, "latencies": {{"eu": "x"}}}}, {two}]')"#
+            ),
+            r#"latencies.eu = "x": must be a number of ms"#.into(),
+        ),
+        (
+            format!("SELECT * FROM enqueue_party('q', 'pty', '[{{}}, {two}]')"),
+            "player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            format!("SELECT * FROM enqueue_party('q', 'pty', '[{two}, {two}]')"),
+            "members[].player_id = 'm2': appears twice in the party".into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', NULL, '[{{"player_id": "m1", "skill": 1}}, {two}]')"#
+            ),
+            "party_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'crew', '[{{"player_id": "m1", "skill": 1}}, {two}]')"#
+            ),
+            "party_id = 'crew': is already queued in queue q (cancel it first)".into(),
+        ),
+        // A member already queued: the table's unique index, answered as a refusal.
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "alice", "skill": 1}}, {two}]')"#
+            ),
+            "members[].player_id = 'alice': is already queued in queue q (cancel it first)"
+                .into(),
+        ),
+        // cancel, keep_alive, queue_channel, cancel_backfill.
+        (
+            "SELECT cancel(NULL)".into(),
+            "player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            format!("SELECT cancel('{x65}', 'q')"),
+            format!("player_id = '{x65}': is longer than 64 characters"),
+        ),
+        (
+            "SELECT keep_alive(NULL)".into(),
+            "player_ids = NULL: must be an array of at most 10000 player ids".into(),
+        ),
+        (
+            "SELECT keep_alive(ARRAY['alice', NULL])".into(),
+            "player_ids = {alice,NULL}: must not contain NULL".into(),
+        ),
+        (
+            "SELECT keep_alive((SELECT array_agg('p' || i) FROM generate_series(1, 10001) i))"
+                .into(),
+            "player_ids = 10001 ids: must be an array of at most 10000 player ids".into(),
+        ),
+        (
+            "SELECT queue_channel(NULL)".into(),
+            "queue = NULL: is required (a queue's name)".into(),
+        ),
+        (
+            "SELECT queue_channel('')".into(),
+            "queue = '': is required (a queue's name)".into(),
+        ),
+        (
+            "SELECT cancel_backfill(NULL)".into(),
+            "request_id = NULL: is required".into(),
+        ),
+        // request_backfill: the queue, the session, the slots, the lifetime, the members.
+        (
+            r#"SELECT request_backfill(NULL, 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#
+                .into(),
+            "queue = NULL: unknown queue; queues: d, q, r".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', NULL, '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#
+                .into(),
+            "session_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', NULL)"#
+                .into(),
+            format!("open_slots = NULL: {slots}"),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{{2},{3}}')"#
+                .into(),
+            format!("open_slots = {{{{2}},{{3}}}}: {slots}"),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '[5:6]={2,3}')"#
+                .into(),
+            format!("open_slots = [5:6]={{2,3}}: {slots}"),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,9}')"#
+                .into(),
+            "open_slots[1] = 9: must be between 0 and 3 (team_size)".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{0,0}')"#
+                .into(),
+            "open_slots = {0,0}: has no open slot (nothing to backfill)".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}', NULL)"#
+                .into(),
+            "expires_in = NULL: must be between 1 second and 1 hour".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}', '2 hours')"#
+                .into(),
+            "expires_in = '02:00:00': must be between 1 second and 1 hour".into(),
+        ),
+        (
+            "SELECT request_backfill('q', 's2', '{}', '{2,3}')".into(),
+            "members = {}: must be a JSON array of the session's current members".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0.5, "skill": 1}]', '{2,3}')"#
+                .into(),
+            "members[].team = 0.5: must be a team index from 0 to 1 (queue q has 2 teams)".into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": "0", "skill": 1}]', '{2,3}')"#
+                .into(),
+            r#"members[].team = "0": must be a number"#.into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{1,3}')"#
+                .into(),
+            "open_slots[0] = 1: team 0 has 1 member: members + open slots must be 3 \
+             (team_size of queue q)"
+                .into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1},
+                                                   {"player_id": "m1", "team": 1, "skill": 1}]', '{2,2}')"#
+                .into(),
+            "members[].player_id = 'm1': appears twice in the session".into(),
+        ),
+        // The session's open request: the table's unique index, answered as a refusal.
+        (
+            r#"SELECT request_backfill('q', 's1', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#
+                .into(),
+            "session_id = 's1': already has an open backfill request in queue q (cancel it first)"
+                .into(),
+        ),
+    ];
+    cases
+}
+
+/// (statement, SQLSTATE, message) of texts PostgreSQL cannot read as the parameter's
+/// type: its own message, in class 22 too.
+const UNPARSED: &[(&str, &str, &str)] = &[
+    (
+        "SELECT enqueue('q', 'p1', 'abc')",
+        "22P02",
+        r#"invalid input syntax for type double precision: "abc""#,
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, latencies => 'moon')",
+        "22P02",
+        "invalid input syntax for type json",
+    ),
+    (
+        "SELECT enqueue('q', 'p1', 1500, roles => 'tank')",
+        "22P02",
+        r#"malformed array literal: "tank""#,
+    ),
+    (
+        "SELECT * FROM enqueue_party('q', 'pty', 'not json')",
+        "22P02",
+        "invalid input syntax for type json",
+    ),
+    (
+        "SELECT keep_alive('alice')",
+        "22P02",
+        r#"malformed array literal: "alice""#,
+    ),
+    (
+        "SELECT cancel_backfill('abc')",
+        "22P02",
+        r#"invalid input syntax for type bigint: "abc""#,
+    ),
+    (
+        r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}', 'soon')"#,
+        "22007",
+        r#"invalid input syntax for type interval: "soon""#,
+    ),
+];
+
+#[tokio::test]
+async fn every_malformed_input_to_a_client_function_is_refused_in_class_22() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    publish(db, &Config::from_toml_str(QUEUES).expect("valid config")).await;
+    let (_, client) = client_login(&tdb, 1).await;
+    let (_, other) = client_login(&tdb, 1).await;
+    // What the refusals must leave alone: this login's players, party and backfill
+    // request, and another login's player.
+    for sql in [
+        "SELECT enqueue('q', 'alice', 1500)",
+        r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "bob", "skill": 1500},
+                                                    {"player_id": "carol", "skill": 1450}]')"#,
+        r#"SELECT request_backfill('q', 's1', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#,
+    ] {
+        sqlx::query(sql).execute(&client).await.unwrap();
+    }
+    sqlx::query("SELECT enqueue('q', 'zoe', 1500)")
+        .execute(&other)
+        .await
+        .unwrap();
+
+    let checked = checked();
+    assert!(
+        checked.len() + UNPARSED.len() >= 30,
+        "{} cases",
+        checked.len() + UNPARSED.len()
+    );
+    for function in CLIENT_FUNCTIONS {
+        let call = format!(" {function}(");
+        assert!(
+            checked.iter().any(|(sql, _)| sql.contains(&call)),
+            "{function}: no checked case"
+        );
+    }
+
+    let before = fingerprint(db).await;
+    let mut failures = Vec::new();
+    for (sql, message) in &checked {
+        let (code, got) = refusal(&client, sql).await;
+        if code != "22023" || &got != message {
+            failures.push(format!(
+                "{sql}\n  expected 22023 {message}\n  got      {code} {got}"
+            ));
+        }
+    }
+    for (sql, code, message) in UNPARSED {
+        let (got_code, got) = refusal(&client, sql).await;
+        assert!(got_code.starts_with("22"), "{sql}: {got_code} {got}");
+        if got_code != *code || got != *message {
+            failures.push(format!(
+                "{sql}\n  expected {code} {message}\n  got      {got_code} {got}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(fingerprint(db).await, before, "a refusal wrote something");
+
+    // Inputs a refusal path used to trip over are served: a team written 1.0.
+    let id: i64 = sqlx::query_scalar(
+        r#"SELECT request_backfill('q', 's3', '[{"player_id": "m7", "team": 1.0, "skill": 1}]', '{3,2}')"#,
+    )
+    .fetch_one(&client)
+    .await
+    .unwrap();
+    let slots: Vec<i32> =
+        sqlx::query_scalar("SELECT open_slots FROM backfill_requests WHERE request_id = $1")
+            .bind(id)
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(slots, [3, 2]);
+}
+
+/// A dedicated-server queue checks regions against its own; the config refuses one that
+/// lists none (tests/it/config.rs). Its known regions are accepted.
+#[tokio::test]
+async fn a_dedicated_queue_accepts_its_regions_only() {
+    let tdb = fresh_db().await;
+    publish(&tdb.pool, &Config::from_toml_str(QUEUES).unwrap()).await;
+    let (_, client) = client_login(&tdb, 1).await;
+    sqlx::query(
+        r#"SELECT enqueue('d', 'p1', 1500, latencies => '{"eu-west": 30, "us-east": 90}')"#,
+    )
+    .execute(&client)
+    .await
+    .unwrap();
+    let (code, message) = refusal(
+        &client,
+        r#"SELECT enqueue('d', 'p2', 1500, latencies => '{"eu-west": 30, "mars": 900}')"#,
+    )
+    .await;
+    assert_eq!(
+        (code.as_str(), message.as_str()),
+        (
+            "22023",
+            "latencies = 'mars': unknown region; this queue's regions: eu-west, us-east"
+        )
+    );
+}
+
+/// One refusal example of the docs: the statement, and `ERROR:  SQLSTATE: message` as
+/// psql prints it with `\set VERBOSITY verbose`.
+#[derive(Debug)]
+struct Example {
+    file: &'static str,
+    statement: String,
+    code: String,
+    message: String,
+}
+
+/// Runs the SQL blocks of a doc that show a refusal, statement by statement in order:
+/// a statement followed by `-- ERROR:  CODE: message` must fail with exactly that, the
+/// others must run. Every line of those blocks shaped like a refusal (`field = value:
+/// rule`) must be such an `ERROR:` line.
+fn doc_examples(file: &'static str, text: &str) -> Vec<(String, Option<Example>)> {
+    let refusal_shape = regex_lite(text);
+    let mut steps: Vec<(String, Option<Example>)> = Vec::new();
+    let mut in_block = false;
+    let mut block: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            if in_block {
+                if block
+                    .iter()
+                    .any(|l| l.trim_start().starts_with("-- ERROR:"))
+                {
+                    steps.extend(block_steps(file, &block));
+                }
+                block.clear();
+            }
+            in_block = !in_block;
+            continue;
+        }
+        if in_block {
+            block.push(line);
+        }
+    }
+    for (i, line) in refusal_shape.iter().enumerate() {
+        assert!(
+            steps
+                .iter()
+                .any(|(_, e)| e.as_ref().is_some_and(|e| line.contains(&e.message))),
+            "{file}: refusal example {i} is not after a statement a test runs: {line}"
+        );
+    }
+    steps
+}
+
+/// The lines of `text`'s code blocks shaped like a refusal message.
+fn regex_lite(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let t = line.trim_start_matches(['-', ' ']).trim();
+        let t = t.strip_prefix("ERROR:").map(str::trim).unwrap_or(t);
+        let field_end = t.find(" = ");
+        if in_block
+            && !t.contains('#')
+            && let Some(end) = field_end
+            && end > 0
+            && t[..end]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.[]-".contains(c))
+            && t[end..].contains(": ")
+            && !t.starts_with("SELECT")
+        {
+            found.push(line.to_string());
+        }
+    }
+    found
+}
+
+fn block_steps(file: &'static str, block: &[&str]) -> Vec<(String, Option<Example>)> {
+    let mut steps: Vec<(String, Option<Example>)> = Vec::new();
+    let mut open = String::new();
+    for line in block {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("-- ERROR:") {
+            let rest = rest.trim();
+            let (code, message) = rest
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("{file}: `-- ERROR:  CODE: message`: {t}"));
+            let last = steps
+                .last_mut()
+                .unwrap_or_else(|| panic!("{file}: an ERROR line after no statement: {t}"));
+            last.1 = Some(Example {
+                file,
+                statement: last.0.clone(),
+                code: code.to_string(),
+                message: message.to_string(),
+            });
+            continue;
+        }
+        if t.starts_with("--") || t.is_empty() {
+            continue;
+        }
+        if !open.is_empty() {
+            open.push('\n');
+        }
+        open.push_str(t);
+        if t.ends_with(';') {
+            steps.push((std::mem::take(&mut open), None));
+        }
+    }
+    steps
+}
+
+#[tokio::test]
+async fn every_refusal_example_in_the_docs_is_what_the_database_answers() {
+    let docs: [(&'static str, &str); 2] = [
+        ("README.md", include_str!("../../README.md")),
+        (
+            "docs/client-guide.md",
+            include_str!("../../docs/client-guide.md"),
+        ),
+    ];
+    let mut examples = 0;
+    for (file, text) in docs {
+        let steps = doc_examples(file, text);
+        // Each doc's story on a database of its own, with the shipped config's queues.
+        let tdb = fresh_db().await;
+        publish(&tdb.pool, &Config::embedded_default()).await;
+        let (_, client) = client_login(&tdb, 1).await;
+        for (statement, example) in steps {
+            let result = sqlx::query(sqlx::AssertSqlSafe(statement.clone()))
+                .execute(&client)
+                .await;
+            match (example, result) {
+                (None, Ok(_)) => {}
+                (None, Err(e)) => panic!("{file}: {statement}\n  fails: {e}"),
+                (Some(e), Ok(_)) => panic!("{}: {}\n  is not refused", e.file, e.statement),
+                (Some(e), Err(err)) => {
+                    let (code, message) = db_error(&err);
+                    assert_eq!(
+                        (code.as_str(), message.as_str()),
+                        (e.code.as_str(), e.message.as_str()),
+                        "{}: {}",
+                        e.file,
+                        e.statement
+                    );
+                    examples += 1;
+                }
+            }
+        }
+    }
+    assert!(examples >= 6, "{examples} examples");
+}
