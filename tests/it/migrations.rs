@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "71d688fb171d604f1dec00ca021499a2e712113b68409bc18b20b4934c9ae2288191ee66ac48d6fc430a35b8197f9118",
+    "1d7bcb4db2adf42518958c3a5a89f996e8d60872ad98ffde47465eb31e27c10424e7bd2286913f4b3c6b96c5c74a2a27",
 )];
 
 /// The last migration of 1.0.
