@@ -1236,8 +1236,10 @@ CREATE VIEW queue_countdown AS
 SELECT s.queue,
        s.next_round_at,
        s.waiting_for,
-       ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::integer
-           AS seconds_to_next_round,
+       -- (greatest() skips a NULL: without the CASE a running round would read 0 s.)
+       CASE WHEN s.next_round_at IS NOT NULL
+            THEN ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::integer
+       END AS seconds_to_next_round,
        s.pool_size,
        s.target_pool,
        -- How many more players would start the round early (NULL: no early start).
@@ -1250,8 +1252,9 @@ SELECT s.queue,
        s.pool_counted_at,
        s.players_missing,
        s.latest_round_at,
-       ceil(greatest(0, extract(epoch FROM s.latest_round_at - now())))::integer
-           AS seconds_to_latest_round,
+       CASE WHEN s.latest_round_at IS NOT NULL
+            THEN ceil(greatest(0, extract(epoch FROM s.latest_round_at - now())))::integer
+       END AS seconds_to_latest_round,
        s.round_started_at
   FROM queue_state s;
 

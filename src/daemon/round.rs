@@ -113,12 +113,20 @@ impl RoundRunner {
     pub async fn announce(&self, queue: &str, config: &QueueConfig, lease: &Lease) {
         let now = self.clock.now();
         let row = countdown::state_row(queue, config, &countdown::Countdown::round_running(now));
-        let written =
-            db::queue_state::write_queue_state_fenced(&self.db, &row, now, lease, self.clock.lease_now())
-                .await;
+        let written = db::queue_state::write_queue_state_fenced(
+            &self.db,
+            &row,
+            now,
+            lease,
+            self.clock.lease_now(),
+        )
+        .await;
         match written {
             Ok(true) => {}
-            Ok(false) => tracing::warn!(queue, "round not shown as running: the lease is no longer held"),
+            Ok(false) => tracing::warn!(
+                queue,
+                "round not shown as running: the lease is no longer held"
+            ),
             Err(e) => tracing::warn!(queue, error = %e, "round not shown as running"),
         }
     }

@@ -191,7 +191,10 @@ async fn the_countdown_shown_names_the_round_that_places_the_player() {
         after_reload += usize::from(at > RELOAD_AT);
         after_handover += usize::from(at > LEADER_CHANGE_AT);
     }
-    assert!(errors.len() >= placed.len() * 3 / 4, "most placed players compared");
+    assert!(
+        errors.len() >= placed.len() * 3 / 4,
+        "most placed players compared"
+    );
     errors.sort_by(f64::total_cmp);
     let pct = |p: f64| errors[((errors.len() - 1) as f64 * p).round() as usize];
     eprintln!(
@@ -209,5 +212,8 @@ async fn the_countdown_shown_names_the_round_that_places_the_player() {
         .map(String::from)
         .into();
     assert_eq!(states, every_state, "every state was shown");
-    assert!(after_reload >= 10 && after_handover >= 10, "{after_reload} {after_handover}");
+    assert!(
+        after_reload >= 10 && after_handover >= 10,
+        "{after_reload} {after_handover}"
+    );
 }

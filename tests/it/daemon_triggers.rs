@@ -250,7 +250,10 @@ async fn a_reloaded_schedule_moves_the_countdown_at_once() {
     let s = w.step().await.unwrap();
     assert_eq!(
         shown(&s),
-        Some((Some(t0() + D::seconds(150) + D::minutes(1)), WaitingFor::Schedule))
+        Some((
+            Some(t0() + D::seconds(150) + D::minutes(1)),
+            WaitingFor::Schedule
+        ))
     );
     let (next, schedule): (chrono::DateTime<chrono::Utc>, String) =
         sqlx::query_as("SELECT next_round_at, schedule FROM queue_state WHERE queue = 'q'")
@@ -489,10 +492,7 @@ async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {
     enqueue_role(db, "a", "tank", 6, t0()).await;
     let s = w.step().await.unwrap();
     let mut tick = t0() + D::seconds(35);
-    assert_eq!(
-        shown(&s),
-        Some((Some(tick), WaitingFor::Schedule))
-    );
+    assert_eq!(shown(&s), Some((Some(tick), WaitingFor::Schedule)));
     // Two scheduled rounds leave them over; they reach max_wait at t0 + 90 s, between the
     // second round (t0 + 65 s) and its tick (t0 + 95 s).
     for round in 1..=2 {

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "1d7bcb4db2adf42518958c3a5a89f996e8d60872ad98ffde47465eb31e27c10424e7bd2286913f4b3c6b96c5c74a2a27",
+    "b123d6e45a0d32a5012326a3c0fe67f1a5f5da07a7256659f2ed0842c5326a832f782ed7894d1f2cfb9a5d0ae176869f",
 )];
 
 /// The last migration of 1.0.

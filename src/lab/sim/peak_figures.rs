@@ -255,7 +255,9 @@ impl PeakFigures {
                 continue;
             }
             // The last sample taken while they waited, before their round started.
-            let list = samples_of.get(p.queue.as_str()).map_or(&[][..], |l| l.as_slice());
+            let list = samples_of
+                .get(p.queue.as_str())
+                .map_or(&[][..], |l| l.as_slice());
             let before = list.partition_point(|s| s.sampled_at < round.started_at);
             let Some(last) = list[..before]
                 .last()
