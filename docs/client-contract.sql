@@ -41,7 +41,7 @@ SELECT queue, teams, team_size, formats, min_players_per_match, network, roles, 
        extract(epoch FROM keep_alive_every) AS keep_alive_every_s,
        extract(epoch FROM max_wait) AS max_wait_s,
        next_round_at, seconds_to_next_round, waiting_for, pool_size,
-       players_missing_for_early_start
+       players_missing_for_early_start, players_missing, seconds_to_latest_round
   FROM queue_catalog
  ORDER BY queue;
 
@@ -67,9 +67,10 @@ SELECT queue_channel(queue => $1) AS channel;
 --              comes in several parts, each naming some players), and players: a list of
 --              {"player_id", "team", "party_id" and "role" when set}. Tell those players,
 --              after confirming the match in match_details (any role may NOTIFY).
---   countdown  the queue's next round time or what it waits for changed: next_round_at,
---              seconds_to_next_round (null while it waits for players), waiting_for, and
---              cause: round (round_id, trigger), config, pool or start.
+--   countdown  the queue's countdown changed: next_round_at, seconds_to_next_round,
+--              waiting_for, players_missing, latest_round_at, seconds_to_latest_round,
+--              round_started_at (as in player_status), and cause: round (round_id,
+--              trigger), round_start, config, pool or start.
 -- As with matchmaker_round, a notification sent while the connection is down is lost:
 -- keep polling player_status, less often.
 LISTEN "matchmaker:q";
@@ -126,9 +127,14 @@ SELECT cancel(player_id => $1, queue => $2) AS cancelled;
 
 -- name: player_status
 -- Where your players are, one row per player and queue (their latest entry). By status:
---   queued     seconds_to_next_round / next_round_at: when the next round runs
---              (NULL: it waits for more players, see waiting_for); may_start_early and
---              players_missing_for_early_start: how many more players start it now.
+--   queued     seconds_to_next_round / next_round_at: the next moment a round can run
+--              (0 s once the tick has passed and it waits for players; NULL while a
+--              round runs); waiting_for: schedule, min_pool, players or round;
+--              players_missing: how many more players that round needs;
+--              seconds_to_latest_round / latest_round_at: the latest moment a round runs
+--              regardless (NULL: unknown); round_started_at: the running round's start;
+--              may_start_early and players_missing_for_early_start: how many more
+--              players start it now.
 --   matched    match_id, team (0, 1, ...), role, and where to play: region (dedicated
 --              servers) or, peer-to-peer, host_player_id (who hosts) and
 --              backup_host_player_id (who takes over if the host drops; NULL when only
@@ -145,7 +151,8 @@ SELECT cancel(player_id => $1, queue => $2) AS cancelled;
 -- example: {alice,bob,carol}
 SELECT queue, player_id, status, party_id,
        seconds_to_next_round, next_round_at, waiting_for, may_start_early,
-       players_missing_for_early_start,
+       players_missing_for_early_start, players_missing, seconds_to_latest_round,
+       latest_round_at, round_started_at,
        match_id, team, role, region, hosts, host_player_id, backup_host_player_id,
        left_over, reason, expires_at
   FROM player_status

@@ -383,15 +383,19 @@ COMMENT ON TABLE round_snapshots IS
 -- queued rows, and enqueues never write (or lock) this row.
 CREATE TABLE queue_state (
     queue             text PRIMARY KEY,
-    -- When the next round is due. NULL while the queue waits for enough players
-    -- (waiting_for says which condition).
+    -- The next moment a round can run: the schedule's tick. Once the tick has passed and
+    -- the queue only waits for players (min_pool, players) it stays that passed tick: a
+    -- round runs as soon as players_missing more arrive. NULL while a round runs.
     next_round_at     timestamptz NULL,
-    -- schedule: the next tick; min_pool: the tick passed but the pool is below min_pool
-    --   (the round starts when it is reached, or when the oldest player hits max_wait);
-    -- players: not even one match can be formed yet.
+    -- schedule: the next tick (players_missing > 0: the tick finds the pool below
+    --   min_pool and waits for them);
+    -- min_pool: the tick passed and the pool is below min_pool: a round runs when it is
+    --   reached, or at latest_round_at (the oldest player's max-wait fallback);
+    -- players: the tick passed and not one match can be formed;
+    -- round: a round is running since round_started_at.
     waiting_for       text NOT NULL DEFAULT 'schedule'
         CONSTRAINT waiting_for_must_be_known
-        CHECK (waiting_for IN ('schedule', 'min_pool', 'players')),
+        CHECK (waiting_for IN ('schedule', 'min_pool', 'players', 'round')),
     schedule          text NOT NULL,
     -- Early start at this pool size (NULL: no early start).
     target_pool       integer NULL,
@@ -403,7 +407,17 @@ CREATE TABLE queue_state (
     config_hash       text NOT NULL,
     updated_at        timestamptz NOT NULL,
     pool_size         integer NOT NULL DEFAULT 0,
-    pool_counted_at   timestamptz NULL
+    pool_counted_at   timestamptz NULL,
+    -- Players the next round still needs, counted against the threshold that fires it:
+    -- min_pool, or one match of the smallest format once the oldest player has waited
+    -- max_wait and not one match can be formed (0: nothing missing).
+    players_missing   integer NOT NULL DEFAULT 0,
+    -- The latest moment a round runs if nobody else arrives: the tick when the pool
+    -- holds min_pool, else the max-wait fallback (NULL: unknown, not one match yet, or
+    -- written by a round's commit until the leader's next look, right after it).
+    latest_round_at   timestamptz NULL,
+    -- When the running round started (waiting_for = 'round' only).
+    round_started_at  timestamptz NULL
 );
 
 -- ---- leases: who runs each queue's rounds -----------------------------------------------
@@ -1235,12 +1249,20 @@ $$;
 -- the table first, and the function sees, or raises with, other clients' players.
 
 -- Per queue: the countdown and the pool size as the leader last counted it.
+--   next_round_at / seconds_to_next_round: the next moment a round can run (0 s: now, as
+--     soon as players_missing more players arrive; NULL while a round runs);
+--   waiting_for: schedule, min_pool, players, or round (running since round_started_at);
+--   players_missing: players that round still needs (0: it runs at next_round_at);
+--   latest_round_at / seconds_to_latest_round: the latest moment a round runs even if
+--     nobody else arrives (NULL: unknown, not one match can be formed yet).
 CREATE VIEW queue_countdown AS
 SELECT s.queue,
        s.next_round_at,
        s.waiting_for,
-       ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::integer
-           AS seconds_to_next_round,
+       -- (greatest() skips a NULL: without the CASE a running round would read 0 s.)
+       CASE WHEN s.next_round_at IS NOT NULL
+            THEN ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::integer
+       END AS seconds_to_next_round,
        s.pool_size,
        s.target_pool,
        -- How many more players would start the round early (NULL: no early start).
@@ -1250,7 +1272,13 @@ SELECT s.queue,
        s.schedule,
        s.last_round_id,
        s.last_round_at,
-       s.pool_counted_at
+       s.pool_counted_at,
+       s.players_missing,
+       s.latest_round_at,
+       CASE WHEN s.latest_round_at IS NOT NULL
+            THEN ceil(greatest(0, extract(epoch FROM s.latest_round_at - now())))::integer
+       END AS seconds_to_latest_round,
+       s.round_started_at
   FROM queue_state s;
 
 -- A player's latest entry per queue: the countdown while queued, the assignment once
@@ -1288,7 +1316,12 @@ SELECT DISTINCT ON (e.queue, e.player_id)
        m.host_player_id,
        m.backup_host_player_id,
        CASE WHEN e.status = 'queued' THEN e.left_over END AS left_over,
-       m.session_id
+       m.session_id,
+       CASE WHEN e.status = 'queued' THEN c.players_missing END AS players_missing,
+       CASE WHEN e.status = 'queued' THEN c.latest_round_at END AS latest_round_at,
+       CASE WHEN e.status = 'queued' THEN c.seconds_to_latest_round END
+           AS seconds_to_latest_round,
+       CASE WHEN e.status = 'queued' THEN c.round_started_at END AS round_started_at
   FROM queue_entries e
   LEFT JOIN queue_countdown c ON c.queue = e.queue AND e.status = 'queued'
   LEFT JOIN matches m ON m.match_id = e.match_id
@@ -1356,7 +1389,11 @@ SELECT q.queue,
        (SELECT min(s.players)
           FROM (SELECT (SELECT sum(x::integer) FROM unnest(string_to_array(f, 'v')) x)
                        AS players
-                  FROM unnest(q.formats) f) s)::integer AS min_players_per_match
+                  FROM unnest(q.formats) f) s)::integer AS min_players_per_match,
+       c.players_missing,
+       c.latest_round_at,
+       c.seconds_to_latest_round,
+       c.round_started_at
   FROM queues q
   LEFT JOIN queue_countdown c ON c.queue = q.queue
  WHERE q.active;
@@ -1488,10 +1525,16 @@ COMMENT ON VIEW replica_leadership IS
 --                by whoever writes queue_state, in its transaction:
 --                {"event":"countdown","queue":"q","next_round_at":"2026-01-01T12:00:00.000000Z",
 --                 "seconds_to_next_round":12,"waiting_for":"schedule","cause":"round",
+--                 "players_missing":0,"latest_round_at":"2026-01-01T12:00:00.000000Z",
+--                 "seconds_to_latest_round":12,"round_started_at":null,
 --                 "round_id":7,"trigger":"pool_size"}
---                next_round_at / seconds_to_next_round are null while the queue waits for
---                players; cause: round (round_id, trigger: what started it, e.g. pool_size
---                for an early start), config (a reload), pool (players arrived or left),
+--                The fields mean what they mean in queue_countdown: seconds_to_next_round
+--                is 0 once the tick has passed and the round waits for players_missing
+--                more; next_round_at / seconds_to_next_round are null while a round runs
+--                (waiting_for "round", since round_started_at); latest_round_at /
+--                seconds_to_latest_round are null when unknown. cause: round (round_id,
+--                trigger: what started it, e.g. pool_size for an early start), round_start
+--                (a round started), config (a reload), pool (players arrived or left),
 --                start (the queue's first countdown).
 --
 -- Size: PostgreSQL refuses a payload of 8000 bytes or more (with the default 8 kB block
@@ -1725,21 +1768,29 @@ BEGIN
         WHEN TG_OP = 'INSERT' THEN 'start'
         WHEN NEW.last_round_id IS DISTINCT FROM OLD.last_round_id THEN 'round'
         WHEN NEW.config_hash IS DISTINCT FROM OLD.config_hash THEN 'config'
+        WHEN NEW.waiting_for = 'round' THEN 'round_start'
         ELSE 'pool' END;
     IF NEW.last_round_id IS NOT NULL AND cause IN ('start', 'round') THEN
         SELECT r.trigger INTO round_trigger FROM rounds r WHERE r.round_id = NEW.last_round_id;
     END IF;
     PERFORM pg_notify(queue_channel(NEW.queue), format(
         '{"event":"countdown","queue":%s,"next_round_at":%s,"seconds_to_next_round":%s,'
-        '"waiting_for":%s,"cause":%s%s}',
+        '"waiting_for":%s,"cause":%s,"players_missing":%s,"latest_round_at":%s,'
+        '"seconds_to_latest_round":%s,"round_started_at":%s%s}',
         to_json(NEW.queue),
         coalesce(to_json(to_char(NEW.next_round_at AT TIME ZONE 'UTC',
                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text, 'null'),
-        -- (greatest() skips a NULL: without the CASE a queue waiting for players would
-        -- read 0 seconds.)
+        -- (greatest() skips a NULL: without the CASE a running round would read 0
+        -- seconds.)
         CASE WHEN NEW.next_round_at IS NULL THEN 'null'
              ELSE ceil(greatest(0, extract(epoch FROM NEW.next_round_at - now())))::text END,
-        to_json(NEW.waiting_for), to_json(cause),
+        to_json(NEW.waiting_for), to_json(cause), NEW.players_missing,
+        coalesce(to_json(to_char(NEW.latest_round_at AT TIME ZONE 'UTC',
+                                 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text, 'null'),
+        CASE WHEN NEW.latest_round_at IS NULL THEN 'null'
+             ELSE ceil(greatest(0, extract(epoch FROM NEW.latest_round_at - now())))::text END,
+        coalesce(to_json(to_char(NEW.round_started_at AT TIME ZONE 'UTC',
+                                 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text, 'null'),
         CASE WHEN cause = 'round'
              THEN format(',"round_id":%s,"trigger":%s', NEW.last_round_id,
                          coalesce(to_json(round_trigger)::text, 'null')) END));
@@ -1756,7 +1807,10 @@ CREATE TRIGGER queue_state_notify_countdown_update
     AFTER UPDATE ON queue_state
     FOR EACH ROW
     WHEN (OLD.next_round_at IS DISTINCT FROM NEW.next_round_at
-          OR OLD.waiting_for IS DISTINCT FROM NEW.waiting_for)
+          OR OLD.waiting_for IS DISTINCT FROM NEW.waiting_for
+          OR OLD.players_missing IS DISTINCT FROM NEW.players_missing
+          OR OLD.latest_round_at IS DISTINCT FROM NEW.latest_round_at
+          OR OLD.round_started_at IS DISTINCT FROM NEW.round_started_at)
     EXECUTE FUNCTION matchmaker_notify_countdown();
 
 

@@ -2,20 +2,72 @@
 
 use chrono::{DateTime, Utc};
 
+use super::trigger::Decision;
 use crate::config::QueueConfig;
 use crate::db::{QueueStateRow, WaitingFor};
 
-/// The queue state with a given next round time.
-pub fn state_row(
-    queue: &str,
-    config: &QueueConfig,
-    next_round_at: Option<DateTime<Utc>>,
-    waiting_for: WaitingFor,
-) -> QueueStateRow {
+/// What a waiting queue shows: the next possible round, what it waits for, the latest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Countdown {
+    pub next_round_at: Option<DateTime<Utc>>,
+    pub waiting_for: WaitingFor,
+    pub players_missing: usize,
+    pub latest_round_at: Option<DateTime<Utc>>,
+    pub round_started_at: Option<DateTime<Utc>>,
+}
+
+impl Countdown {
+    /// The countdown of a decision to wait (None for a decision to run).
+    pub fn of(decision: &Decision) -> Option<Countdown> {
+        match *decision {
+            Decision::Run(_) => None,
+            Decision::Wait {
+                next_round_at,
+                waiting_for,
+                players_missing,
+                latest_round_at,
+            } => Some(Countdown {
+                next_round_at,
+                waiting_for,
+                players_missing,
+                latest_round_at,
+                round_started_at: None,
+            }),
+        }
+    }
+
+    /// The next schedule tick, nothing missing: what a round leaves.
+    pub fn tick(at: DateTime<Utc>) -> Countdown {
+        Countdown {
+            next_round_at: Some(at),
+            waiting_for: WaitingFor::Schedule,
+            players_missing: 0,
+            latest_round_at: None,
+            round_started_at: None,
+        }
+    }
+
+    /// A round is running since `started_at`.
+    pub fn round_running(started_at: DateTime<Utc>) -> Countdown {
+        Countdown {
+            next_round_at: None,
+            waiting_for: WaitingFor::Round,
+            players_missing: 0,
+            latest_round_at: None,
+            round_started_at: Some(started_at),
+        }
+    }
+}
+
+/// The queue state showing `countdown`.
+pub fn state_row(queue: &str, config: &QueueConfig, countdown: &Countdown) -> QueueStateRow {
     QueueStateRow {
         queue: queue.to_string(),
-        next_round_at,
-        waiting_for,
+        next_round_at: countdown.next_round_at,
+        waiting_for: countdown.waiting_for,
+        players_missing: i32::try_from(countdown.players_missing).unwrap_or(i32::MAX),
+        latest_round_at: countdown.latest_round_at,
+        round_started_at: countdown.round_started_at,
         schedule: config
             .round
             .schedule()
@@ -29,14 +81,10 @@ pub fn state_row(
     }
 }
 
-/// Right after a round at `now`: the next schedule tick.
+/// Right after a round at `now`: the next schedule tick. What the pool it left waits
+/// for (players missing, the latest round) the leader's next look writes, at once.
 pub fn after_round(queue: &str, config: &QueueConfig, now: DateTime<Utc>) -> QueueStateRow {
-    state_row(
-        queue,
-        config,
-        Some(next_tick(config, now)),
-        WaitingFor::Schedule,
-    )
+    state_row(queue, config, &Countdown::tick(next_tick(config, now)))
 }
 
 /// The schedule's next tick after `after`.

@@ -241,8 +241,9 @@ fn describe() {
     );
     describe_gauge!(
         NEXT_ROUND,
-        "Seconds until the queue's next round as the countdown shows it (NaN: unknown, \
-         waiting for players, or not leading the queue)."
+        "Seconds until the queue's next possible round as the countdown shows it (0: the \
+         tick has passed and the round waits only for players; NaN: unknown, or not \
+         leading the queue)."
     );
     describe_gauge!(
         CONFIG_RELOAD_OK,

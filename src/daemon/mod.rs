@@ -342,15 +342,17 @@ async fn queue_task(
             metrics::record_pool_size(&queue, None);
         }
         health.queue_role(&queue, role);
+        let now = runner.clock.now();
+        // Right after a round, look again soon (the next trigger may already hold, and
+        // the countdown of the pool it left is written then).
         let wake_at = match step {
-            Ok(StepOutcome::Waiting { next_round_at, .. }) => {
-                health.next_round(&queue, next_round_at, runner.clock.now());
-                next_round_at
+            Ok(ref outcome @ StepOutcome::Waiting { next_round_at, .. }) => {
+                health.next_round(&queue, next_round_at, now);
+                outcome.wake_at(now)
             }
-            // Right after a round, look again soon (the next trigger may already hold).
-            Ok(StepOutcome::Ran(report)) => {
-                health.next_round(&queue, report.next_round_at, runner.clock.now());
-                Some(runner.clock.now())
+            Ok(ref outcome @ StepOutcome::Ran(ref report)) => {
+                health.next_round(&queue, report.next_round_at, now);
+                outcome.wake_at(now)
             }
             Ok(StepOutcome::Standby) => None,
             Err(e) => {

@@ -95,12 +95,40 @@ impl RoundRunner {
             term = lease.term
         );
         async {
+            // A backfill round keeps the scheduled rounds' countdown as it is.
+            if trigger != RoundTrigger::Backfill {
+                self.announce(queue, &config, lease).await;
+            }
             let prepared = self.prepare(queue, config, trigger).await?;
             let solved = self.solve(prepared).await?;
             self.commit(solved, lease).await
         }
         .instrument(span)
         .await
+    }
+
+    /// Show the round as running in the countdown, fenced by `lease`. Only the countdown
+    /// depends on it: a failed write is logged and the round goes on (its commit writes
+    /// the next countdown, and the leader's next look rewrites the row).
+    pub async fn announce(&self, queue: &str, config: &QueueConfig, lease: &Lease) {
+        let now = self.clock.now();
+        let row = countdown::state_row(queue, config, &countdown::Countdown::round_running(now));
+        let written = db::queue_state::write_queue_state_fenced(
+            &self.db,
+            &row,
+            now,
+            lease,
+            self.clock.lease_now(),
+        )
+        .await;
+        match written {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                queue,
+                "round not shown as running: the lease is no longer held"
+            ),
+            Err(e) => tracing::warn!(queue, error = %e, "round not shown as running"),
+        }
     }
 
     /// Step 1: the snapshot, converted to the core's pool.

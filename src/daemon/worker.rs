@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::countdown;
+use super::countdown::{self, Countdown};
 use super::lease::{LeaseHandle, keep_lease};
 use super::metrics::{self, ErrorKind};
 use super::outcome::{RoundError, RoundReport};
@@ -24,10 +24,30 @@ pub enum StepOutcome {
     /// Another replica holds the lease.
     Standby,
     Ran(RoundReport),
+    /// The countdown the step wrote (see `trigger::Decision::Wait`).
     Waiting {
         next_round_at: Option<DateTime<Utc>>,
         waiting_for: WaitingFor,
+        players_missing: usize,
+        latest_round_at: Option<DateTime<Utc>>,
     },
+}
+
+impl StepOutcome {
+    /// When to look again at the latest (None: only an arrival or a change can start a
+    /// round): right after a round; while waiting, the next round's moment while it lies
+    /// ahead, else the latest round's.
+    pub fn wake_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match *self {
+            StepOutcome::Standby => None,
+            StepOutcome::Ran(_) => Some(now),
+            StepOutcome::Waiting {
+                next_round_at,
+                latest_round_at,
+                ..
+            } => next_round_at.filter(|at| *at > now).or(latest_round_at),
+        }
+    }
 }
 
 pub struct QueueWorker {
@@ -240,6 +260,9 @@ impl QueueWorker {
         };
         match decide(&self.config, &view) {
             Decision::Run(trigger) => {
+                // The round shows itself as running; whatever happens to it, the next
+                // look writes the countdown again.
+                self.last_written = None;
                 if self
                     .last_tidy
                     .is_none_or(|at| at.elapsed() >= Duration::from_millis(100))
@@ -278,6 +301,8 @@ impl QueueWorker {
             Decision::Wait {
                 next_round_at,
                 waiting_for,
+                players_missing,
+                latest_round_at,
             } => {
                 // A backfill request waits for no schedule: an immediate round that only
                 // fills requests (the rest of the pool, the countdown, the round timers
@@ -287,6 +312,7 @@ impl QueueWorker {
                     && stats.size > 0
                     && db::backfill::backfill_due(db, &self.queue, b.delay).await?
                 {
+                    self.last_written = None;
                     let result = self
                         .runner
                         .run(
@@ -312,8 +338,14 @@ impl QueueWorker {
                         Err(e) => Err(e),
                     };
                 }
-                let row =
-                    countdown::state_row(&self.queue, &self.config, next_round_at, waiting_for);
+                let countdown = Countdown {
+                    next_round_at,
+                    waiting_for,
+                    players_missing,
+                    latest_round_at,
+                    round_started_at: None,
+                };
+                let row = countdown::state_row(&self.queue, &self.config, &countdown);
                 // Rewrite when the countdown or the pool size changed.
                 if self.last_written.as_ref() != Some(&row)
                     || self.last_pool_size != Some(stats.size)
@@ -325,6 +357,8 @@ impl QueueWorker {
                 Ok(StepOutcome::Waiting {
                     next_round_at,
                     waiting_for,
+                    players_missing,
+                    latest_round_at,
                 })
             }
         }

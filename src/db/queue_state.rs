@@ -4,18 +4,24 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgExecutor, PgPool};
 
-use super::DbError;
+use super::{DbError, Lease};
 
-/// What a round (or the trigger logic) waits for; `queue_state.waiting_for`.
+/// What the next round waits for; `queue_state.waiting_for`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitingFor {
-    /// The next schedule tick (`next_round_at`).
+    /// The next schedule tick (`next_round_at`); `players_missing` more players are
+    /// needed for it to run (0: it runs).
     Schedule,
-    /// The tick passed but the pool is below `min_pool`; `next_round_at` is the max-wait
-    /// fallback of the oldest player.
+    /// The tick passed (`next_round_at`) but the pool is below `min_pool`: a round runs
+    /// as soon as `players_missing` more arrive, or at the oldest player's max-wait
+    /// fallback (`latest_round_at`).
     MinPool,
-    /// Not one match can be formed yet; `next_round_at` is unknown (NULL).
+    /// The tick passed and not one match can be formed: a round runs as soon as
+    /// `players_missing` more arrive; no latest round is known.
     Players,
+    /// A round is running (since `round_started_at`); the next countdown comes with its
+    /// commit.
+    Round,
 }
 
 impl WaitingFor {
@@ -24,6 +30,7 @@ impl WaitingFor {
             WaitingFor::Schedule => "schedule",
             WaitingFor::MinPool => "min_pool",
             WaitingFor::Players => "players",
+            WaitingFor::Round => "round",
         }
     }
 }
@@ -34,6 +41,12 @@ pub struct QueueStateRow {
     pub queue: String,
     pub next_round_at: Option<DateTime<Utc>>,
     pub waiting_for: WaitingFor,
+    /// Players still missing for the next round (see [`WaitingFor`]).
+    pub players_missing: i32,
+    /// The latest moment a round runs if nobody else arrives (None: unknown).
+    pub latest_round_at: Option<DateTime<Utc>>,
+    /// When the running round started (`WaitingFor::Round` only).
+    pub round_started_at: Option<DateTime<Utc>>,
     /// Human-readable schedule ("every 2m", "cron 0 */2 * * * *").
     pub schedule: String,
     pub target_pool: Option<i32>,
@@ -119,22 +132,55 @@ pub async fn write_queue_state<'e>(
     last_round: Option<(i64, DateTime<Utc>)>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
-    sqlx::query(
+    upsert_queue_state(db, row, last_round, now, None, None).await?;
+    Ok(())
+}
+
+/// Write the row only while `lease` is held (`lease_now`: the lease clock, None for the
+/// database's); false when it is not. For writes outside the round's commit, which
+/// fences its own.
+pub async fn write_queue_state_fenced<'e>(
+    db: impl PgExecutor<'e>,
+    row: &QueueStateRow,
+    now: DateTime<Utc>,
+    lease: &Lease,
+    lease_now: Option<DateTime<Utc>>,
+) -> Result<bool, DbError> {
+    upsert_queue_state(db, row, None, now, Some(lease), lease_now).await
+}
+
+async fn upsert_queue_state<'e>(
+    db: impl PgExecutor<'e>,
+    row: &QueueStateRow,
+    last_round: Option<(i64, DateTime<Utc>)>,
+    now: DateTime<Utc>,
+    lease: Option<&Lease>,
+    lease_now: Option<DateTime<Utc>>,
+) -> Result<bool, DbError> {
+    let done = sqlx::query(
         "INSERT INTO queue_state (queue, next_round_at, waiting_for, schedule, target_pool,
                                   min_pool, players_per_match, max_wait, last_round_id,
                                   last_round_at, config_hash, updated_at, pool_size,
-                                  pool_counted_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, make_interval(secs => $8), $9, $10, $11, $12,
-                 -- Counted here, in the writer's transaction: after a commit it is the
-                 -- pool the round left.
-                 (SELECT count(*) FROM queue_entries
-                   WHERE queue = $1 AND status = 'queued'),
-                 $12)
+                                  pool_counted_at, players_missing, latest_round_at,
+                                  round_started_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, make_interval(secs => $8), $9, $10, $11, $12,
+                -- Counted here, in the writer's transaction: after a commit it is the
+                -- pool the round left.
+                (SELECT count(*) FROM queue_entries
+                  WHERE queue = $1 AND status = 'queued'),
+                $12, $13, $14, $15
+          WHERE $16::text IS NULL
+             OR EXISTS (SELECT 1 FROM leases
+                         WHERE queue = $1 AND holder = $16 AND term = $17
+                           AND expires_at > coalesce($18, now()))
          ON CONFLICT (queue) DO UPDATE SET
              pool_size = EXCLUDED.pool_size,
              pool_counted_at = EXCLUDED.pool_counted_at,
              next_round_at = EXCLUDED.next_round_at,
              waiting_for = EXCLUDED.waiting_for,
+             players_missing = EXCLUDED.players_missing,
+             latest_round_at = EXCLUDED.latest_round_at,
+             round_started_at = EXCLUDED.round_started_at,
              schedule = EXCLUDED.schedule,
              target_pool = EXCLUDED.target_pool,
              min_pool = EXCLUDED.min_pool,
@@ -158,9 +204,15 @@ pub async fn write_queue_state<'e>(
     .bind(last_round.map(|(_, at)| at))
     .bind(&row.config_hash)
     .bind(now)
+    .bind(row.players_missing)
+    .bind(row.latest_round_at)
+    .bind(row.round_started_at)
+    .bind(lease.map(|l| l.holder.as_str()))
+    .bind(lease.map(|l| l.term))
+    .bind(lease_now)
     .execute(db)
     .await?;
-    Ok(())
+    Ok(done.rows_affected() > 0)
 }
 
 /// The countdown as the previous leader (or we, before a lease lapse) left it.

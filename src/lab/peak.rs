@@ -22,7 +22,8 @@ use tokio::sync::watch;
 use crate::db::{self, local_pg::LocalPostgres};
 use crate::lab::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
 use crate::lab::sim::peak_figures::{
-    CountdownSample, PastBoundApart, PeakFigures, QueueTiming, RoundRow, WaitRow,
+    CountdownSample, PastBoundApart, PeakFigures, PlacedPlayer, Placements, QueueTiming, RoundRow,
+    WaitRow,
 };
 use crate::lab::sim::population::{Population, PopulationSpec};
 use crate::lab::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
@@ -351,7 +352,8 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         .map(|p| (p.queue.clone(), 2 * p.mode.team_size()))
         .collect();
     let waits = read_waits(&db, &timing, &per_match).await?;
-    let figures = PeakFigures::measure(&rounds, &samples, &waits, &timing);
+    let placements = read_placements(&db).await?;
+    let figures = PeakFigures::measure(&rounds, &samples, &waits, &placements, &timing);
     write_run_data(&options.work_dir, &rounds, &samples, &waits)?;
     let mut load = after.since(&before, load_time);
     load.push((
@@ -431,18 +433,34 @@ async fn sample_countdowns(
         }
         let rows: Vec<SampleRow> = sqlx::query_as(
             "SELECT s.queue, clock_timestamp(), s.next_round_at, s.waiting_for,
-                    (SELECT max(r.round_id) FROM rounds r WHERE r.queue = s.queue)
+                    (SELECT max(r.round_id) FROM rounds r WHERE r.queue = s.queue),
+                    s.players_missing, s.latest_round_at, s.round_started_at,
+                    s.pool_counted_at
                FROM queue_state s",
         )
         .fetch_all(&db)
         .await?;
         samples.extend(rows.into_iter().map(
-            |(queue, sampled_at, next_round_at, waiting_for, last_round_id)| CountdownSample {
+            |(
                 queue,
                 sampled_at,
                 next_round_at,
                 waiting_for,
                 last_round_id,
+                players_missing,
+                latest_round_at,
+                round_started_at,
+                counted_at,
+            )| CountdownSample {
+                queue,
+                sampled_at,
+                next_round_at,
+                waiting_for,
+                last_round_id,
+                players_missing,
+                latest_round_at,
+                round_started_at,
+                counted_at,
             },
         ));
     }
@@ -482,16 +500,23 @@ fn write_run_data(
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
     write("rounds.csv", &csv)?;
-    let mut csv = String::from("queue,sampled_at,next_round_at,waiting_for,last_round_id\n");
+    let mut csv = String::from(
+        "queue,sampled_at,next_round_at,waiting_for,last_round_id,players_missing,\
+         latest_round_at,round_started_at,pool_counted_at\n",
+    );
     for s in samples {
         let _ = writeln!(
             csv,
-            "{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{}",
             s.queue,
             t(s.sampled_at),
             s.next_round_at.map(t).unwrap_or_default(),
             s.waiting_for,
-            s.last_round_id.map(|id| id.to_string()).unwrap_or_default()
+            s.last_round_id.map(|id| id.to_string()).unwrap_or_default(),
+            s.players_missing,
+            s.latest_round_at.map(t).unwrap_or_default(),
+            s.round_started_at.map(t).unwrap_or_default(),
+            s.counted_at.map(t).unwrap_or_default()
         );
     }
     write("samples.csv", &csv)?;
@@ -514,14 +539,50 @@ type RoundTuple = (
     f64,
 );
 
-/// queue, sampled at, next_round_at, waiting_for, last round id.
+/// queue, sampled at, next_round_at, waiting_for, last round id, players_missing,
+/// latest_round_at, round_started_at, pool_counted_at.
 type SampleRow = (
     String,
     DateTime<Utc>,
     Option<DateTime<Utc>>,
     String,
     Option<i64>,
+    i32,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
 );
+
+/// The matched players (queue, enqueued_at, the round that placed them) and every
+/// queue's arrivals, for the countdown error.
+pub async fn read_placements(db: &PgPool) -> Result<Placements, db::DbError> {
+    let players: Vec<(String, DateTime<Utc>, i64)> = sqlx::query_as(
+        "SELECT e.queue, e.enqueued_at, m.round_id
+           FROM queue_entries e
+           JOIN matches m ON m.match_id = e.match_id",
+    )
+    .fetch_all(db)
+    .await?;
+    let arrivals: Vec<(String, DateTime<Utc>)> =
+        sqlx::query_as("SELECT queue, enqueued_at FROM queue_entries ORDER BY enqueued_at")
+            .fetch_all(db)
+            .await?;
+    let mut placements = Placements {
+        players: players
+            .into_iter()
+            .map(|(queue, enqueued_at, round_id)| PlacedPlayer {
+                queue,
+                enqueued_at,
+                round_id,
+            })
+            .collect(),
+        ..Placements::default()
+    };
+    for (queue, at) in arrivals {
+        placements.arrivals.entry(queue).or_default().push(at);
+    }
+    Ok(placements)
+}
 
 async fn read_rounds(db: &PgPool) -> Result<Vec<RoundRow>, db::DbError> {
     let rows: Vec<RoundTuple> = sqlx::query_as(

@@ -219,6 +219,7 @@ fn countdown(q: &QueueLine) -> String {
             q.min_pool.map_or("more".into(), |m| m.to_string())
         ),
         ("players", _) => "waiting for enough players for one match".into(),
+        ("round", _) => "round running".into(),
         (other, Some(s)) => format!("in {s} s ({other})"),
         (other, None) => other.to_string(),
     }

@@ -283,9 +283,11 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
         .iter()
         .map(|n| n["event"].as_str().unwrap())
         .collect();
-    assert_eq!(events, ["match", "countdown"], "{on_queue:?}");
-    assert_eq!(on_queue[0]["round_id"], report.round_id);
-    assert_eq!(on_queue[0]["players"].as_array().unwrap().len(), 6);
+    // The round shows itself running, then its match, then the next countdown.
+    assert_eq!(events, ["countdown", "match", "countdown"], "{on_queue:?}");
+    assert_eq!(on_queue[0]["waiting_for"], "round");
+    assert_eq!(on_queue[1]["round_id"], report.round_id);
+    assert_eq!(on_queue[1]["players"].as_array().unwrap().len(), 6);
     assert_eq!(payload["queue"], "q");
     assert_eq!(payload["round_id"], report.round_id);
     assert_eq!(payload["matched"], 6);

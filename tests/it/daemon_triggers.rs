@@ -1,13 +1,37 @@
 //! Triggers with an injected clock: schedule, early start at the target pool size,
 //! min pool with the max-wait fallback; and the pure decision behind them.
 
-use chrono::Duration as D;
+use chrono::{DateTime, Duration as D, Utc};
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::trigger::{Decision, QueueView, decide};
 use matchmaker::daemon::worker::StepOutcome;
 use matchmaker::db::{RoundTrigger, WaitingFor};
 
 use crate::support::*;
+
+/// The next round and what it waits for, of a step that waited.
+fn shown(outcome: &StepOutcome) -> Option<(Option<DateTime<Utc>>, WaitingFor)> {
+    match outcome {
+        StepOutcome::Waiting {
+            next_round_at,
+            waiting_for,
+            ..
+        } => Some((*next_round_at, *waiting_for)),
+        _ => None,
+    }
+}
+
+/// The same of a decision.
+fn waits(decision: Decision) -> Option<(Option<DateTime<Utc>>, WaitingFor)> {
+    match decision {
+        Decision::Wait {
+            next_round_at,
+            waiting_for,
+            ..
+        } => Some((next_round_at, waiting_for)),
+        Decision::Run(_) => None,
+    }
+}
 
 fn ran(outcome: &StepOutcome) -> Option<RoundTrigger> {
     match outcome {
@@ -42,12 +66,16 @@ fn decision_table() {
         decide(&config, &view(12, 1, 0, false)),
         Decision::Run(RoundTrigger::Schedule)
     );
-    // The tick below min_pool waits; the countdown shows the max-wait fallback.
+    // The tick below min_pool waits for players, the max-wait fallback at the latest.
     assert_eq!(
         decide(&config, &view(8, 1, -5, false)),
         Decision::Wait {
-            next_round_at: Some(now - D::minutes(1) + D::minutes(10)),
-            waiting_for: WaitingFor::MinPool
+            // The round runs as soon as 4 more arrive (the passed tick: 0 s) ...
+            next_round_at: Some(now - D::seconds(5)),
+            waiting_for: WaitingFor::MinPool,
+            players_missing: 4,
+            // ... and at the latest at the oldest player's max-wait fallback.
+            latest_round_at: Some(now - D::minutes(1) + D::minutes(10)),
         }
     );
     // Max wait reached and a match can be formed.
@@ -57,19 +85,13 @@ fn decision_table() {
     );
     // ... but not one match: wait for players, whatever the wait.
     assert_eq!(
-        decide(&config, &view(5, 30, -5, false)),
-        Decision::Wait {
-            next_round_at: None,
-            waiting_for: WaitingFor::Players
-        }
+        waits(decide(&config, &view(5, 30, -5, false))),
+        Some((Some(now - D::seconds(5)), WaitingFor::Players))
     );
     // Before the tick: the countdown is the tick.
     assert_eq!(
-        decide(&config, &view(8, 1, 60, false)),
-        Decision::Wait {
-            next_round_at: Some(now + D::seconds(60)),
-            waiting_for: WaitingFor::Schedule
-        }
+        waits(decide(&config, &view(8, 1, 60, false))),
+        Some((Some(now + D::seconds(60)), WaitingFor::Schedule))
     );
 }
 
@@ -102,11 +124,8 @@ fn a_flexible_queue_triggers_at_its_smallest_format() {
         Decision::Run(RoundTrigger::MaxWait)
     );
     assert_eq!(
-        decide(&config, &view(7, 30, -5)),
-        Decision::Wait {
-            next_round_at: None,
-            waiting_for: WaitingFor::Players
-        }
+        waits(decide(&config, &view(7, 30, -5))),
+        Some((Some(now - D::seconds(5)), WaitingFor::Players))
     );
 }
 
@@ -122,11 +141,8 @@ async fn schedule_early_start_and_max_wait_with_an_injected_clock() {
     enqueue_n(db, "q", "a", 6, t0()).await;
     let s = w.step().await.unwrap();
     assert_eq!(
-        s,
-        StepOutcome::Waiting {
-            next_round_at: Some(t0() + D::minutes(2)),
-            waiting_for: WaitingFor::Schedule
-        }
+        shown(&s),
+        Some((Some(t0() + D::minutes(2)), WaitingFor::Schedule))
     );
 
     // Early start: the pool reaches the target before the tick.
@@ -151,8 +167,9 @@ async fn schedule_early_start_and_max_wait_with_an_injected_clock() {
     clock.advance(secs(60));
     assert_eq!(ran(&w.step().await.unwrap()), Some(RoundTrigger::Schedule));
 
-    // Below min_pool: the tick passes, the round waits; the countdown shows the
-    // max-wait fallback of the oldest player (max_wait 10m).
+    // Below min_pool: the tick passes, the round waits for 6 more players; the
+    // countdown shows the passed tick (a round as soon as they come) and the max-wait
+    // fallback of the oldest player (max_wait 10m) as the latest round.
     let enq = clock_now(&clock);
     enqueue_n(db, "q", "d", 6, enq).await;
     clock.advance(secs(150));
@@ -160,8 +177,10 @@ async fn schedule_early_start_and_max_wait_with_an_injected_clock() {
     assert_eq!(
         s,
         StepOutcome::Waiting {
-            next_round_at: Some(enq + D::minutes(10)),
-            waiting_for: WaitingFor::MinPool
+            next_round_at: Some(enq + D::minutes(2)),
+            waiting_for: WaitingFor::MinPool,
+            players_missing: 6,
+            latest_round_at: Some(enq + D::minutes(10)),
         }
     );
     let waiting: String =
@@ -199,11 +218,8 @@ async fn cron_schedule_runs_at_its_ticks() {
     enqueue_n(db, "q", "a", 6, t0()).await;
     let s = w.step().await.unwrap();
     assert_eq!(
-        s,
-        StepOutcome::Waiting {
-            next_round_at: Some(t0() + D::minutes(5)),
-            waiting_for: WaitingFor::Schedule
-        }
+        shown(&s),
+        Some((Some(t0() + D::minutes(5)), WaitingFor::Schedule))
     );
     clock.set(t0() + D::minutes(5));
     assert_eq!(ran(&w.step().await.unwrap()), Some(RoundTrigger::Schedule));
@@ -233,11 +249,11 @@ async fn a_reloaded_schedule_moves_the_countdown_at_once() {
     w.set_config(queue_config("every = \"1m\""));
     let s = w.step().await.unwrap();
     assert_eq!(
-        s,
-        StepOutcome::Waiting {
-            next_round_at: Some(t0() + D::seconds(150) + D::minutes(1)),
-            waiting_for: WaitingFor::Schedule
-        }
+        shown(&s),
+        Some((
+            Some(t0() + D::seconds(150) + D::minutes(1)),
+            WaitingFor::Schedule
+        ))
     );
     let (next, schedule): (chrono::DateTime<chrono::Utc>, String) =
         sqlx::query_as("SELECT next_round_at, schedule FROM queue_state WHERE queue = 'q'")
@@ -300,11 +316,8 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
         enqueue_tanks(db, &format!("b{i}-"), 1, clock_now(&clock)).await;
         let s = w.step().await.unwrap();
         assert_eq!(
-            s,
-            StepOutcome::Waiting {
-                next_round_at: Some(tick),
-                waiting_for: WaitingFor::Schedule
-            },
+            shown(&s),
+            Some((Some(tick), WaitingFor::Schedule)),
             "enqueue {i}"
         );
     }
@@ -319,11 +332,8 @@ async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_
     clock.advance(secs(1));
     enqueue_tanks(db, "c", 1, clock_now(&clock)).await;
     assert_eq!(
-        w.step().await.unwrap(),
-        StepOutcome::Waiting {
-            next_round_at: Some(next_tick),
-            waiting_for: WaitingFor::Schedule
-        }
+        shown(&w.step().await.unwrap()),
+        Some((Some(next_tick), WaitingFor::Schedule))
     );
     let rounds = count(db, "SELECT count(*) FROM rounds").await;
     assert_eq!(rounds, 2);
@@ -388,20 +398,14 @@ fn only_a_player_newly_past_max_wait_starts_a_max_wait_round() {
     // Tried already (none fresh, or the fresh one not yet due): the tick.
     for fresh in [None, Some(3)] {
         assert_eq!(
-            decide(&config, &view(fresh, 60)),
-            Decision::Wait {
-                next_round_at: Some(now + D::seconds(60)),
-                waiting_for: WaitingFor::Schedule
-            }
+            waits(decide(&config, &view(fresh, 60))),
+            Some((Some(now + D::seconds(60)), WaitingFor::Schedule))
         );
     }
     // A fresh player due before the tick: the countdown says so, and then it runs.
     assert_eq!(
-        decide(&config, &view(Some(9), 300)),
-        Decision::Wait {
-            next_round_at: Some(now + D::minutes(1)),
-            waiting_for: WaitingFor::Schedule
-        }
+        waits(decide(&config, &view(Some(9), 300))),
+        Some((Some(now + D::minutes(1)), WaitingFor::Schedule))
     );
     assert_eq!(
         decide(&config, &view(Some(10), 300)),
@@ -461,11 +465,8 @@ async fn look_until(
     while clock_now(clock) + D::seconds(10) < until {
         clock.advance(secs(10));
         assert_eq!(
-            w.step().await.unwrap(),
-            StepOutcome::Waiting {
-                next_round_at: Some(tick),
-                waiting_for: WaitingFor::Schedule
-            },
+            shown(&w.step().await.unwrap()),
+            Some((Some(tick), WaitingFor::Schedule)),
             "at {}",
             clock_now(clock)
         );
@@ -491,13 +492,7 @@ async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {
     enqueue_role(db, "a", "tank", 6, t0()).await;
     let s = w.step().await.unwrap();
     let mut tick = t0() + D::seconds(35);
-    assert_eq!(
-        s,
-        StepOutcome::Waiting {
-            next_round_at: Some(tick),
-            waiting_for: WaitingFor::Schedule
-        }
-    );
+    assert_eq!(shown(&s), Some((Some(tick), WaitingFor::Schedule)));
     // Two scheduled rounds leave them over; they reach max_wait at t0 + 90 s, between the
     // second round (t0 + 65 s) and its tick (t0 + 95 s).
     for round in 1..=2 {
@@ -518,11 +513,8 @@ async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {
     );
     // The look right after the commit announces the same tick (six players could form a
     // match by count: before, it named their crossing at t0 + 90 s).
-    let waiting = StepOutcome::Waiting {
-        next_round_at: Some(tick),
-        waiting_for: WaitingFor::Schedule,
-    };
-    assert_eq!(w.step().await.unwrap(), waiting);
+    let waiting = Some((Some(tick), WaitingFor::Schedule));
+    assert_eq!(shown(&w.step().await.unwrap()), waiting);
     // One leaves: below one match at the crossing. Someone arrives after it: no round.
     assert_eq!(
         matchmaker::db::enqueue::cancel(db, Some("q"), "a5")
@@ -531,11 +523,11 @@ async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {
         1
     );
     look_until(&mut w, &clock, t0() + D::seconds(90), tick).await;
-    assert_eq!(w.step().await.unwrap(), waiting);
+    assert_eq!(shown(&w.step().await.unwrap()), waiting);
     clock.set(t0() + D::seconds(91));
     enqueue_role(db, "b", "tank", 1, clock_now(&clock)).await;
     assert_eq!(
-        w.step().await.unwrap(),
+        shown(&w.step().await.unwrap()),
         waiting,
         "an arrival after the crossing"
     );
@@ -594,21 +586,15 @@ async fn a_player_reaching_max_wait_before_their_first_round_starts_one() {
     );
     enqueue_n(db, "q", "p", 5, t0()).await;
     assert_eq!(
-        w.step().await.unwrap(),
-        StepOutcome::Waiting {
-            next_round_at: Some(t0() + D::minutes(2)),
-            waiting_for: WaitingFor::Schedule
-        },
+        shown(&w.step().await.unwrap()),
+        Some((Some(t0() + D::minutes(2)), WaitingFor::Schedule)),
         "five players: no match, the tick"
     );
     clock.set(t0() + D::seconds(4));
     enqueue_n(db, "q", "x", 1, clock_now(&clock)).await;
     assert_eq!(
-        w.step().await.unwrap(),
-        StepOutcome::Waiting {
-            next_round_at: Some(t0() + D::seconds(10)),
-            waiting_for: WaitingFor::Schedule
-        },
+        shown(&w.step().await.unwrap()),
+        Some((Some(t0() + D::seconds(10)), WaitingFor::Schedule)),
         "a match can be formed: the oldest player's max_wait"
     );
     clock.set(t0() + D::seconds(10));

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "dbfe1f504be425ee011b10fb78e0f6babdb6092851d95abab5ed15b195fc8223049249fc9a375e99908d158a3c86389a",
+    "7ec979e4f235219d8571679983a1ca93aa5a8a49e49facf49c9aaf51f5394e7781b6e9f8bdc9d44236c7ea7f8ec32f03",
 )];
 
 /// The last migration of 1.0.

@@ -100,6 +100,18 @@ async fn assert_countdown_as_the_view_shows_it(client: &PgPool, note: &Value) {
     assert_eq!(note["queue"], "q");
     assert_eq!(note["next_round_at"], Value::from(at), "{note}");
     assert_eq!(note["waiting_for"], waiting_for.as_str(), "{note}");
+    let (missing, latest, running): (i32, Option<String>, Option<String>) = sqlx::query_as(
+        "SELECT players_missing,
+                to_char(latest_round_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),
+                to_char(round_started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')
+           FROM queue_countdown WHERE queue = 'q'",
+    )
+    .fetch_one(client)
+    .await
+    .unwrap();
+    assert_eq!(note["players_missing"], missing, "{note}");
+    assert_eq!(note["latest_round_at"], Value::from(latest), "{note}");
+    assert_eq!(note["round_started_at"], Value::from(running), "{note}");
     let (sent, now) = (
         note["seconds_to_next_round"].as_i64(),
         seconds.map(i64::from),
@@ -187,7 +199,7 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
     );
 
     // Twelve players, two matches' worth; the leader rewrites the pool size, and the
-    // countdown stays: no notification.
+    // tick stays: at most the move of what it misses (nothing now) is notified.
     for i in 0..12 {
         sqlx::query("SELECT enqueue(queue => 'q', player_id => $1, skill => $2)")
             .bind(format!("p{i:02}"))
@@ -205,19 +217,45 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
         .await
         .unwrap();
     assert_eq!(pool, 12, "the leader looked at the pool");
+    let moved = drain(&mut listener, Duration::from_millis(500)).await;
+    assert!(moved.len() <= 1, "{moved:?}");
+    for (_, note) in &moved {
+        assert_eq!(note["cause"], "pool", "{note}");
+        assert_eq!(note["waiting_for"], "schedule", "{note}");
+        assert_eq!(note["players_missing"], 0, "{note}");
+    }
+    // Another look at the same pool: no notification.
+    worker.step().await.unwrap();
     let quiet = drain(&mut listener, Duration::from_millis(500)).await;
     assert!(
         quiet.is_empty(),
         "no countdown move, no notification: {quiet:?}"
     );
 
-    // The tick: one notification per match, then the countdown after the round.
+    // The tick: the round shows itself running, then one notification per match, then
+    // the countdown after the round.
     clock.advance(secs(10));
     let StepOutcome::Ran(report) = worker.step().await.unwrap() else {
         panic!("the tick runs a round");
     };
     assert_eq!((report.matches, report.matched), (2, 12), "{report:?}");
-    let notes = drain(&mut listener, Duration::from_millis(500)).await;
+    let mut notes = drain(&mut listener, Duration::from_millis(500)).await;
+    let running = notes.remove(0).1;
+    assert_eq!(
+        (
+            &running["event"],
+            &running["cause"],
+            &running["waiting_for"]
+        ),
+        (
+            &Value::from("countdown"),
+            &Value::from("round_start"),
+            &Value::from("round")
+        ),
+        "{running}"
+    );
+    assert!(running["round_started_at"].is_string(), "{running}");
+    assert!(running["seconds_to_next_round"].is_null(), "{running}");
     let events: Vec<&str> = notes
         .iter()
         .map(|(_, n)| n["event"].as_str().unwrap())
@@ -266,8 +304,8 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
     assert_countdown_as_the_view_shows_it(&client, &notes[0].1).await;
     assert_ne!(notes[0].1["next_round_at"], after["next_round_at"]);
 
-    // Not enough players for a match after the tick: the queue waits for players, with
-    // no round time; that move is notified too.
+    // Not enough players for a match after the tick: the queue waits for players (a
+    // round as soon as they come: 0 s, and no latest round); that move is notified too.
     sqlx::query("SELECT enqueue(queue => 'q', player_id => 'late', skill => 1200)")
         .execute(&client)
         .await
@@ -279,8 +317,12 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
     let waiting = &notes[0].1;
     assert_eq!(waiting["cause"], "pool");
     assert_eq!(waiting["waiting_for"], "players");
-    assert!(waiting["next_round_at"].is_null(), "{waiting}");
-    assert!(waiting["seconds_to_next_round"].is_null(), "{waiting}");
+    // (The tick passed on the test's clock; the seconds count on the database's.)
+    assert!(waiting["next_round_at"].is_string(), "{waiting}");
+    assert!(waiting["seconds_to_next_round"].is_number(), "{waiting}");
+    assert!(waiting["players_missing"].as_i64() > Some(0), "{waiting}");
+    assert!(waiting["latest_round_at"].is_null(), "{waiting}");
+    assert!(waiting["round_started_at"].is_null(), "{waiting}");
 }
 
 /// Sixteen players (the most a match may have: 2 teams of 8) with the longest ids the

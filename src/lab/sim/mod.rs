@@ -5,5 +5,6 @@
 pub mod peak;
 pub mod peak_figures;
 pub mod population;
+pub mod shown_countdown;
 pub mod simulator;
 pub mod world;

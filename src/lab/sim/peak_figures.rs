@@ -7,11 +7,15 @@
 //!   commit time plus the queue's interval (the daemon's own rule, `countdown::next_tick`).
 //!   A round whose queue waited for players in between (below `min_pool`: a countdown
 //!   sample said so) is not late but counted apart; early starts (`max_wait`) are early.
-//! - **Countdown error**: each sample of `queue_state` (the time players are shown) against
-//!   the start of the round that followed it; the sample carries the last round id it saw,
-//!   read in the same statement, so a round committing at that moment is matched right.
-//!   Samples whose queue then waited for players (below `min_pool` at the tick) are
-//!   counted apart, like the rounds: their start depended on arrivals.
+//! - **Countdown error**, per matched player: the last countdown of their queue sampled
+//!   while they waited (what they were last shown before their round) against the start
+//!   of the round that placed them. The countdown names the next moment a round can run,
+//!   the players it still misses and the latest moment it runs regardless; the round it
+//!   names starts at that next moment once those players arrived, or at the latest moment
+//!   ([`predicted_start`]). Counted apart: players placed by an early start at the target
+//!   pool or a backfill round (a countdown names neither), players never sampled while
+//!   they waited, and players whose countdown's condition was never met (it named no
+//!   latest moment, or a round running that did not have them).
 //! - **Players past `max_wait` plus one round** (the queue's interval): all of them are
 //!   counted and shown. Three kinds are shown apart and do not fail the target (the
 //!   table says how many of each): every round after they reached `max_wait` that left
@@ -29,6 +33,8 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+
+use super::shown_countdown::{Shown, predicted_start};
 
 /// One committed round, as `rounds` stores it.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +59,42 @@ pub struct CountdownSample {
     pub next_round_at: Option<DateTime<Utc>>,
     pub waiting_for: String,
     pub last_round_id: Option<i64>,
+    pub players_missing: i32,
+    pub latest_round_at: Option<DateTime<Utc>>,
+    pub round_started_at: Option<DateTime<Utc>>,
+    /// When the leader counted the pool the countdown is made of.
+    pub counted_at: Option<DateTime<Utc>>,
+}
+
+impl CountdownSample {
+    /// What a player of the queue was shown.
+    pub fn shown(&self) -> Shown {
+        Shown {
+            read_at: self.sampled_at,
+            counted_at: self.counted_at,
+            next_round_at: self.next_round_at,
+            waiting_for: self.waiting_for.clone(),
+            players_missing: self.players_missing,
+            latest_round_at: self.latest_round_at,
+            round_started_at: self.round_started_at,
+        }
+    }
+}
+
+/// One matched player: when they enqueued, and the round that placed them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedPlayer {
+    pub queue: String,
+    pub enqueued_at: DateTime<Utc>,
+    pub round_id: i64,
+}
+
+/// What the countdown error is measured on: the matched players and every queue's
+/// arrivals (enqueue times, sorted).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Placements {
+    pub players: Vec<PlacedPlayer>,
+    pub arrivals: HashMap<String, Vec<DateTime<Utc>>>,
 }
 
 /// One player's wait in a queue: to the start of the round that matched them, or to
@@ -106,12 +148,15 @@ pub struct PeakFigures {
     pub lateness: Vec<f64>,
     /// Scheduled rounds whose queue waited for players after the tick (not late).
     pub waited_for_players: usize,
-    /// |predicted - actual start| of countdown samples (seconds).
+    /// Per matched player: |start of the round their last countdown named - start of
+    /// the round that placed them| (seconds).
     pub countdown_errors: Vec<f64>,
-    /// Samples followed by an early start at the target pool (announced as such).
-    pub early_start_samples: usize,
-    /// Samples whose queue then waited for players (below min_pool) before its round.
-    pub samples_before_a_wait_for_players: usize,
+    /// Players placed by an early start at the target pool or a backfill round.
+    pub early_start_players: usize,
+    /// Players whose last countdown's condition was never met (no latest moment named).
+    pub players_condition_not_met: usize,
+    /// Players no sample of their queue's countdown saw while they waited.
+    pub players_never_sampled: usize,
     pub waits: usize,
     pub matched_waits: usize,
     /// Waits past max_wait plus one round interval that fail the target, per queue.
@@ -148,6 +193,7 @@ impl PeakFigures {
         rounds: &[RoundRow],
         samples: &[CountdownSample],
         waits: &[WaitRow],
+        placements: &Placements,
         timing: &HashMap<String, QueueTiming>,
     ) -> PeakFigures {
         let mut f = PeakFigures {
@@ -168,7 +214,7 @@ impl PeakFigures {
         // (queue, last round seen) pairs whose countdown said "waiting for players".
         let waited: std::collections::HashSet<(&str, Option<i64>)> = samples
             .iter()
-            .filter(|s| s.waiting_for != "schedule")
+            .filter(|s| matches!(s.waiting_for.as_str(), "min_pool" | "players"))
             .map(|s| (s.queue.as_str(), s.last_round_id))
             .collect();
 
@@ -191,31 +237,42 @@ impl PeakFigures {
             }
         }
 
+        let mut samples_of: HashMap<&str, Vec<&CountdownSample>> = HashMap::new();
         for s in samples {
-            let (Some(predicted), "schedule") = (s.next_round_at, s.waiting_for.as_str()) else {
+            samples_of.entry(&s.queue).or_default().push(s);
+        }
+        for list in samples_of.values_mut() {
+            list.sort_by_key(|s| s.sampled_at);
+        }
+        let round_of: HashMap<i64, &RoundRow> = rounds.iter().map(|r| (r.round_id, r)).collect();
+        let no_arrivals = Vec::new();
+        for p in &placements.players {
+            let Some(round) = round_of.get(&p.round_id) else {
                 continue;
             };
-            let Some(list) = by_queue.get(s.queue.as_str()) else {
-                continue;
-            };
-            let next = list
-                .iter()
-                .find(|r| s.last_round_id.is_none_or(|last| r.round_id > last));
-            let Some(next) = next else {
-                continue; // the run ended first
-            };
-            if next.trigger == "pool_size" {
-                f.early_start_samples += 1;
+            if matches!(round.trigger.as_str(), "pool_size" | "backfill") {
+                f.early_start_players += 1;
                 continue;
             }
-            // After the tick the queue waited for players (below min_pool): the start
-            // depended on arrivals, which no countdown can know.
-            if waited.contains(&(s.queue.as_str(), s.last_round_id)) {
-                f.samples_before_a_wait_for_players += 1;
+            // The last sample taken while they waited, before their round started.
+            let list = samples_of
+                .get(p.queue.as_str())
+                .map_or(&[][..], |l| l.as_slice());
+            let before = list.partition_point(|s| s.sampled_at < round.started_at);
+            let Some(last) = list[..before]
+                .last()
+                .filter(|s| s.sampled_at >= p.enqueued_at)
+            else {
+                f.players_never_sampled += 1;
                 continue;
+            };
+            let arrivals = placements.arrivals.get(&p.queue).unwrap_or(&no_arrivals);
+            match predicted_start(&last.shown(), p.enqueued_at, arrivals) {
+                Some(predicted) => f
+                    .countdown_errors
+                    .push(secs(round.started_at - predicted).abs()),
+                None => f.players_condition_not_met += 1,
             }
-            f.countdown_errors
-                .push(secs(next.started_at - predicted).abs());
         }
 
         for w in waits {
@@ -348,16 +405,18 @@ impl PeakFigures {
                 self.waited_for_players.to_string(),
             ),
             (
-                "countdown error, p50 / p99 / max".into(),
+                "countdown error per player (last shown vs start), p50 / p99 / max".into(),
                 p(&self.countdown_errors, 1.0, "s", 3),
             ),
             (
-                "  countdown samples (apart: then early start / wait for players)".into(),
+                "  players measured (apart: early start / never sampled / condition not met)"
+                    .into(),
                 format!(
-                    "{} ({} / {})",
+                    "{} ({} / {} / {})",
                     self.countdown_errors.len(),
-                    self.early_start_samples,
-                    self.samples_before_a_wait_for_players
+                    self.early_start_players,
+                    self.players_never_sampled,
+                    self.players_condition_not_met
                 ),
             ),
             (
@@ -472,7 +531,23 @@ mod tests {
             next_round_at: next.map(at),
             waiting_for: waiting_for.into(),
             last_round_id: last,
+            players_missing: 0,
+            latest_round_at: None,
+            round_started_at: None,
+            counted_at: None,
         }
+    }
+
+    fn placed(enqueued: f64, round_id: i64) -> PlacedPlayer {
+        PlacedPlayer {
+            queue: "q".into(),
+            enqueued_at: at(enqueued),
+            round_id,
+        }
+    }
+
+    fn nobody() -> Placements {
+        Placements::default()
     }
 
     fn timing() -> HashMap<String, QueueTiming> {
@@ -500,8 +575,7 @@ mod tests {
             sample(Some(93.0), "schedule", Some(3)),
             sample(None, "min_pool", Some(3)),
         ];
-        let f = PeakFigures::measure(&rounds, &samples, &[], &timing());
-        assert_eq!(f.samples_before_a_wait_for_players, 1);
+        let f = PeakFigures::measure(&rounds, &samples, &[], &nobody(), &timing());
         assert!(f.countdown_errors.is_empty());
         assert_eq!(f.lateness.len(), 2);
         assert!((f.lateness[0] - 0.4).abs() < 1e-6, "{:?}", f.lateness);
@@ -515,26 +589,45 @@ mod tests {
     }
 
     #[test]
-    fn a_countdown_is_matched_with_the_round_after_the_last_one_it_saw() {
+    fn each_player_is_measured_on_the_last_countdown_they_were_shown() {
         let rounds = [
             round(1, "schedule", 0.0, 0.6),
             round(2, "schedule", 30.8, 31.5),
             round(3, "pool_size", 40.0, 40.5),
+            round(4, "schedule", 80.0, 80.5),
         ];
+        let sampled = |t: f64, mut s: CountdownSample| {
+            s.sampled_at = at(t);
+            s
+        };
+        let mut waiting = sample(Some(42.0), "min_pool", Some(3));
+        waiting.players_missing = 1;
+        waiting.latest_round_at = Some(at(100.0));
+        waiting.counted_at = Some(at(44.9));
         let samples = [
-            // Seen before round 1 committed: predicted 0.0, started 0.0.
-            sample(Some(0.0), "schedule", None),
-            // After round 1: predicted 30.6, round 2 started 30.8.
-            sample(Some(30.6), "schedule", Some(1)),
-            // After round 2: round 3 started early at the target pool.
-            sample(Some(61.5), "schedule", Some(2)),
-            // After round 3: no round followed before the end.
-            sample(Some(70.5), "schedule", Some(3)),
+            sampled(1.0, sample(Some(30.0), "schedule", Some(1))),
+            // Their last before round 2: the tick 30.6, round 2 started 30.8.
+            sampled(10.0, sample(Some(30.6), "schedule", Some(1))),
+            // The tick passed, one player short: one arrives at 79.5, the round 80.0.
+            sampled(45.0, waiting),
         ];
-        let f = PeakFigures::measure(&rounds, &samples, &[], &timing());
-        assert_eq!(f.countdown_errors.len(), 2);
-        assert!((f.countdown_errors[1] - 0.2).abs() < 1e-6);
-        assert_eq!(f.early_start_samples, 1);
+        let placements = Placements {
+            players: vec![
+                placed(5.0, 2),
+                // Placed by the early start.
+                placed(35.0, 3),
+                placed(41.0, 4),
+                // Enqueued after the last sample.
+                placed(79.9, 4),
+            ],
+            arrivals: [("q".to_string(), vec![at(5.0), at(35.0), at(41.0), at(79.5)])].into(),
+        };
+        let f = PeakFigures::measure(&rounds, &samples, &[], &placements, &timing());
+        assert_eq!(f.countdown_errors.len(), 2, "{f:?}");
+        assert!((f.countdown_errors[0] - 0.2).abs() < 1e-6);
+        assert!((f.countdown_errors[1] - 0.5).abs() < 1e-6);
+        assert_eq!(f.early_start_players, 1);
+        assert_eq!(f.players_never_sampled, 1);
         assert!(f.failed_targets().is_empty(), "{:?}", f.failed_targets());
     }
 
@@ -579,7 +672,11 @@ mod tests {
             round(2, "schedule", 30.8, 31.5),
         ];
         let samples = [sample(Some(30.6), "schedule", Some(1))];
-        let f = PeakFigures::measure(&rounds, &samples, &waits, &timing());
+        let placements = Placements {
+            players: vec![placed(0.0, 2)],
+            ..Placements::default()
+        };
+        let f = PeakFigures::measure(&rounds, &samples, &waits, &placements, &timing());
         assert_eq!(f.past_bound_total(), 1);
         assert!((f.worst_excess_secs - 5.0).abs() < 1e-9);
         assert_eq!(f.past_bound_apart_total(), 3);
@@ -604,7 +701,7 @@ mod tests {
 
     #[test]
     fn nothing_measured_is_a_failure() {
-        let f = PeakFigures::measure(&[], &[], &[], &timing());
+        let f = PeakFigures::measure(&[], &[], &[], &nobody(), &timing());
         assert_eq!(f.failed_targets().len(), 2);
     }
 }
