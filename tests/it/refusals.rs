@@ -516,7 +516,7 @@ async fn every_malformed_input_to_a_client_function_is_refused_in_class_22() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(fingerprint(db).await, before, "a refusal wrote something");
 
-    // Inputs a refusal path used to trip over are served: a team written 1.0.
+    // Inputs close to a refusal are served: a team written 1.0.
     let id: i64 = sqlx::query_scalar(
         r#"SELECT request_backfill('q', 's3', '[{"player_id": "m7", "team": 1.0, "skill": 1}]', '{3,2}')"#,
     )
