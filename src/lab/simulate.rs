@@ -192,6 +192,12 @@ async fn simulate_on(
         options.queue,
         humantime::format_duration(options.duration)
     );
+    eprintln!(
+        "simulated time of day from {} at {}x the wall clock (it sets the arrival rate; \
+         rounds and waits are wall-clock)",
+        options.start.unwrap_or_else(Utc::now).format("%H:%M UTC"),
+        options.speedup
+    );
     let (tx, mut rx) = watch::channel(SimProgress::default());
     let printer = tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(5));

@@ -217,3 +217,38 @@ async fn the_countdown_shown_names_the_round_that_places_the_player() {
         "{after_reload} {after_handover}"
     );
 }
+
+/// While a round runs, a waiting player reads `round` and no seconds at all (not 0 s to a
+/// round that already started), and a queue with no latest round reads no seconds to it.
+#[tokio::test]
+async fn a_running_round_reads_as_running_with_no_seconds() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    sqlx::query(
+        "INSERT INTO queue_state (queue, next_round_at, waiting_for, schedule, min_pool,
+                                  players_per_match, max_wait, config_hash, updated_at,
+                                  pool_size, players_missing, latest_round_at,
+                                  round_started_at)
+         VALUES ('q', NULL, 'round', 'every 20s', 6, 6, '10 min', 'h', now(), 6, 0, NULL,
+                 now() - interval '1 second')",
+    )
+    .execute(db)
+    .await
+    .unwrap();
+    let (waiting_for, to_next, to_latest, started): (
+        String,
+        Option<i32>,
+        Option<i32>,
+        Option<DateTime<Utc>>,
+    ) = sqlx::query_as(
+        "SELECT waiting_for, seconds_to_next_round, seconds_to_latest_round, round_started_at
+           FROM queue_countdown WHERE queue = 'q'",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(waiting_for, "round");
+    assert_eq!(to_next, None, "a running round shows no seconds to it");
+    assert_eq!(to_latest, None, "no latest round, no seconds to it");
+    assert!(started.is_some());
+}
