@@ -35,12 +35,21 @@ fn text(bytes: &[u8]) -> String {
 /// Runs the command to its end with stdout and stderr piped, killing it (and failing
 /// the test) after `limit`.
 fn piped_within(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the command");
+        .stderr(Stdio::piped());
+    // A binary this test process just wrote can be "busy" for a moment: another test's
+    // thread forking meanwhile holds the written file open until its child execs.
+    let mut attempts = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            spawned => break spawned.expect("start the command"),
+        }
+    };
     // Drain both pipes while it runs (a full pipe would block it).
     let stdout = child.stdout.take().unwrap();
     let stderr = child.stderr.take().unwrap();
