@@ -707,6 +707,55 @@ BEGIN
 END
 $$;
 
+-- One member of a JSON members array (enqueue_party, request_backfill): its shape (an
+-- object of the listed fields, each of its JSON type, numbers a double precision can
+-- hold), then matchmaker_check_member's rules. `fields` lists the fields the caller
+-- takes, in the order the refusal names them.
+CREATE FUNCTION matchmaker_check_member_json(q queues, m jsonb, fields text[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    k text;
+    want text;
+BEGIN
+    IF jsonb_typeof(m) <> 'object' THEN
+        PERFORM matchmaker_refuse('members[]', m::text, 'must be a JSON object');
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(m) LOOP
+        IF k <> ALL (fields) THEN
+            PERFORM matchmaker_refuse('members[].' || k, m -> k #>> '{}',
+                'unknown field (' || array_to_string(fields, ', ') || ')');
+        END IF;
+    END LOOP;
+    FOR k IN SELECT f FROM unnest(fields) f
+              WHERE f IN ('player_id', 'team', 'skill', 'skill_sigma', 'side') LOOP
+        want := CASE WHEN k = 'player_id' THEN 'string' ELSE 'number' END;
+        IF m ? k AND jsonb_typeof(m -> k) NOT IN (want, 'null') THEN
+            PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text, 'must be a ' || want);
+        END IF;
+        -- Before the cast to double precision, which would fail unexplained on 1e400
+        -- (overflow) and on 1e-400 (underflow to 0).
+        IF jsonb_typeof(m -> k) = 'number' AND abs((m -> k)::numeric) > 1e6 THEN
+            PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                      'must be in [-1000000, 1000000]');
+        ELSIF jsonb_typeof(m -> k) = 'number' AND (m -> k)::numeric <> 0
+              AND abs((m -> k)::numeric) < 1e-300 THEN
+            PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
+                                      'is too close to 0 for a double precision number (use 0)');
+        END IF;
+    END LOOP;
+    IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
+        PERFORM matchmaker_refuse('members[].roles', (m -> 'roles')::text,
+                                  'must be a JSON array of role names');
+    END IF;
+    PERFORM matchmaker_check_member(
+        q, m ->> 'player_id', (m ->> 'skill')::double precision,
+        (m ->> 'skill_sigma')::double precision,
+        coalesce(m -> 'latencies', '{}'), coalesce(m -> 'peer_pings', '{}'),
+        coalesce(ARRAY(SELECT jsonb_array_elements_text(m -> 'roles')), '{}'),
+        (m ->> 'side')::double precision);
+END
+$$;
+
 -- enqueue()'s fast path: matchmaker_check_member's rules in one expression, true only when
 -- every rule holds. A sufficient condition: false means "run matchmaker_check_member",
 -- which accepts or names the first rule broken, so the fast path may refuse more, never
@@ -878,12 +927,10 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
     q queues := matchmaker_active_queue(queue);
     m jsonb;
-    k text;
     n integer;
     key bigint;
     ids text[] := '{}';
     pid text;
-    want text;
 BEGIN
     PERFORM matchmaker_check_id('party_id', party_id);
     IF members IS NULL OR jsonb_typeof(members) <> 'array' THEN
@@ -896,42 +943,10 @@ BEGIN
                    q.queue, q.max_party_size));
     END IF;
     FOR m IN SELECT value FROM jsonb_array_elements(members) LOOP
-        IF jsonb_typeof(m) <> 'object' THEN
-            PERFORM matchmaker_refuse('members[]', m::text, 'must be a JSON object');
-        END IF;
-        FOR k IN SELECT jsonb_object_keys(m) LOOP
-            IF k NOT IN ('player_id', 'skill', 'skill_sigma', 'latencies', 'peer_pings',
-                         'roles', 'side') THEN
-                PERFORM matchmaker_refuse('members[].' || k, m -> k #>> '{}',
-                    'unknown field (player_id, skill, skill_sigma, latencies, peer_pings, roles, side)');
-            END IF;
-        END LOOP;
-        FOR k IN SELECT unnest(ARRAY['player_id', 'skill', 'skill_sigma', 'side']) LOOP
-            want := CASE WHEN k = 'player_id' THEN 'string' ELSE 'number' END;
-            IF m ? k AND jsonb_typeof(m -> k) NOT IN (want, 'null') THEN
-                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text, 'must be a ' || want);
-            END IF;
-            -- Before the cast to double precision, which would fail unexplained on 1e400
-            -- (overflow) and on 1e-400 (underflow to 0).
-            IF jsonb_typeof(m -> k) = 'number' AND abs((m -> k)::numeric) > 1e6 THEN
-                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
-                                          'must be in [-1000000, 1000000]');
-            ELSIF jsonb_typeof(m -> k) = 'number' AND (m -> k)::numeric <> 0
-                  AND abs((m -> k)::numeric) < 1e-300 THEN
-                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
-                                          'is too close to 0 for a double precision number (use 0)');
-            END IF;
-        END LOOP;
-        IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
-            PERFORM matchmaker_refuse('members[].roles', (m -> 'roles')::text,
-                                      'must be a JSON array of role names');
-        END IF;
+        PERFORM matchmaker_check_member_json(
+            q, m, ARRAY['player_id', 'skill', 'skill_sigma', 'latencies', 'peer_pings',
+                        'roles', 'side']);
         pid := m ->> 'player_id';
-        PERFORM matchmaker_check_member(
-            q, pid, (m ->> 'skill')::double precision, (m ->> 'skill_sigma')::double precision,
-            coalesce(m -> 'latencies', '{}'), coalesce(m -> 'peer_pings', '{}'),
-            coalesce(ARRAY(SELECT jsonb_array_elements_text(m -> 'roles')), '{}'),
-            (m ->> 'side')::double precision);
         IF pid = ANY (ids) THEN
             PERFORM matchmaker_refuse('members[].player_id', quote_literal(pid),
                                       'appears twice in the party');
@@ -1082,8 +1097,6 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
     q queues := matchmaker_active_queue(queue);
     m jsonb;
-    k text;
-    want text;
     pid text;
     ids text[] := '{}';
     team integer;
@@ -1137,41 +1150,10 @@ BEGIN
     END IF;
     per_team := array_fill(0, ARRAY[q.teams]);
     FOR m IN SELECT value FROM jsonb_array_elements(members) LOOP
-        IF jsonb_typeof(m) <> 'object' THEN
-            PERFORM matchmaker_refuse('members[]', m::text, 'must be a JSON object');
-        END IF;
-        FOR k IN SELECT jsonb_object_keys(m) LOOP
-            IF k NOT IN ('player_id', 'team', 'skill', 'skill_sigma', 'latencies',
-                         'peer_pings', 'roles', 'side') THEN
-                PERFORM matchmaker_refuse('members[].' || k, m -> k #>> '{}',
-                    'unknown field (player_id, team, skill, skill_sigma, latencies, peer_pings, roles, side)');
-            END IF;
-        END LOOP;
-        FOR k IN SELECT unnest(ARRAY['player_id', 'team', 'skill', 'skill_sigma', 'side']) LOOP
-            want := CASE WHEN k = 'player_id' THEN 'string' ELSE 'number' END;
-            IF m ? k AND jsonb_typeof(m -> k) NOT IN (want, 'null') THEN
-                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text, 'must be a ' || want);
-            END IF;
-            -- Before the cast to double precision (see enqueue_party).
-            IF jsonb_typeof(m -> k) = 'number' AND abs((m -> k)::numeric) > 1e6 THEN
-                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
-                                          'must be in [-1000000, 1000000]');
-            ELSIF jsonb_typeof(m -> k) = 'number' AND (m -> k)::numeric <> 0
-                  AND abs((m -> k)::numeric) < 1e-300 THEN
-                PERFORM matchmaker_refuse('members[].' || k, (m -> k)::text,
-                                          'is too close to 0 for a double precision number (use 0)');
-            END IF;
-        END LOOP;
-        IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
-            PERFORM matchmaker_refuse('members[].roles', (m -> 'roles')::text,
-                                      'must be a JSON array of role names');
-        END IF;
+        PERFORM matchmaker_check_member_json(
+            q, m, ARRAY['player_id', 'team', 'skill', 'skill_sigma', 'latencies',
+                        'peer_pings', 'roles', 'side']);
         pid := m ->> 'player_id';
-        PERFORM matchmaker_check_member(
-            q, pid, (m ->> 'skill')::double precision, (m ->> 'skill_sigma')::double precision,
-            coalesce(m -> 'latencies', '{}'), coalesce(m -> 'peer_pings', '{}'),
-            coalesce(ARRAY(SELECT jsonb_array_elements_text(m -> 'roles')), '{}'),
-            (m ->> 'side')::double precision);
         IF pid = ANY (ids) THEN
             PERFORM matchmaker_refuse('members[].player_id', quote_literal(pid),
                                       'appears twice in the session');
@@ -1880,6 +1862,7 @@ REVOKE ALL ON FUNCTION
     matchmaker_check_ms_map(text, jsonb, integer, text[]),
     matchmaker_check_member(queues, text, double precision, double precision, jsonb, jsonb,
                             text[], double precision),
+    matchmaker_check_member_json(queues, jsonb, text[]),
     matchmaker_member_ok(queues, text, double precision, double precision, jsonb, jsonb,
                          text[], double precision),
     matchmaker_active_queue(text),

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "7ec979e4f235219d8571679983a1ca93aa5a8a49e49facf49c9aaf51f5394e7781b6e9f8bdc9d44236c7ea7f8ec32f03",
+    "43f1c671083b49232ab91f030cc1a0a7286267ede2acb39c4749723396603fcf7ecad7d9d3057faf13152baa8b520fd1",
 )];
 
 /// The last migration of 1.0.
