@@ -19,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             peer_pings: Default::default(),
             roles: Vec::new(),
             side: None,
+            ..Default::default()
         })
         .collect();
     let pool = Pool {

@@ -447,6 +447,7 @@ fn choose(
         hosts: p2p.then(|| detail.hosts.iter().map(|&p| id(p)).collect()),
         host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
         backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
+        relay: false,
     };
     Ok((
         Fill {
@@ -586,6 +587,7 @@ mod tests {
             peer_pings: BTreeMap::new(),
             roles: Vec::new(),
             side: None,
+            ..Default::default()
         }
     }
 

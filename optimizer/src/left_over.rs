@@ -60,6 +60,13 @@ pub enum LeftOverKind {
     LeftDuringSolve,
     /// A match-mate left during the solve: their match was dropped; they stay queued.
     MatchDropped,
+    /// The queue's filters (`same`, crossplay) left too few players they may meet.
+    Filtered,
+    /// Every valid match with them broke an avoid (theirs or another player's).
+    Avoided,
+    /// A valid match existed but broke the quality floor in force; the reason names the
+    /// limit and when it next relaxes.
+    Floor,
 }
 
 impl LeftOverKind {
@@ -73,6 +80,9 @@ impl LeftOverKind {
             LeftOverKind::Rejected => "rejected",
             LeftOverKind::LeftDuringSolve => "left_during_solve",
             LeftOverKind::MatchDropped => "match_dropped",
+            LeftOverKind::Filtered => "filtered",
+            LeftOverKind::Avoided => "avoided",
+            LeftOverKind::Floor => "floor",
         }
     }
 }
@@ -400,6 +410,7 @@ mod tests {
             peer_pings: Default::default(),
             roles: roles.iter().map(|r| r.to_string()).collect(),
             side: None,
+            ..Default::default()
         }
     }
 

@@ -31,7 +31,9 @@ pub mod split;
 pub use deadline::{Budget, Deadline, StopReason};
 pub use error::PoolError;
 pub use left_over::{LeftOver, LeftOverKind, explain_left_over};
-pub use model::{Network, QueueModel, RoleMode, Weights};
-pub use pool::{BrokenParty, PastMatch, Player, Pool, reject_parties};
+pub use model::{
+    AvoidParams, AvoidScope, FilterParams, FloorStep, Network, QueueModel, RoleMode, Weights,
+};
+pub use pool::{Attribute, BrokenParty, PastMatch, Player, Pool, reject_parties};
 pub use round::{MatchOutcome, Rejection, RoundOutcome, SolveStats};
 pub use solver::{SolveOptions, Strategy, solve};

@@ -64,6 +64,16 @@ pub struct QueueModel {
     /// config when absent (a fixed queue's stored config is unchanged).
     #[serde(skip_serializing_if = "AllianceParams::is_absent")]
     pub alliance: AllianceParams,
+    /// Who may meet whom by attributes (`[queues.NAME.filters]`). Absent: anyone.
+    #[serde(skip_serializing_if = "FilterParams::is_absent")]
+    pub filters: FilterParams,
+    /// How players' avoid lists apply in this queue (`[queues.NAME.avoids]`).
+    #[serde(skip_serializing_if = "AvoidParams::is_default")]
+    pub avoids: AvoidParams,
+    /// Quality floors that relax with wait (`[[queues.NAME.floors]]`, FlexMatch's
+    /// expansions), by `after` ascending. Empty: no floor.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub floors: Vec<FloorStep>,
 }
 
 impl Default for QueueModel {
@@ -88,6 +98,9 @@ impl Default for QueueModel {
             hosts: HostParams::default(),
             predicted_fairness: FairnessParams::default(),
             alliance: AllianceParams::default(),
+            filters: FilterParams::default(),
+            avoids: AvoidParams::default(),
+            floors: Vec::new(),
         }
     }
 }
@@ -470,6 +483,89 @@ impl AllianceParams {
     pub fn is_absent(&self) -> bool {
         *self == AllianceParams::default()
     }
+}
+
+/// Hard rules over players' attributes (`[queues.NAME.filters]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilterParams {
+    /// Attributes everyone in a match shares (`["build"]`): a player without the
+    /// attribute meets only players without it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same: Vec<String>,
+    /// The attribute holding a player's platform. Set: a player whose `crossplay`
+    /// attribute is `"off"` meets only players of their own platform; the others mix
+    /// freely. Absent: no crossplay rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crossplay: Option<String>,
+    /// The attribute holding a player's languages (one or a list), for the soft
+    /// language factor: teammates who share one score higher. Absent: no factor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+}
+
+impl FilterParams {
+    pub fn is_absent(&self) -> bool {
+        *self == FilterParams::default()
+    }
+}
+
+/// Where an avoid keeps two players apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AvoidScope {
+    /// Never in one match.
+    #[default]
+    Match,
+    /// Never on one team (they may still be opponents).
+    Team,
+}
+
+/// `[queues.NAME.avoids]`: how avoid lists apply in this queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AvoidParams {
+    pub scope: AvoidScope,
+    /// A player's newest avoids the queue honours (Overwatch keeps a short list: the
+    /// oldest goes when a new one comes), so avoids cannot starve a player or the pool.
+    pub max_per_player: usize,
+}
+
+impl Default for AvoidParams {
+    fn default() -> Self {
+        AvoidParams {
+            scope: AvoidScope::Match,
+            max_per_player: 10,
+        }
+    }
+}
+
+impl AvoidParams {
+    pub fn is_default(&self) -> bool {
+        *self == AvoidParams::default()
+    }
+}
+
+/// One step of the quality floors (`[[queues.NAME.floors]]`): from `after` of wait of a
+/// match's longest-waiting player, the match must meet every limit given here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FloorStep {
+    #[serde(with = "humantime_serde")]
+    pub after: Duration,
+    /// Largest gap between team mean skills, in skill points.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_team_gap: Option<f64>,
+    /// Largest ping between two players on different teams, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_enemy_ping_ms: Option<f64>,
+    /// Smallest match score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_match_score: Option<f64>,
+    /// Peer-to-peer: from this step on, a match nobody in it can host may form, marked
+    /// as needing the game's relay.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub relay: bool,
 }
 
 /// How players connect: peer-to-peer (one player hosts, the Awesomenauts matchmaker post) or dedicated servers

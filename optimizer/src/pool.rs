@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// One queued player, as enqueued by a client. Only `id` and `skill` are required.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Player {
     pub id: String,
@@ -34,6 +34,33 @@ pub struct Player {
     /// Side preference in [0, 1] (the mutual-information balancing note): 0 prefers the first team, 1 the second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side: Option<f64>,
+    /// What the queue's filters read (`[queues.NAME.filters]`): game build, platform,
+    /// crossplay opt-out, languages. Names and values are short strings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, Attribute>,
+    /// Pool ids of the players this player avoids: a hard rule, kept in the queue's
+    /// `avoids.scope` (never in one match, or never on one team).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub avoids: Vec<String>,
+}
+
+/// One attribute of a player: a short string (`"build": "1.4.2"`) or a list of them
+/// (`"language": ["en", "de"]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Attribute {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Attribute {
+    /// The value or values, as a slice.
+    pub fn values(&self) -> &[String] {
+        match self {
+            Attribute::One(v) => std::slice::from_ref(v),
+            Attribute::Many(vs) => vs,
+        }
+    }
 }
 
 /// A past match, used for the opponent-variation factor (the Awesomenauts matchmaker post).

@@ -47,6 +47,11 @@ pub struct MatchOutcome {
     /// `hosts.one_host_score`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup_host: Option<String>,
+    /// Peer-to-peer: nobody in the match can host it, and a floor step with `relay = true`
+    /// was in force for its longest-waiting player; the game backend routes it through
+    /// its relay (`host` and `backup_host` are None, `hosts` empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relay: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -428,6 +428,7 @@ fn outcome(
             hosts: p2p.then(|| d.hosts.iter().map(|&p| id(p)).collect()),
             host: d.hosts.first().filter(|_| p2p).map(|&p| id(p)),
             backup_host: d.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
+            relay: false,
         })
         .collect();
     let bench = flex.map_or(run.state.bench.as_slice(), |f| f.bench);

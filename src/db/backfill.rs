@@ -71,6 +71,7 @@ impl BackfillRequest {
                 peer_pings: m.peer_pings,
                 roles: m.roles,
                 side: m.side,
+                ..Default::default()
             });
         }
         Ok(Session {

@@ -335,5 +335,6 @@ fn entry_to_player(e: &QueuedEntry) -> Result<Player, String> {
         peer_pings: ms_map("peer_pings", &e.peer_pings, MAX_PEER_PINGS)?,
         roles: e.roles.clone(),
         side: e.side,
+        ..Default::default()
     })
 }

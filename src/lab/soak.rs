@@ -430,6 +430,7 @@ pub fn load_player(id: String, rng: &mut Xoshiro256PlusPlus) -> Player {
         peer_pings: Default::default(),
         roles: Vec::new(),
         side: None,
+        ..Default::default()
     }
 }
 

@@ -128,6 +128,7 @@ async fn every_ops_query_runs_and_answers() {
             hosts: Some(vec!["f0".into()]),
             host: Some("f0".into()),
             backup_host: None,
+            relay: false,
         }],
         unmatched: vec![],
         rejected: vec![],

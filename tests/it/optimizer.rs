@@ -19,6 +19,7 @@ pub fn player(id: &str, skill: f64) -> Player {
         peer_pings: Default::default(),
         roles: Vec::new(),
         side: None,
+        ..Default::default()
     }
 }
 

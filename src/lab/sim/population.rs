@@ -341,6 +341,7 @@ impl Population {
             peer_pings: BTreeMap::new(),
             roles: profile.roles.clone(),
             side: profile.side,
+            ..Default::default()
         }
     }
 }

@@ -333,6 +333,7 @@ pub fn player(id: &str, skill: f64, enqueued_at: DateTime<Utc>) -> Player {
         peer_pings: Default::default(),
         roles: Vec::new(),
         side: None,
+        ..Default::default()
     }
 }
 
