@@ -120,6 +120,9 @@ CREATE TABLE queue_entries (
     -- members are still queued (never split).
     party_key     bigint NULL,
     party_size    integer NULL,
+    -- The first member of an enqueue_party() call: one row per queued party, so a
+    -- unique index keeps one party_id per login and queue.
+    party_lead    boolean NOT NULL DEFAULT false,
     -- Queued entries: how and why the last round that pooled them left them over,
     -- written by the round's commit so that a client polling player_status reads it from
     -- the entry's own row.
@@ -297,7 +300,9 @@ CREATE TABLE match_players (
     skill        double precision NOT NULL,
     enqueued_at  timestamptz NOT NULL,
     matched_at   timestamptz NOT NULL,
-    PRIMARY KEY (match_id, player_id)
+    -- By entry, not player id: player ids are per login, and two logins' "alice" may
+    -- play in one match.
+    PRIMARY KEY (match_id, entry_id)
 );
 COMMENT ON COLUMN match_players.match_id IS
     'the match; written in the same statement as the match, without a foreign key';
@@ -322,10 +327,12 @@ CREATE TABLE recent_matches (
     -- queue's rounds commit one after the other under its lease), at most the queue's
     -- round.history_matches at the time of the last match.
     match_ids bigint[] NOT NULL,
-    PRIMARY KEY (queue, player_id)
+    -- The login whose player this is (player ids are per login, as in queue_entries).
+    owner     text NOT NULL DEFAULT session_user,
+    PRIMARY KEY (queue, owner, player_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE recent_matches IS
-    'Per queue and player, the ids of their last round.history_matches matches, oldest '
+    'Per queue, login and player, the ids of their last round.history_matches matches, oldest '
     'first: the history a round''s snapshot reads and retention keeps. Written by the '
     'round''s commit, in the transaction that writes match_players.';
 
@@ -513,9 +520,10 @@ COMMENT ON TABLE backfill_requests IS
 
 -- A player waits at most once per queue: enqueueing again while queued is refused (this
 -- index is enqueue()'s ON CONFLICT arbiter). Past rows (matched, cancelled, ...) do not
--- count.
+-- count. A player id belongs to the login that enqueued it: two logins may each queue
+-- their own "alice", and neither index entry can block the other's.
 CREATE UNIQUE INDEX queue_entries_one_queued_row_per_player
-    ON queue_entries (queue, player_id) WHERE status = 'queued';
+    ON queue_entries (queue, owner, player_id) WHERE status = 'queued';
 
 -- The snapshot reads a queue's queued rows oldest first; small because only queued rows
 -- are in it, however long the history grows.
@@ -531,8 +539,9 @@ CREATE INDEX queue_entries_queued_expiry ON queue_entries (queue, expires_at)
     WHERE status = 'queued';
 
 -- One player in several queues: the commit that matches a player finds and withdraws
--- their queued entries elsewhere.
-CREATE INDEX queue_entries_queued_player ON queue_entries (player_id) WHERE status = 'queued';
+-- their queued entries elsewhere (the same login's player only).
+CREATE INDEX queue_entries_queued_player ON queue_entries (owner, player_id)
+    WHERE status = 'queued';
 
 -- Party look-ups: cancel's and keep_alive's party, the sweep.
 CREATE INDEX queue_entries_party ON queue_entries (party_key) WHERE party_key IS NOT NULL;
@@ -540,6 +549,10 @@ CREATE INDEX queue_entries_party ON queue_entries (party_key) WHERE party_key IS
 -- enqueue_party's "already queued" checks, of the calling login's own parties.
 CREATE INDEX queue_entries_queued_owner_party ON queue_entries (queue, owner, party_id)
     WHERE status = 'queued' AND party_id IS NOT NULL;
+-- One queued party_id per login and queue: enqueue_party()'s guard against a concurrent
+-- call for the same party. Keyed by the login, so no other login can hold it.
+CREATE UNIQUE INDEX queue_entries_one_queued_party_per_owner
+    ON queue_entries (queue, owner, party_id) WHERE status = 'queued' AND party_lead;
 
 -- Retention: entries that ended outside a match (cancelled, expired, rejected,
 -- withdrawn), by the time they ended, per queue. Never a queued or a matched row (a
@@ -563,8 +576,9 @@ CREATE INDEX matches_by_queue_age ON matches (queue, created_at, match_id);
 CREATE INDEX round_snapshots_left_over ON round_snapshots USING gin (left_over);
 
 -- One open request per session: a second one would race the first for the same slots.
-CREATE UNIQUE INDEX backfill_requests_open_session ON backfill_requests (queue, session_id)
-    WHERE status = 'open';
+-- A session id belongs to the login that asked, as player ids do.
+CREATE UNIQUE INDEX backfill_requests_open_session
+    ON backfill_requests (queue, owner, session_id) WHERE status = 'open';
 -- The round's snapshot and the worker's "anything to backfill?" look-up.
 CREATE INDEX backfill_requests_open ON backfill_requests (queue, created_at)
     WHERE status = 'open';
@@ -659,6 +673,37 @@ BEGIN
         END IF;
     END LOOP;
 END
+$$;
+
+-- ---- Canonical numbers -----------------------------------------------------------------
+-- jsonb keeps a number as it was written, scale included: 0e-16383 is a few bytes stored
+-- and 16,385 characters printed, and every round prints the rows it reads (the snapshot,
+-- the backfill requests, the replay record). So the client functions store what they
+-- checked in canonical form: milliseconds rounded to the microsecond, skills and sides to
+-- 6 decimals, team indices as integers, trailing zeros dropped. No stored row prints longer
+-- than a normal player's.
+
+-- A checked map of names to milliseconds (matchmaker_check_ms_map), canonical.
+CREATE FUNCTION matchmaker_canonical_ms_map(m jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN m = '{}' THEN m
+                ELSE (SELECT jsonb_object_agg(key, trim_scale(round(value::numeric, 3)))
+                        FROM jsonb_each(m)) END
+$$;
+
+-- A checked member of enqueue_party or request_backfill (matchmaker_check_member_json),
+-- canonical: the fields it has, numbers rounded, JSON nulls dropped.
+CREATE FUNCTION matchmaker_canonical_member(m jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_strip_nulls(jsonb_build_object(
+        'player_id', m -> 'player_id',
+        'team', to_jsonb((m ->> 'team')::numeric::integer),
+        'skill', to_jsonb(trim_scale(round((m ->> 'skill')::numeric, 6))),
+        'skill_sigma', to_jsonb(trim_scale(round((m ->> 'skill_sigma')::numeric, 6))),
+        'side', to_jsonb(trim_scale(round((m ->> 'side')::numeric, 6))),
+        'latencies', matchmaker_canonical_ms_map(m -> 'latencies'),
+        'peer_pings', matchmaker_canonical_ms_map(m -> 'peer_pings'),
+        'roles', m -> 'roles'))
 $$;
 
 -- One member's fields against the queue's rules, rule by rule: names the first rule
@@ -862,7 +907,9 @@ $$;
 -- the owner. A player may be queued in several queues at once; they are matched at most
 -- once (the commit that matches them withdraws their other entries).
 -- Refuses: an unknown or retired queue; a field that breaks an input rule (the first one
--- broken); a player already queued in the queue.
+-- broken); a player already queued in the queue by this login. A player id belongs to the
+-- login that enqueued it, as a party id does: another login's "alice" is another player,
+-- which this login can neither block, see, cancel nor withdraw.
 --
 -- The fast route reads the queue's row and checks the fields with the inlined
 -- matchmaker_member_ok; only when that fails does the slow route find out why (and raise
@@ -897,9 +944,11 @@ BEGIN
     END IF;
     INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
                                     peer_pings, roles, side, enqueued_at, expires_at)
-    VALUES (q.queue, enqueue.player_id, enqueue.skill, enqueue.skill_sigma, enqueue.latencies,
-            enqueue.peer_pings, enqueue.roles, enqueue.side, now(), now() + q.ticket_ttl)
-    ON CONFLICT (queue, player_id) WHERE status = 'queued' DO NOTHING
+    VALUES (q.queue, enqueue.player_id, enqueue.skill, enqueue.skill_sigma,
+            matchmaker_canonical_ms_map(enqueue.latencies),
+            matchmaker_canonical_ms_map(enqueue.peer_pings), enqueue.roles, enqueue.side,
+            now(), now() + q.ticket_ttl)
+    ON CONFLICT (queue, owner, player_id) WHERE status = 'queued' DO NOTHING
     RETURNING e.entry_id INTO id;
     IF id IS NULL THEN
         PERFORM matchmaker_refuse('player_id', quote_literal(enqueue.player_id),
@@ -918,11 +967,12 @@ $$;
 -- Refuses: an unknown or retired queue; a bad party_id; members that are not an array of
 -- 2..max_party_size objects; an unknown field or a field of the wrong type; a member that
 -- breaks an input rule; a player twice in the party; a party_id this login already has
--- queued in the queue, or is enqueueing in another call right now; a member already
--- queued in the queue.
+-- queued in the queue, or is enqueueing in another call right now; a member this login
+-- already has queued in the queue.
 CREATE FUNCTION enqueue_party(queue text, party_id text, members jsonb)
 RETURNS TABLE (player_id text, entry_id bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+    SET lock_timeout = '200ms' AS $$
 #variable_conflict use_variable
 DECLARE
     q queues := matchmaker_active_queue(queue);
@@ -931,6 +981,7 @@ DECLARE
     key bigint;
     ids text[] := '{}';
     pid text;
+    violated text;
 BEGIN
     PERFORM matchmaker_check_id('party_id', party_id);
     IF members IS NULL OR jsonb_typeof(members) <> 'array' THEN
@@ -954,25 +1005,10 @@ BEGIN
         ids := ids || pid;
     END LOOP;
 
-    -- This login's party already queued is refused before the lock below: a client that
+    -- This login's party already queued is refused before the insert: a client that
     -- repeats a refused call at once must hear "already queued" again, not "being enqueued
-    -- by another call" from the lock of its own first call (PostgreSQL reports an error to
-    -- the client a moment before the failed transaction releases its locks).
-    IF EXISTS (SELECT 1 FROM queue_entries e
-                WHERE e.queue = q.queue AND e.owner = session_user
-                  AND e.party_id = party_id AND e.status = 'queued') THEN
-        PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
-            format('is already queued in queue %s (cancel it first)', q.queue));
-    END IF;
-    -- One party_id per login and queue at a time. A try-lock, not a wait: a concurrent
-    -- call for the same party gets a refusal, never a stall. The key holds the login, so
-    -- another login's calls (or advisory locks) never collide with this one's by design.
-    -- The check above runs again under the lock, for a call that committed meanwhile.
-    IF NOT pg_try_advisory_xact_lock(
-            hashtextextended(q.queue || E'\x1f' || session_user || E'\x1f' || party_id, 0)) THEN
-        PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
-            format('is being enqueued in queue %s by another call right now', q.queue));
-    END IF;
+    -- by another call" from its own first call (PostgreSQL reports an error to the client
+    -- a moment before the failed transaction releases its locks).
     IF EXISTS (SELECT 1 FROM queue_entries e
                 WHERE e.queue = q.queue AND e.owner = session_user
                   AND e.party_id = party_id AND e.status = 'queued') THEN
@@ -980,24 +1016,43 @@ BEGIN
             format('is already queued in queue %s (cancel it first)', q.queue));
     END IF;
 
+    -- One party_id per login and queue at a time: the first member's row (party_lead) is
+    -- unique per (queue, owner, party_id), and its members' per (queue, owner, player_id).
+    -- Every key holds the login, so only this login's own calls can collide with this one,
+    -- and no other login can compute or hold what it waits for. A concurrent call of this
+    -- login for the same party or player waits at most the function's lock_timeout, then
+    -- is refused, never stalled.
     key := nextval('queue_entries_party_key_seq');
     BEGIN
         RETURN QUERY
         INSERT INTO queue_entries AS e (queue, player_id, party_id, party_key, party_size,
-                                        skill, skill_sigma, latencies, peer_pings, roles,
-                                        side, enqueued_at, expires_at)
-        SELECT q.queue, x ->> 'player_id', party_id, key, n,
+                                        party_lead, skill, skill_sigma, latencies,
+                                        peer_pings, roles, side, enqueued_at, expires_at)
+        SELECT q.queue, x ->> 'player_id', party_id, key, n, t.ord = 1,
                (x ->> 'skill')::double precision, (x ->> 'skill_sigma')::double precision,
-               coalesce(x -> 'latencies', '{}'), coalesce(x -> 'peer_pings', '{}'),
+               matchmaker_canonical_ms_map(coalesce(x -> 'latencies', '{}')),
+               matchmaker_canonical_ms_map(coalesce(x -> 'peer_pings', '{}')),
                coalesce(ARRAY(SELECT jsonb_array_elements_text(x -> 'roles')), '{}'),
                (x ->> 'side')::double precision, now(), now() + q.ticket_ttl
-          FROM jsonb_array_elements(members) AS t(x)
+          FROM jsonb_array_elements(members) WITH ORDINALITY AS t(x, ord)
+         ORDER BY t.ord
         RETURNING e.player_id, e.entry_id;
-    EXCEPTION WHEN unique_violation THEN
-        PERFORM matchmaker_refuse('members[].player_id',
-            (SELECT string_agg(quote_literal(e.player_id), ', ') FROM queue_entries e
-              WHERE e.queue = q.queue AND e.status = 'queued' AND e.player_id = ANY (ids)),
-            format('is already queued in queue %s (cancel it first)', q.queue));
+    EXCEPTION
+        WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+            IF violated = 'queue_entries_one_queued_party_per_owner' THEN
+                PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
+                    format('is already queued in queue %s (cancel it first)', q.queue));
+            END IF;
+            PERFORM matchmaker_refuse('members[].player_id',
+                (SELECT string_agg(quote_literal(e.player_id), ', ' ORDER BY e.player_id)
+                   FROM queue_entries e
+                  WHERE e.queue = q.queue AND e.owner = session_user
+                    AND e.status = 'queued' AND e.player_id = ANY (ids)),
+                format('is already queued in queue %s (cancel it first)', q.queue));
+        WHEN lock_not_available THEN
+            PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
+                format('is being enqueued in queue %s by another call right now', q.queue));
     END;
 END
 $$;
@@ -1087,7 +1142,9 @@ $$;
 -- hour; members that are not an array of 1..(a full match - 1) objects; an unknown field
 -- or a field of the wrong type; a member that breaks an input rule; a player twice; a
 -- team outside the queue's teams; members + open slots of a team that do not make
--- team_size; a session that already has an open request in the queue.
+-- team_size; a session that already has an open request in the queue. A session id
+-- belongs to the login that asked, as player ids do: another login's session "s1" is
+-- another session.
 CREATE FUNCTION request_backfill(queue text, session_id text, members jsonb,
                                  open_slots integer[],
                                  expires_in interval DEFAULT interval '60 seconds')
@@ -1183,7 +1240,10 @@ BEGIN
     BEGIN
         INSERT INTO backfill_requests AS b (queue, session_id, members, open_slots,
                                             created_at, expires_at, updated_at)
-        VALUES (q.queue, session_id, members, open_slots, now(), now() + expires_in, now())
+        VALUES (q.queue, session_id,
+                (SELECT jsonb_agg(matchmaker_canonical_member(x) ORDER BY t.ord)
+                   FROM jsonb_array_elements(members) WITH ORDINALITY AS t(x, ord)),
+                open_slots, now(), now() + expires_in, now())
         RETURNING b.request_id INTO id;
     EXCEPTION WHEN unique_violation THEN
         PERFORM matchmaker_refuse('session_id', quote_literal(session_id),
@@ -1269,7 +1329,7 @@ SELECT s.queue,
 -- entry's reason is why the last round left it over.
 --   SELECT * FROM player_status WHERE player_id = $1;
 CREATE VIEW player_status WITH (security_barrier) AS
-SELECT DISTINCT ON (e.queue, e.player_id)
+SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
        e.queue,
        e.player_id,
        e.entry_id,
@@ -1308,7 +1368,7 @@ SELECT DISTINCT ON (e.queue, e.player_id)
   LEFT JOIN queue_countdown c ON c.queue = e.queue AND e.status = 'queued'
   LEFT JOIN matches m ON m.match_id = e.match_id
  WHERE e.owner = session_user OR (SELECT matchmaker_sees_all())
- ORDER BY e.queue, e.player_id, e.entry_id DESC;
+ ORDER BY e.queue, e.owner, e.player_id, e.entry_id DESC;
 
 -- One line per matched player: team, teammates, opponents, where it is played, how good.
 -- For matches that hold at least one of the caller's players (their teammates and
@@ -1863,6 +1923,8 @@ REVOKE ALL ON FUNCTION
     matchmaker_check_member(queues, text, double precision, double precision, jsonb, jsonb,
                             text[], double precision),
     matchmaker_check_member_json(queues, jsonb, text[]),
+    matchmaker_canonical_ms_map(jsonb),
+    matchmaker_canonical_member(jsonb),
     matchmaker_member_ok(queues, text, double precision, double precision, jsonb, jsonb,
                          text[], double precision),
     matchmaker_active_queue(text),

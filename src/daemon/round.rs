@@ -196,8 +196,9 @@ impl RoundRunner {
         let mut unreadable = Vec::new();
         let mut sessions = Vec::new();
         let mut sessions_of = std::collections::HashMap::new();
+        let ids = prepared.snapshot.pool_ids();
         for b in &prepared.backfills {
-            match b.to_session() {
+            match b.to_session(&ids) {
                 Ok(s) => {
                     sessions_of.insert(s.id.clone(), (b.request_id, b.session_id.clone()));
                     sessions.push(s);

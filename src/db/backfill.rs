@@ -11,6 +11,7 @@ use serde::Deserialize;
 use sqlx::PgPool;
 
 use super::DbError;
+use super::snapshot::PoolIds;
 use matchmaker_optimizer::Player;
 use matchmaker_optimizer::backfill::Session;
 
@@ -22,6 +23,8 @@ pub const MAX_REQUESTS_PER_ROUND: i64 = 200;
 pub struct BackfillRequest {
     pub request_id: i64,
     pub session_id: String,
+    /// The login that asked; its members' ids and peer pings are that login's.
+    pub owner: String,
     pub members: sqlx::types::Json<serde_json::Value>,
     pub open_slots: Vec<i32>,
     pub created_at: DateTime<Utc>,
@@ -48,8 +51,11 @@ struct Member {
 
 impl BackfillRequest {
     /// The core's session, keyed by the request id; a stored value the core cannot read
-    /// (written around the front door) is the request's unfilled reason.
-    pub fn to_session(&self) -> Result<Session, String> {
+    /// (written around the front door) is the request's unfilled reason. Members are
+    /// named in the round's terms (`ids`): a member queued in the pool by the same login
+    /// is that entry (never added to its own session); a member whose id is another
+    /// player's pool id is `<player_id>#s<request_id>`.
+    pub fn to_session(&self, ids: &PoolIds) -> Result<Session, String> {
         let members: Vec<Member> = serde_json::from_value(self.members.0.clone())
             .map_err(|e| format!("members: not readable ({e})"))?;
         let open: Vec<usize> = self.open_slots.iter().map(|&o| o.max(0) as usize).collect();
@@ -61,14 +67,22 @@ impl BackfillRequest {
                     m.player_id, m.team
                 ));
             };
+            let id = ids
+                .name(&self.owner, &m.player_id)
+                .unwrap_or_else(|| format!("{}#s{}", m.player_id, self.request_id));
+            let peer_pings = m
+                .peer_pings
+                .into_iter()
+                .filter_map(|(peer, ms)| ids.name(&self.owner, &peer).map(|p| (p, ms)))
+                .collect();
             team.push(Player {
-                id: m.player_id,
+                id,
                 party: None,
                 skill: m.skill,
                 skill_sigma: m.skill_sigma,
                 enqueued_at: None,
                 latencies: m.latencies,
-                peer_pings: m.peer_pings,
+                peer_pings,
                 roles: m.roles,
                 side: m.side,
                 ..Default::default()
@@ -86,7 +100,7 @@ impl BackfillRequest {
 /// ones it fills (a cancel in flight wins).
 pub async fn snapshot_backfills(db: &PgPool, queue: &str) -> Result<Vec<BackfillRequest>, DbError> {
     Ok(sqlx::query_as(
-        "SELECT request_id, session_id, members, open_slots, created_at, expires_at
+        "SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at
            FROM backfill_requests
           WHERE queue = $1 AND status = 'open' AND expires_at > now()
           ORDER BY created_at, request_id

@@ -404,7 +404,9 @@ struct OtherQueues {
 }
 
 /// One player, one match across queues: lock the candidate players' queued entries in
-/// other queues, since a player is ours only if we hold every one of those rows too.
+/// other queues, since a player is ours only if we hold every one of those rows too. A
+/// player is a login's player id: another login's entries of the same id are another
+/// player's, neither locked nor withdrawn here.
 ///
 /// A row we cannot lock may be in another queue's commit right now. One statement: every
 /// such row, and whether we now hold it. A row that left 'queued' since the statement's
@@ -416,25 +418,30 @@ async fn lock_other_queues(
     all_matches: &[&MatchOutcome],
     pool: &Pool<'_>,
 ) -> Result<OtherQueues, DbError> {
-    let candidates: Vec<&str> = all_matches
+    let candidates: Vec<i64> = all_matches
         .iter()
         .flat_map(|m| m.teams.iter().flatten())
-        .map(String::as_str)
         .filter(|p| pool.holds(p))
+        .map(|p| pool.entry_ids[p.as_str()])
         .collect();
-    let elsewhere: Vec<(i64, String, bool)> = if candidates.is_empty() {
+    let player_of: HashMap<i64, &str> = pool.entry_ids.iter().map(|(p, id)| (*id, *p)).collect();
+    let elsewhere: Vec<(i64, i64, bool)> = if candidates.is_empty() {
         Vec::new()
     } else {
         sqlx::query_as(
-            "WITH elsewhere AS (
-                 SELECT entry_id, player_id FROM queue_entries
-                  WHERE player_id = ANY($1) AND queue <> $2 AND status = 'queued'),
+            "WITH pooled AS (
+                 SELECT entry_id, owner, player_id FROM queue_entries
+                  WHERE entry_id = ANY($1)),
+             elsewhere AS (
+                 SELECT o.entry_id, p.entry_id AS pooled FROM queue_entries o
+                   JOIN pooled p ON o.owner = p.owner AND o.player_id = p.player_id
+                  WHERE o.queue <> $2 AND o.status = 'queued'),
              held AS (
                  SELECT entry_id FROM queue_entries
                   WHERE entry_id IN (SELECT entry_id FROM elsewhere) AND status = 'queued'
                   ORDER BY entry_id
                   FOR UPDATE SKIP LOCKED)
-             SELECT e.entry_id, e.player_id, h.entry_id IS NOT NULL
+             SELECT e.entry_id, e.pooled, h.entry_id IS NOT NULL
                FROM elsewhere e LEFT JOIN held h USING (entry_id)",
         )
         .bind(&candidates)
@@ -442,6 +449,11 @@ async fn lock_other_queues(
         .fetch_all(&mut *tx)
         .await?
     };
+    // By pool id, as the matches name their players.
+    let elsewhere: Vec<(i64, String, bool)> = elsewhere
+        .into_iter()
+        .map(|(id, pooled, held)| (id, player_of[&pooled].to_string(), held))
+        .collect();
     let held: Vec<(i64, String)> = elsewhere
         .iter()
         .filter(|(_, _, held)| *held)
@@ -1072,12 +1084,13 @@ async fn write_matches(
              SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team,
                     m.role, m.skill, m.enqueued_at, $6
                FROM matched m
-          RETURNING queue, player_id, match_id)
-         INSERT INTO recent_matches AS r (queue, player_id, match_ids)
-         SELECT queue, player_id, ARRAY[match_id] FROM recorded
+          RETURNING entry_id, match_id)
+         INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
+         SELECT m.queue, m.owner, m.player_id, ARRAY[recorded.match_id]
+           FROM recorded JOIN matched m USING (entry_id)
           WHERE $15 > 0
-          ORDER BY queue, player_id
-             ON CONFLICT (queue, player_id) DO UPDATE
+          ORDER BY m.queue, m.owner, m.player_id
+             ON CONFLICT (queue, owner, player_id) DO UPDATE
                 -- The last $15 of the old ids and the new one (match ids ascend).
                 SET match_ids = (r.match_ids || EXCLUDED.match_ids)
                                 [greatest(cardinality(r.match_ids) + 2 - $15, 1):]",

@@ -7,7 +7,7 @@
 //! `enqueue_party` is in the round only when all its members are: one member locked by a
 //! client call in flight, or gone, and the party sits this round out, never split.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -19,7 +19,14 @@ use matchmaker_optimizer::{BrokenParty, PastMatch, Player, Pool, Rejection, reje
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueuedEntry {
     pub entry_id: i64,
+    /// The player's pool id (see [`name_players_apart`]): the player id the login gave,
+    /// unless another login's player of the same id is in the round.
     pub player_id: String,
+    /// The login that enqueued it; player ids are per login.
+    pub owner: String,
+    /// The player id as the login gave it (`queue_entries.player_id`).
+    #[sqlx(default)]
+    pub login_player_id: String,
     pub party_id: Option<String>,
     pub skill: f64,
     pub skill_sigma: Option<f64>,
@@ -96,7 +103,7 @@ async fn try_snapshot(
               ORDER BY enqueued_at, entry_id
               LIMIT $2),
          pool AS (
-             SELECT entry_id, player_id, party_id, skill, skill_sigma,
+             SELECT entry_id, player_id, owner, party_id, skill, skill_sigma,
                     latencies::text AS latencies, peer_pings::text AS peer_pings,
                     roles, side, enqueued_at, party_key, party_size
                FROM queue_entries
@@ -123,12 +130,14 @@ async fn try_snapshot(
     .await?;
     let (mut entries, sat_out_players) = whole_parties(entries);
     name_parties_apart(&mut entries);
+    name_players_apart(&mut entries);
 
     let history = if history_matches == 0 || entries.is_empty() {
         Vec::new()
     } else {
-        let players: Vec<&str> = entries.iter().map(|e| e.player_id.as_str()).collect();
-        let rows: Vec<(i64, DateTime<Utc>, i32, String)> = sqlx::query_as(
+        let owners: Vec<&str> = entries.iter().map(|e| e.owner.as_str()).collect();
+        let players: Vec<&str> = entries.iter().map(|e| e.login_player_id.as_str()).collect();
+        let rows: Vec<(i64, DateTime<Utc>, i32, String, String)> = sqlx::query_as(
             "WITH recent AS (
                  -- Each pooled player's last N matches in this queue: one row per
                  -- player, oldest id first, read through the primary key of
@@ -136,24 +145,35 @@ async fn try_snapshot(
                  -- of the whole table, one row per player ever seen, would grow with
                  -- the history).
                  SELECT DISTINCT h.match_id
-                   FROM unnest($2::text[]) AS p(player_id)
+                   FROM unnest($2::text[], $4::text[]) AS p(owner, player_id)
                   CROSS JOIN LATERAL (
                         SELECT r.match_ids FROM recent_matches r
-                         WHERE r.queue = $1 AND r.player_id = p.player_id
+                         WHERE r.queue = $1 AND r.owner = p.owner
+                           AND r.player_id = p.player_id
                         OFFSET 0) r
                   CROSS JOIN LATERAL unnest(
                         r.match_ids[greatest(cardinality(r.match_ids) - $3 + 1, 1):])
                         AS h(match_id))
-             SELECT mp.match_id, mp.matched_at, mp.team, mp.player_id
+             -- The login of each past player, through its entry (kept with its match).
+             SELECT mp.match_id, mp.matched_at, mp.team, e.owner, mp.player_id
                FROM recent JOIN match_players mp USING (match_id)
-              ORDER BY mp.match_id, mp.team, mp.player_id",
+               JOIN queue_entries e ON e.entry_id = mp.entry_id
+              ORDER BY mp.match_id, mp.team, mp.player_id, e.owner",
         )
         .bind(queue)
-        .bind(&players)
+        .bind(&owners)
         .bind(history_matches as i32)
+        .bind(&players)
         .fetch_all(&mut *tx)
         .await?;
-        group_history(rows)
+        let ids = PoolIds::of(&entries);
+        group_history(
+            rows.into_iter()
+                .filter_map(|(m, at, team, owner, player)| {
+                    ids.name(&owner, &player).map(|id| (m, at, team, id))
+                })
+                .collect(),
+        )
     };
     tx.commit().await?;
     Ok(Snapshot {
@@ -222,6 +242,63 @@ fn name_parties_apart(entries: &mut [QueuedEntry]) {
     }
 }
 
+/// A player id belongs to the login that enqueued it: two logins' players may share one.
+/// The core knows a player by its id, so each pooled entry gets a pool id, unique in the
+/// round: its player id, or, when an earlier entry of the pool (oldest first) holds that
+/// id already, `<player_id>#<entry_id>` (again, while even that is taken: a client may pick
+/// such an id). With one login, or without shared ids, every pool id is the player id.
+/// The rows keep theirs; the replay record, `explain`, left-over records and a match's
+/// hosts name players by pool id.
+fn name_players_apart(entries: &mut [QueuedEntry]) {
+    let mut taken: HashSet<String> = HashSet::new();
+    for e in entries.iter_mut() {
+        e.login_player_id = e.player_id.clone();
+        let mut name = e.player_id.clone();
+        while taken.contains(&name) {
+            name = format!("{name}#{}", e.entry_id);
+        }
+        taken.insert(name.clone());
+        e.player_id = name;
+    }
+}
+
+/// What a login's player id names in this round. A peer ping or a past match names a
+/// player of the same login: the pool id of that login's entry when it is pooled; an id
+/// no pooled entry of the login has is kept as it is, unless it is another player's pool
+/// id (then it names no one in the round, and is dropped).
+pub struct PoolIds {
+    by_login: HashMap<(String, String), String>,
+    pooled: HashSet<String>,
+}
+
+impl PoolIds {
+    pub fn of(entries: &[QueuedEntry]) -> Self {
+        PoolIds {
+            by_login: entries
+                .iter()
+                .map(|e| {
+                    (
+                        (e.owner.clone(), e.login_player_id.clone()),
+                        e.player_id.clone(),
+                    )
+                })
+                .collect(),
+            pooled: entries.iter().map(|e| e.player_id.clone()).collect(),
+        }
+    }
+
+    pub fn name(&self, owner: &str, player_id: &str) -> Option<String> {
+        match self
+            .by_login
+            .get(&(owner.to_string(), player_id.to_string()))
+        {
+            Some(id) => Some(id.clone()),
+            None if self.pooled.contains(player_id) => None,
+            None => Some(player_id.to_string()),
+        }
+    }
+}
+
 fn group_history(rows: Vec<(i64, DateTime<Utc>, i32, String)>) -> Vec<PastMatch> {
     let mut matches: Vec<PastMatch> = Vec::new();
     let mut last_id = None;
@@ -250,9 +327,16 @@ impl Snapshot {
         let mut players = Vec::with_capacity(self.entries.len());
         let mut rejected = Vec::new();
         let mut broken = Vec::new();
+        let ids = PoolIds::of(&self.entries);
         for e in &self.entries {
             match entry_to_player(e) {
-                Ok(p) => players.push(p),
+                Ok(mut p) => {
+                    p.peer_pings = std::mem::take(&mut p.peer_pings)
+                        .into_iter()
+                        .filter_map(|(peer, ms)| ids.name(&e.owner, &peer).map(|id| (id, ms)))
+                        .collect();
+                    players.push(p)
+                }
                 Err(reason) => {
                     if let Some(party) = &e.party_id {
                         broken.push(BrokenParty {
@@ -299,7 +383,12 @@ impl Snapshot {
         (pool, rejected)
     }
 
-    /// entry_id by player id (one queued row per player per queue).
+    /// What each login's player ids name in this round (peer pings, sessions' members).
+    pub fn pool_ids(&self) -> PoolIds {
+        PoolIds::of(&self.entries)
+    }
+
+    /// entry_id by pool id (one queued row per player per queue).
     pub fn entry_ids(&self) -> HashMap<&str, i64> {
         self.entries
             .iter()

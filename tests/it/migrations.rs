@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "43f1c671083b49232ab91f030cc1a0a7286267ede2acb39c4749723396603fcf7ecad7d9d3057faf13152baa8b520fd1",
+    "9680d4dbfa7d2d4d942e60936c19e24c97c9e080592d7c02c9b43206e1c74911d21ecb8a8d9dee2ad7de4275d03318d0",
 )];
 
 /// The last migration of 1.0.

@@ -356,6 +356,16 @@ fn checked() -> Vec<(String, String)> {
             format!("open_slots = {{{{2}},{{3}}}}: {slots}"),
         ),
         (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{{2,3},{2,3}}')"#
+                .into(),
+            format!("open_slots = {{{{2,3}},{{2,3}}}}: {slots}"),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{{{2}},{{3}}}')"#
+                .into(),
+            format!("open_slots = {{{{{{2}}}},{{{{3}}}}}}: {slots}"),
+        ),
+        (
             r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '[5:6]={2,3}')"#
                 .into(),
             format!("open_slots = [5:6]={{2,3}}: {slots}"),

@@ -401,8 +401,9 @@ pub async fn assert_nobody_matched_twice(db: &PgPool) {
     assert_eq!(bad, 0, "matched entries and match_players disagree");
     let twice = count(
         db,
-        "SELECT count(*) FROM (SELECT m.round_id, mp.player_id FROM match_players mp
-           JOIN matches m USING (match_id) GROUP BY 1, 2 HAVING count(*) > 1) x",
+        "SELECT count(*) FROM (SELECT m.round_id, e.owner, mp.player_id FROM match_players mp
+           JOIN matches m USING (match_id) JOIN queue_entries e USING (entry_id)
+          GROUP BY 1, 2, 3 HAVING count(*) > 1) x",
     )
     .await;
     assert_eq!(twice, 0, "a player in two matches of one round");
@@ -432,8 +433,10 @@ pub async fn assert_contract_invariants(db: &PgPool) {
     assert_nobody_matched_twice(db).await;
 
     let twice: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT player_id, count(DISTINCT match_id) FROM match_players
-          GROUP BY player_id HAVING count(DISTINCT match_id) > 1 ORDER BY player_id",
+        "SELECT mp.player_id, count(DISTINCT mp.match_id) FROM match_players mp
+           JOIN queue_entries e USING (entry_id)
+          GROUP BY e.owner, mp.player_id HAVING count(DISTINCT mp.match_id) > 1
+          ORDER BY mp.player_id",
     )
     .fetch_all(db)
     .await
