@@ -114,6 +114,7 @@ CREATE TABLE queue_entries (
     -- written directly by the daemon's own tools (bulk loads, tests).
     expires_at    timestamptz NOT NULL DEFAULT (now() + interval '10 minutes'),
     -- The login role that enqueued; a client sees and cancels its own entries only.
+    -- Player and party ids are in its namespace: (owner, player_id) names a player.
     owner         text NOT NULL DEFAULT session_user,
     -- One enqueue_party() call (from queue_entries_party_key_seq) and its size.
     -- Membership is fixed by the call, and a party is matched only when all party_size
@@ -492,6 +493,7 @@ CREATE TABLE backfill_requests (
         CHECK (status IN ('open', 'filled', 'expired', 'cancelled')),
     reason          text NULL,
     -- The login role that asked; a client sees and cancels its own requests only.
+    -- Session and member ids are in its namespace, as player ids in queue_entries.
     owner           text NOT NULL DEFAULT session_user,
     created_at      timestamptz NOT NULL DEFAULT now(),
     expires_at      timestamptz NOT NULL,

@@ -180,9 +180,12 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
     .fetch_one(&mut *tx)
     .await?;
 
+    // A player is a login's player id (two logins may each have an alice).
     a.players_in_two_matches = sqlx::query_scalar(
         "SELECT count(*) FROM (
-             SELECT player_id FROM match_players GROUP BY player_id HAVING count(*) > 1) x",
+             SELECT e.owner, mp.player_id
+               FROM match_players mp JOIN queue_entries e USING (entry_id)
+              GROUP BY 1, 2 HAVING count(*) > 1) x",
     )
     .fetch_one(&mut *tx)
     .await?;

@@ -427,3 +427,59 @@ fn entry_to_player(e: &QueuedEntry) -> Result<Player, String> {
         ..Default::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(entry_id: i64, owner: &str, player_id: &str) -> QueuedEntry {
+        QueuedEntry {
+            entry_id,
+            player_id: player_id.into(),
+            owner: owner.into(),
+            login_player_id: String::new(),
+            party_id: None,
+            skill: 1500.0,
+            skill_sigma: None,
+            latencies: "{}".into(),
+            peer_pings: "{}".into(),
+            roles: Vec::new(),
+            side: None,
+            enqueued_at: DateTime::<Utc>::UNIX_EPOCH,
+            party_key: None,
+            party_size: None,
+        }
+    }
+
+    #[test]
+    fn pool_ids_keep_player_ids_and_tell_logins_apart() {
+        let mut entries = vec![
+            entry(1, "a", "alice"),
+            entry(2, "b", "alice"),
+            entry(3, "a", "alice#4"),
+            entry(4, "c", "alice"),
+            entry(5, "b", "bob"),
+        ];
+        name_players_apart(&mut entries);
+        let names: Vec<&str> = entries.iter().map(|e| e.player_id.as_str()).collect();
+        assert_eq!(names, ["alice", "alice#2", "alice#4", "alice#4#4", "bob"]);
+        let ids = PoolIds::of(&entries);
+        assert_eq!(ids.name("b", "alice").as_deref(), Some("alice#2"));
+        assert_eq!(ids.name("c", "alice").as_deref(), Some("alice#4#4"));
+        // A login's player not in the pool keeps its id, unless that names someone else.
+        assert_eq!(ids.name("a", "carol").as_deref(), Some("carol"));
+        assert_eq!(ids.name("a", "bob"), None);
+        assert_eq!(ids.name("c", "alice#2"), None);
+    }
+
+    #[test]
+    fn one_login_keeps_every_player_id() {
+        let mut entries = vec![entry(1, "a", "alice"), entry(2, "a", "bob")];
+        name_players_apart(&mut entries);
+        let ids = PoolIds::of(&entries);
+        assert_eq!(entries[0].player_id, "alice");
+        assert_eq!(entries[1].player_id, "bob");
+        assert_eq!(ids.name("a", "bob").as_deref(), Some("bob"));
+        assert_eq!(ids.name("a", "zed").as_deref(), Some("zed"));
+    }
+}

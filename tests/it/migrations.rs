@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "9680d4dbfa7d2d4d942e60936c19e24c97c9e080592d7c02c9b43206e1c74911d21ecb8a8d9dee2ad7de4275d03318d0",
+    "9f8de42a1dbe4e627dc0fdea2f774f428615e797c75154421652696377f2bcec3ccf3f00c470840e2338b4e6efe9b287",
 )];
 
 /// The last migration of 1.0.
