@@ -44,3 +44,4 @@ mod sim_deploy;
 mod sim_status;
 mod solver_cores;
 mod support;
+mod tenancy_limits;
