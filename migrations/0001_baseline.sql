@@ -57,6 +57,12 @@ CREATE TABLE queues (
     min_teams      integer NOT NULL,
     min_team_size  integer NOT NULL,
     formats        text[] NOT NULL,
+    -- Quotas of a client login ([queues.NAME.limits]); the daemon and operators are exempt.
+    max_queued_per_login   integer NOT NULL DEFAULT 2000,
+    max_backfill_per_login integer NOT NULL DEFAULT 20,
+    -- Players a client connection may enqueue per second, and in a burst.
+    enqueue_rate           double precision NOT NULL DEFAULT 200,
+    enqueue_burst          double precision NOT NULL DEFAULT 1000,
     CONSTRAINT retired_queue_has_reason CHECK (active OR retired_reason IS NOT NULL),
     CONSTRAINT queue_team_range CHECK (min_teams BETWEEN 2 AND teams),
     CONSTRAINT queue_team_size_range CHECK (min_team_size BETWEEN 1 AND team_size),
@@ -129,6 +135,10 @@ CREATE TABLE queue_entries (
     -- the entry's own row.
     left_over        text NULL,
     left_over_reason text NULL,
+    -- The round since which left_over has had its present value: an entry left over as
+    -- no_host or no_valid_match for limits.sit_out_after rounds waits behind the others
+    -- when a round's pool is capped.
+    left_over_since  bigint NULL,
 
     CONSTRAINT queue_must_not_be_empty CHECK (queue <> ''),
     CONSTRAINT player_id_must_not_be_empty CHECK (player_id <> ''),
@@ -513,6 +523,24 @@ COMMENT ON TABLE backfill_requests IS
     'the front-door functions only';
 
 
+-- ---- call_buckets: each client connection's enqueue allowance ---------------------------
+-- A token bucket per login and backend: enqueue and enqueue_party take a token per
+-- player and refuse when the bucket is empty (limits.enqueue_rate, limits.enqueue_burst).
+-- Per connection, not per login: a row shared by a login's connections would hold each
+-- enqueue behind the previous one's commit. A login's rate is bounded by enqueue_rate
+-- times its connection limit (docs/operations.md, "Bounding client logins"). UNLOGGED:
+-- no WAL per call; a crash empties it, which only refills the buckets.
+CREATE UNLOGGED TABLE call_buckets (
+    login  text NOT NULL,
+    pid    integer NOT NULL,
+    tokens double precision NOT NULL,
+    at     timestamptz NOT NULL,
+    PRIMARY KEY (login, pid)
+);
+COMMENT ON TABLE call_buckets IS
+    'Enqueue token buckets per client login and backend (written by the enqueue functions)';
+
+
 -- =========================================================================================
 -- 2. Indexes
 -- =========================================================================================
@@ -544,6 +572,9 @@ CREATE INDEX queue_entries_queued_expiry ON queue_entries (queue, expires_at)
 -- their queued entries elsewhere (the same login's player only).
 CREATE INDEX queue_entries_queued_player ON queue_entries (owner, player_id)
     WHERE status = 'queued';
+
+-- A login's queued entries in a queue: its quota (matchmaker_check_quota).
+CREATE INDEX queue_entries_queued_owner ON queue_entries (queue, owner) WHERE status = 'queued';
 
 -- Party look-ups: cancel's and keep_alive's party, the sweep.
 CREATE INDEX queue_entries_party ON queue_entries (party_key) WHERE party_key IS NOT NULL;
@@ -887,6 +918,45 @@ END
 $$;
 
 
+-- The calling login's quotas in queue q before it adds `players` entries: this
+-- connection's enqueue rate, then the login's queued entries in the queue. The daemon
+-- and operators are exempt. Concurrent calls of one login may each pass the count and
+-- overshoot it by the calls in flight (no lock: that would serialize the login's calls).
+-- A refused call rolls back, so it costs no token.
+CREATE FUNCTION matchmaker_check_quota(q queues, players integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    queued integer;
+BEGIN
+    IF matchmaker_sees_all() THEN
+        RETURN;
+    END IF;
+    INSERT INTO call_buckets AS b (login, pid, tokens, at)
+    VALUES (session_user, pg_backend_pid(), q.enqueue_burst - players, clock_timestamp())
+    ON CONFLICT (login, pid) DO UPDATE
+       SET tokens = least(q.enqueue_burst, b.tokens + q.enqueue_rate
+                          * extract(epoch FROM clock_timestamp() - b.at)) - players,
+           at = clock_timestamp()
+     WHERE least(q.enqueue_burst, b.tokens + q.enqueue_rate
+                 * extract(epoch FROM clock_timestamp() - b.at)) >= players;
+    IF NOT FOUND THEN
+        PERFORM matchmaker_refuse('queue', quote_literal(q.queue),
+            format('this connection enqueues more than %s players a second (limits.enqueue_rate); retry later',
+                   q.enqueue_rate));
+    END IF;
+    SELECT count(*) INTO queued
+      FROM (SELECT 1 FROM queue_entries e
+             WHERE e.queue = q.queue AND e.owner = session_user AND e.status = 'queued'
+             LIMIT q.max_queued_per_login) s;
+    IF queued + players > q.max_queued_per_login THEN
+        PERFORM matchmaker_refuse('queue', quote_literal(q.queue),
+            format('this login has %s of its %s queued entries (limits.max_queued_per_login); wait for matches or cancel some',
+                   queued, q.max_queued_per_login));
+    END IF;
+END
+$$;
+
+
 -- =========================================================================================
 -- 4. The client API
 -- =========================================================================================
@@ -909,7 +979,8 @@ $$;
 -- the owner. A player may be queued in several queues at once; they are matched at most
 -- once (the commit that matches them withdraws their other entries).
 -- Refuses: an unknown or retired queue; a field that breaks an input rule (the first one
--- broken); a player already queued in the queue by this login. A player id belongs to the
+-- broken); a player already queued in the queue by this login; a login over its quota
+-- or a connection over its rate (matchmaker_check_quota). A player id belongs to the
 -- login that enqueued it, as a party id does: another login's "alice" is another player,
 -- which this login can neither block, see, cancel nor withdraw.
 --
@@ -944,6 +1015,7 @@ BEGIN
                                         enqueue.skill_sigma, enqueue.latencies,
                                         enqueue.peer_pings, enqueue.roles, enqueue.side);
     END IF;
+    PERFORM matchmaker_check_quota(q, 1);
     INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
                                     peer_pings, roles, side, enqueued_at, expires_at)
     VALUES (q.queue, enqueue.player_id, enqueue.skill, enqueue.skill_sigma,
@@ -969,8 +1041,9 @@ $$;
 -- Refuses: an unknown or retired queue; a bad party_id; members that are not an array of
 -- 2..max_party_size objects; an unknown field or a field of the wrong type; a member that
 -- breaks an input rule; a player twice in the party; a party_id this login already has
--- queued in the queue, or is enqueueing in another call right now; a member this login
--- already has queued in the queue.
+-- queued in the queue, or is enqueueing in another call right now; a login over its
+-- quota or a connection over its rate; a member this login already has queued in the
+-- queue.
 CREATE FUNCTION enqueue_party(queue text, party_id text, members jsonb)
 RETURNS TABLE (player_id text, entry_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
@@ -1017,6 +1090,8 @@ BEGIN
         PERFORM matchmaker_refuse('party_id', quote_literal(party_id),
             format('is already queued in queue %s (cancel it first)', q.queue));
     END IF;
+
+    PERFORM matchmaker_check_quota(q, n);
 
     -- One party_id per login and queue at a time: the first member's row (party_lead) is
     -- unique per (queue, owner, party_id), and its members' per (queue, owner, player_id).
@@ -1144,9 +1219,12 @@ $$;
 -- hour; members that are not an array of 1..(a full match - 1) objects; an unknown field
 -- or a field of the wrong type; a member that breaks an input rule; a player twice; a
 -- team outside the queue's teams; members + open slots of a team that do not make
--- team_size; a session that already has an open request in the queue. A session id
--- belongs to the login that asked, as player ids do: another login's session "s1" is
--- another session.
+-- team_size; a login with limits.max_backfill_requests_per_login open requests in the
+-- queue; a session that already has an open request in the queue. A session id belongs
+-- to the login that asked, as player ids do: another login's session "s1" is another
+-- session.
+-- Game servers call it (matchmaker_server), not clients: a fill hands players to the
+-- session named, so the role that may ask is the one that runs sessions.
 CREATE FUNCTION request_backfill(queue text, session_id text, members jsonb,
                                  open_slots integer[],
                                  expires_in interval DEFAULT interval '60 seconds')
@@ -1238,6 +1316,18 @@ BEGIN
                        q.team_size, q.queue));
         END IF;
     END LOOP;
+
+    -- The login's open requests (limits.max_backfill_requests_per_login).
+    IF NOT matchmaker_sees_all()
+       AND (SELECT count(*) FROM (SELECT 1 FROM backfill_requests b
+                                   WHERE b.queue = q.queue AND b.status = 'open'
+                                     AND b.owner = session_user
+                                   LIMIT q.max_backfill_per_login) s)
+           >= q.max_backfill_per_login THEN
+        PERFORM matchmaker_refuse('session_id', quote_literal(session_id),
+            format('this login has %s open backfill requests in queue %s, its quota (limits.max_backfill_requests_per_login); cancel one or wait for one to end',
+                   q.max_backfill_per_login, q.queue));
+    END IF;
 
     BEGIN
         INSERT INTO backfill_requests AS b (queue, session_id, members, open_slots,
@@ -1869,7 +1959,8 @@ DO $$
 DECLARE
     r text;
 BEGIN
-    FOREACH r IN ARRAY ARRAY['matchmaker_client', 'matchmaker_daemon', 'matchmaker_ops'] LOOP
+    FOREACH r IN ARRAY ARRAY['matchmaker_client', 'matchmaker_daemon', 'matchmaker_ops',
+                             'matchmaker_server'] LOOP
         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
             BEGIN
                 EXECUTE format('CREATE ROLE %I NOLOGIN', r);
@@ -1879,8 +1970,8 @@ BEGIN
                 WHEN insufficient_privilege THEN
                     RAISE EXCEPTION 'the migration must create role %, and the migrating role may not', r
                         USING HINT = 'run `matchmaker migrate` as a role with CREATEROLE once, '
-                                     'or create the roles matchmaker_client, matchmaker_daemon '
-                                     'and matchmaker_ops (NOLOGIN) beforehand';
+                                     'or create the roles matchmaker_client, matchmaker_daemon, '
+                                     'matchmaker_ops and matchmaker_server (NOLOGIN) beforehand';
             END;
         END IF;
     END LOOP;
@@ -1897,7 +1988,10 @@ BEGIN
         ('matchmaker_client',
          'game clients and backends: EXECUTE on the client functions, SELECT on the client views'),
         ('matchmaker_daemon', 'matchmaker run: reads and writes the matchmaker tables'),
-        ('matchmaker_ops', 'operators: read everything, write nothing')) AS t(role, text)
+        ('matchmaker_ops', 'operators: read everything, write nothing'),
+        ('matchmaker_server',
+         'game servers: request and cancel backfill for their sessions, read backfill_status'))
+        AS t(role, text)
     LOOP
         BEGIN
             EXECUTE format('COMMENT ON ROLE %I IS %L', c.role, c.text);
@@ -1913,7 +2007,7 @@ $$;
 -- then see). PostgreSQL 15 and later already revoke CREATE by default.
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE ALL ON queues, queue_entries, rounds, matches, match_players, recent_matches,
-              round_snapshots, queue_state, leases, replicas, backfill_requests,
+              round_snapshots, queue_state, leases, replicas, backfill_requests, call_buckets,
               queue_countdown, player_status, match_details, queue_catalog, backfill_status,
               round_summaries, player_rounds, replica_leadership
     FROM PUBLIC;
@@ -1930,6 +2024,7 @@ REVOKE ALL ON FUNCTION
     matchmaker_member_ok(queues, text, double precision, double precision, jsonb, jsonb,
                          text[], double precision),
     matchmaker_active_queue(text),
+    matchmaker_check_quota(queues, integer),
     enqueue(text, text, double precision, jsonb, jsonb, text[], double precision,
             double precision),
     enqueue_party(text, text, jsonb),
@@ -1945,12 +2040,13 @@ REVOKE ALL ON FUNCTION
     matchmaker_notify_countdown()
     FROM PUBLIC;
 
-GRANT USAGE ON SCHEMA public TO matchmaker_client, matchmaker_daemon, matchmaker_ops;
+GRANT USAGE ON SCHEMA public
+    TO matchmaker_client, matchmaker_daemon, matchmaker_ops, matchmaker_server;
 
 -- Functions in a view run with the privileges of the view's reader; the countdown
 -- trigger runs as the writer of queue_state (the daemon) and calls queue_channel.
 GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text)
-    TO matchmaker_client, matchmaker_daemon, matchmaker_ops;
+    TO matchmaker_client, matchmaker_daemon, matchmaker_ops, matchmaker_server;
 
 -- ---- matchmaker_client: the client API and the client views, no table -------------------
 GRANT EXECUTE ON FUNCTION
@@ -1958,19 +2054,49 @@ GRANT EXECUTE ON FUNCTION
             double precision),
     enqueue_party(text, text, jsonb),
     cancel(text, text),
-    keep_alive(text[], text),
+    keep_alive(text[], text)
+    TO matchmaker_client;
+GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog
+    TO matchmaker_client;
+
+-- ---- matchmaker_server: backfill for the sessions a game server runs --------------------
+GRANT EXECUTE ON FUNCTION
     request_backfill(text, text, jsonb, integer[], interval),
     cancel_backfill(bigint)
-    TO matchmaker_client;
-GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog, backfill_status
-    TO matchmaker_client;
+    TO matchmaker_server;
+GRANT SELECT ON backfill_status, queue_catalog TO matchmaker_server;
+
+-- ---- Large objects: closed to clients and servers ---------------------------------------
+-- Any role may create large objects by default (lo_create, lo_import, lo_from_bytea...),
+-- and nothing bounds their size: a client login could fill the disk. The matchmaker uses
+-- none. Revoked from PUBLIC, through which alone the client and server roles hold them.
+-- The functions belong to the bootstrap superuser: a migrating role that is not a
+-- superuser cannot revoke them, and the deploy step does (docs/operations.md, "Bounding
+-- client logins").
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        RAISE NOTICE 'large objects stay open to PUBLIC: only a superuser may revoke them '
+                     '(docs/operations.md, "Bounding client logins")';
+        RETURN;
+    END IF;
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+              WHERE p.pronamespace = 'pg_catalog'::regnamespace
+                AND (p.proname LIKE 'lo\_%' OR p.proname IN ('loread', 'lowrite'))
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END
+$$;
 
 -- ---- matchmaker_daemon: writes the tables -----------------------------------------------
 -- DELETE where retention prunes (tables that reference rounds ON DELETE CASCADE are
 -- cleaned by the cascade, which runs with the privileges of the table's owner), and on
 -- replicas (a replica deletes its own row at shutdown, and rows long expired).
 GRANT SELECT, INSERT, UPDATE, DELETE ON queue_entries, rounds, matches, match_players,
-                                        replicas, backfill_requests
+                                        replicas, backfill_requests, call_buckets
     TO matchmaker_daemon;
 GRANT SELECT, INSERT, UPDATE ON queue_state, leases, queues, recent_matches
     TO matchmaker_daemon;
@@ -1987,7 +2113,7 @@ GRANT EXECUTE ON FUNCTION matchmaker_notify_matches(bigint[], text),
 
 -- ---- matchmaker_ops: reads everything ---------------------------------------------------
 GRANT SELECT ON queues, queue_entries, rounds, matches, match_players, recent_matches,
-                round_snapshots, queue_state, leases, replicas, backfill_requests,
+                round_snapshots, queue_state, leases, replicas, backfill_requests, call_buckets,
                 queue_countdown, player_status, match_details, queue_catalog,
                 backfill_status, round_summaries, player_rounds, replica_leadership
     TO matchmaker_ops;

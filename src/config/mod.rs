@@ -223,6 +223,44 @@ pub struct QueueConfig {
     pub round: RoundConfig,
     pub tickets: TicketConfig,
     pub backfill: BackfillConfig,
+    pub limits: LimitsConfig,
+}
+
+/// `[queues.NAME.limits]`: what one client login may take of the queue, so that no login
+/// crowds out another's players. The daemon publishes the quotas in the `queues` table,
+/// where the client functions read them; the daemon and operators are exempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Entries one login may have queued in this queue at once; more are refused.
+    pub max_queued_per_login: u32,
+    /// Open backfill requests one login may have in this queue at once.
+    pub max_backfill_requests_per_login: u32,
+    /// Players one client connection may enqueue per second (a token bucket), after a
+    /// burst of `enqueue_burst`. A login's rate is this times its connection limit.
+    pub enqueue_rate: f64,
+    pub enqueue_burst: f64,
+    /// An entry left over as no_host or no_valid_match for this many rounds in a row waits
+    /// behind every other entry when the pool exceeds `round.max_round_size`; a round with
+    /// room still tries it.
+    pub sit_out_after: u32,
+    /// The most a round's backfills may take of its pool (0 to 1): the requests a round
+    /// tries have at most this share of the pool in open slots, taken from each login in
+    /// turn.
+    pub max_fill_share: f64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_queued_per_login: 2000,
+            max_backfill_requests_per_login: 20,
+            enqueue_rate: 200.0,
+            enqueue_burst: 1000.0,
+            sit_out_after: 3,
+            max_fill_share: 0.5,
+        }
+    }
 }
 
 /// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`).
@@ -405,6 +443,10 @@ impl QueueConfig {
                     serde_json::to_value(&self.backfill).expect("backfill config serializes");
                 map.insert("backfill".into(), backfill);
             }
+            if self.limits != LimitsConfig::default() {
+                let limits = serde_json::to_value(&self.limits).expect("limits serialize");
+                map.insert("limits".into(), limits);
+            }
         }
         value
     }
@@ -529,6 +571,10 @@ impl Config {
                 None => BackfillConfig::default(),
                 Some(v) => typed(&format!("{key}.backfill"), v)?,
             };
+            let limits: LimitsConfig = match queue_table.remove("limits") {
+                None => LimitsConfig::default(),
+                Some(v) => typed(&format!("{key}.limits"), v)?,
+            };
             let model: QueueModel = typed(&key, toml::Value::Table(queue_table))?;
             queues.insert(
                 name,
@@ -537,6 +583,7 @@ impl Config {
                     round,
                     tickets,
                     backfill,
+                    limits,
                 },
             );
         }
@@ -723,6 +770,41 @@ impl QueueConfig {
         }
         if !(0.0..=1.0).contains(&b.min_score) {
             return Err(invalid(key("backfill.min_score"), "must be in [0, 1]"));
+        }
+        let l = &self.limits;
+        if !(1..=1_000_000).contains(&l.max_queued_per_login) {
+            return Err(invalid(
+                key("limits.max_queued_per_login"),
+                "must be between 1 and 1000000",
+            ));
+        }
+        if !(1..=100_000).contains(&l.max_backfill_requests_per_login) {
+            return Err(invalid(
+                key("limits.max_backfill_requests_per_login"),
+                "must be between 1 and 100000",
+            ));
+        }
+        if !(l.enqueue_rate.is_finite() && l.enqueue_rate > 0.0 && l.enqueue_rate <= 1e6) {
+            return Err(invalid(
+                key("limits.enqueue_rate"),
+                "must be a number of players per second in (0, 1000000]",
+            ));
+        }
+        let party = self.model.team_size as f64;
+        if !(l.enqueue_burst.is_finite() && l.enqueue_burst >= party && l.enqueue_burst <= 1e7) {
+            return Err(invalid(
+                key("limits.enqueue_burst"),
+                format!("must be between the largest party ({party}) and 10000000"),
+            ));
+        }
+        if !(1..=1000).contains(&l.sit_out_after) {
+            return Err(invalid(
+                key("limits.sit_out_after"),
+                "must be between 1 and 1000 rounds",
+            ));
+        }
+        if !(l.max_fill_share > 0.0 && l.max_fill_share <= 1.0) {
+            return Err(invalid(key("limits.max_fill_share"), "must be in (0, 1]"));
         }
         for role in &self.model.roles {
             if role.chars().count() > 64 {

@@ -25,6 +25,12 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
             regions: &config.tickets.regions,
             ticket_ttl: config.tickets.ttl,
             config_hash: config.hash(),
+            quotas: (
+                config.limits.max_queued_per_login,
+                config.limits.max_backfill_requests_per_login,
+                config.limits.enqueue_rate,
+                config.limits.enqueue_burst,
+            ),
         }
     }
 }

@@ -373,6 +373,12 @@ async fn queue_task(
             _ = tokio::time::sleep(sleep) => {}
             _ = wait_for_wake(&mut wake, &queue) => {
                 tokio::time::sleep(NOTIFY_DEBOUNCE).await;
+                // Coalesced: the wake-ups that came meanwhile are served by this one look
+                // (a client flooding the channel costs one look per debounce, no more).
+                while !matches!(
+                    wake.try_recv(),
+                    Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+                ) {}
             }
         }
     }

@@ -140,17 +140,22 @@ impl RoundRunner {
     ) -> Result<PreparedRound, RoundError> {
         let started = Instant::now();
         let started_at = self.clock.now();
-        let snapshot = db::snapshot_pool(
+        let snapshot = db::snapshot_pool_sitting_out(
             &self.db,
             queue,
             config.round.max_round_size,
             config.history_matches(),
+            config.limits.sit_out_after,
         )
         .await?;
         let snapshot_at = self.clock.now();
         let (pool, rejected) = snapshot.to_pool(started_at);
         let backfills = if config.backfill.enabled {
-            db::backfill::snapshot_backfills(&self.db, queue).await?
+            // Fills take at most their share of the pool (and one match worth, however
+            // small the pool), so new matches keep the rest.
+            let share = (config.limits.max_fill_share * pool.players.len() as f64).ceil();
+            let slots = share.max((config.model.teams * config.model.team_size) as f64);
+            db::backfill::snapshot_backfills_within(&self.db, queue, slots as i64).await?
         } else {
             Vec::new()
         };

@@ -31,6 +31,40 @@ pub struct BackfillRequest {
     pub expires_at: DateTime<Utc>,
 }
 
+/// The queue's open, unexpired requests that a round tries, at most `max_slots` open
+/// slots in all: each login's oldest request in turn (then each login's second, ...), so
+/// that one login's requests cannot take a round's pool nor hold back another login's
+/// request; returned oldest first. Not locked, as [`snapshot_backfills`].
+pub async fn snapshot_backfills_within(
+    db: &PgPool,
+    queue: &str,
+    max_slots: i64,
+) -> Result<Vec<BackfillRequest>, DbError> {
+    Ok(sqlx::query_as(
+        "WITH open AS (
+             SELECT request_id, session_id, members, open_slots, created_at, expires_at,
+                    (SELECT coalesce(sum(x), 0) FROM unnest(open_slots) x) AS slots,
+                    row_number() OVER (PARTITION BY owner
+                                       ORDER BY created_at, request_id) AS turn
+               FROM backfill_requests
+              WHERE queue = $1 AND status = 'open' AND expires_at > now()),
+         taken AS (
+             SELECT *, sum(slots) OVER (ORDER BY turn, created_at, request_id) AS running
+               FROM open
+              ORDER BY turn, created_at, request_id
+              LIMIT $3)
+         SELECT request_id, session_id, members, open_slots, created_at, expires_at
+           FROM taken
+          WHERE running <= $2
+          ORDER BY created_at, request_id",
+    )
+    .bind(queue)
+    .bind(max_slots)
+    .bind(MAX_REQUESTS_PER_ROUND)
+    .fetch_all(db)
+    .await?)
+}
+
 /// A member as request_backfill stored it (validated there).
 #[derive(Debug, Deserialize)]
 struct Member {

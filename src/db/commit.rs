@@ -200,7 +200,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         let dropped_teams: Vec<&Vec<Vec<String>>> =
             dropped.iter().chain(&failed).map(|m| &m.teams).collect();
         write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
-        mark_left_over(&mut tx, &left_over, &pool).await?;
+        mark_left_over(&mut tx, r, round_id, &left_over, &pool).await?;
     }
     if !r.keep_countdown {
         write_queue_state(
@@ -815,12 +815,24 @@ async fn reject_entries(
 }
 
 /// The left-over entries this commit holds (locked above: no wait for a client) record
-/// why, for clients reading `player_status`; the rest keep what they had.
+/// why, for clients reading `player_status`; the rest keep what they had. Each records
+/// since which round its outcome holds: an entry no match could take (no_host,
+/// no_valid_match) for `limits.sit_out_after` rounds is told that it now waits behind the
+/// others when the pool is capped (the snapshot's rule).
 async fn mark_left_over(
     tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    round_id: i64,
     left_over: &BTreeMap<&str, StoredLeftOver>,
     pool: &Pool<'_>,
 ) -> Result<(), DbError> {
+    let sit_out_after = r
+        .config
+        .get("limits")
+        .and_then(|l| l.get("sit_out_after"))
+        .and_then(|v| v.as_u64())
+        .unwrap_or(u64::from(super::snapshot::SIT_OUT_AFTER))
+        .max(1);
     let (mut ids, mut outcomes, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
     for (player, l) in left_over {
         if let Some(id) = pool.entry_ids.get(player)
@@ -835,18 +847,38 @@ async fn mark_left_over(
         return Ok(());
     }
     sqlx::query(
-        "UPDATE queue_entries e
-            SET left_over = u.outcome, left_over_reason = u.reason
-           FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
+        "WITH horizon AS (
+             SELECT (SELECT round_id FROM rounds WHERE queue = $5
+                      ORDER BY round_id DESC OFFSET $6 - 1 LIMIT 1) AS round_id),
+         u AS (
+             SELECT u.entry_id, u.outcome,
+                    CASE WHEN e.left_over IS NOT DISTINCT FROM u.outcome
+                         THEN e.left_over_since ELSE $4 END AS since,
+                    u.reason
+                    || CASE WHEN u.outcome IN ('no_host', 'no_valid_match')
+                                 AND e.left_over IS NOT DISTINCT FROM u.outcome
+                                 AND e.left_over_since <= h.round_id
+                            THEN format('; left over so for %s rounds: waits behind the '
+                                        || 'other entries when the pool is larger than a '
+                                        || 'round takes', $6)
+                            ELSE '' END AS reason
+               FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
+               JOIN queue_entries e USING (entry_id), horizon h)
+         UPDATE queue_entries e
+            SET left_over = u.outcome, left_over_reason = u.reason, left_over_since = u.since
+           FROM u
           WHERE e.entry_id = u.entry_id AND e.status = 'queued'
             -- A row version per change only: a player left over round after
             -- round for the same reason costs the commit nothing more.
-            AND (e.left_over, e.left_over_reason)
-                IS DISTINCT FROM (u.outcome, u.reason)",
+            AND (e.left_over, e.left_over_reason, e.left_over_since)
+                IS DISTINCT FROM (u.outcome, u.reason, u.since)",
     )
     .bind(&ids)
     .bind(&outcomes)
     .bind(&reasons)
+    .bind(round_id)
+    .bind(r.snapshot.queue.as_str())
+    .bind(sit_out_after as i64)
     .execute(&mut *tx)
     .await?;
     Ok(())

@@ -19,6 +19,9 @@ pub struct QueuePublication<'a> {
     pub regions: &'a [String],
     pub ticket_ttl: std::time::Duration,
     pub config_hash: String,
+    /// The client logins' quotas: (max_queued_per_login, max_backfill_per_login,
+    /// enqueue_rate, enqueue_burst).
+    pub quotas: (u32, u32, f64, f64),
 }
 
 /// Insert or update the published row of `queue` (active again if it was retired).
@@ -39,9 +42,12 @@ pub async fn publish_queue<'a>(
     sqlx::query(
         "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
-                             published_at, min_teams, min_team_size, formats)
+                             published_at, min_teams, min_team_size, formats,
+                             max_queued_per_login, max_backfill_per_login, enqueue_rate,
+                             enqueue_burst)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
-                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14)
+                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
+                 $18)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -50,6 +56,9 @@ pub async fn publish_queue<'a>(
              published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
              min_teams = EXCLUDED.min_teams, min_team_size = EXCLUDED.min_team_size,
              formats = EXCLUDED.formats,
+             max_queued_per_login = EXCLUDED.max_queued_per_login,
+             max_backfill_per_login = EXCLUDED.max_backfill_per_login,
+             enqueue_rate = EXCLUDED.enqueue_rate, enqueue_burst = EXCLUDED.enqueue_burst,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -72,6 +81,10 @@ pub async fn publish_queue<'a>(
     .bind(min_teams as i32)
     .bind(min_team_size as i32)
     .bind(&formats)
+    .bind(config.quotas.0.min(i32::MAX as u32) as i32)
+    .bind(config.quotas.1.min(i32::MAX as u32) as i32)
+    .bind(config.quotas.2)
+    .bind(config.quotas.3)
     .execute(db)
     .await?;
     Ok(())

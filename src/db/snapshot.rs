@@ -1,6 +1,6 @@
-//! The snapshot of a round: one consistent read of a queue's queued entries (oldest first,
-//! up to the round's maximum size) and of their recent match history, turned into the
-//! core's `Pool`. Rows that cannot become a core `Player` are returned as rejections with a
+//! The snapshot of a round: one consistent read of a queue's queued entries (up to the
+//! round's maximum size, each login's oldest in turn) and of their recent match history,
+//! turned into the core's `Pool`. Rows that cannot become a core `Player` are returned as rejections with a
 //! reason (the commit marks them rejected), with their party; none is dropped silently.
 //!
 //! Only live tickets are read (`expires_at` not passed), and a party enqueued by
@@ -62,13 +62,33 @@ const MAX_LATENCIES: usize = 64;
 const MAX_PEER_PINGS: usize = 256;
 const MAX_ID_CHARS: usize = 64;
 
-/// Read the pool of `queue`: at most `max_players` queued entries, oldest first, and the
-/// last `history_matches` matches of each of them.
+/// The default of `limits.sit_out_after`.
+pub const SIT_OUT_AFTER: u32 = 3;
+
+/// Read the pool of `queue`: at most `max_players` queued entries and the last
+/// `history_matches` matches of each of them (see [`snapshot_pool_sitting_out`]).
 pub async fn snapshot_pool(
     db: &PgPool,
     queue: &str,
     max_players: usize,
     history_matches: usize,
+) -> Result<Snapshot, DbError> {
+    snapshot_pool_sitting_out(db, queue, max_players, history_matches, SIT_OUT_AFTER).await
+}
+
+/// Read the pool of `queue`: at most `max_players` queued entries and the last
+/// `history_matches` matches of each of them.
+///
+/// When more are queued, the pool takes each login's oldest entries in turn (the first of
+/// every login, then the second of every login, ...), so that one login's entries cannot
+/// crowd out another's; entries left over as `no_host` or `no_valid_match` for
+/// `sit_out_after` rounds in a row come after all the others. A party comes whole.
+pub async fn snapshot_pool_sitting_out(
+    db: &PgPool,
+    queue: &str,
+    max_players: usize,
+    history_matches: usize,
+    sit_out_after: u32,
 ) -> Result<Snapshot, DbError> {
     // REPEATABLE READ: entries and history come from one snapshot of the database. The
     // rare serialization failure (a row changed between the snapshot and its lock) is
@@ -76,7 +96,7 @@ pub async fn snapshot_pool(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_snapshot(db, queue, max_players, history_matches).await {
+        match try_snapshot(db, queue, max_players, history_matches, sit_out_after).await {
             Err(DbError::Sql(sqlx::Error::Database(e)))
                 if attempt < 5 && e.code().as_deref() == Some("40001") => {}
             other => return other,
@@ -89,18 +109,33 @@ async fn try_snapshot(
     queue: &str,
     max_players: usize,
     history_matches: usize,
+    sit_out_after: u32,
 ) -> Result<Snapshot, DbError> {
     let mut tx = db.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         .execute(&mut *tx)
         .await?;
     let entries: Vec<QueuedEntry> = sqlx::query_as(
-        "WITH oldest AS (
-             -- Oldest first: who waited longest gets into a capped round.
+        "WITH horizon AS (
+             -- The queue's sit_out_after-th latest round: an entry left over the same
+             -- futile way since then has been so for that many rounds.
+             SELECT (SELECT round_id FROM rounds WHERE queue = $1
+                      ORDER BY round_id DESC OFFSET $3 - 1 LIMIT 1) AS round_id),
+         queued AS (
+             SELECT e.entry_id, e.party_key, e.party_id, e.enqueued_at,
+                    coalesce(e.left_over IN ('no_host', 'no_valid_match')
+                             AND e.left_over_since <= h.round_id, false) AS sits_out,
+                    row_number() OVER (PARTITION BY e.owner
+                                       ORDER BY e.enqueued_at, e.entry_id) AS turn
+               FROM queue_entries e, horizon h
+              WHERE e.queue = $1 AND e.status = 'queued' AND e.expires_at > now()),
+         oldest AS (
+             -- Each login's oldest in turn, oldest first within a turn: who waited
+             -- longest gets into a capped round, and no login takes more than its share
+             -- while others wait. Entries no round could take lately go last.
              SELECT entry_id, party_key, party_id
-               FROM queue_entries
-              WHERE queue = $1 AND status = 'queued' AND expires_at > now()
-              ORDER BY enqueued_at, entry_id
+               FROM queued
+              ORDER BY sits_out, turn, enqueued_at, entry_id
               LIMIT $2),
          pool AS (
              SELECT entry_id, player_id, owner, party_id, skill, skill_sigma,
@@ -126,6 +161,7 @@ async fn try_snapshot(
     )
     .bind(queue)
     .bind(max_players as i64)
+    .bind(sit_out_after.max(1) as i64)
     .fetch_all(&mut *tx)
     .await?;
     let (mut entries, sat_out_players) = whole_parties(entries);

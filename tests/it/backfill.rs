@@ -1,10 +1,12 @@
 //! Backfill of running sessions (`request_backfill`, `core::backfill`), against a real
-//! PostgreSQL, the clients logged in as members of matchmaker_client: a session that lost
+//! PostgreSQL: a session that lost
 //! a player is refilled by the leader's immediate backfill round (the schedule far away)
 //! with the close candidate, not the far one, its members untouched; parties stay whole;
 //! a scheduled round fills and forms new matches from one pool; a cancel during the round
 //! drops the fill; an expired request says why; malformed requests are refused readably
-//! and write nothing; a login neither sees nor cancels another login's request.
+//! and write nothing; a login neither sees nor cancels another login's request. Players
+//! are enqueued by a client login, requests made by a game server's login
+//! (matchmaker_server).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -127,6 +129,7 @@ async fn backfill_round(w: &mut World) -> matchmaker::daemon::round::RoundReport
 async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
     solo(&client, "far", 2900.0, 260.0).await;
     solo(&client, "near", 1520.0, 35.0).await;
     let before: (Option<chrono::DateTime<chrono::Utc>>, Option<i64>) =
@@ -141,7 +144,7 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     let mut listener = PgListener::connect_with(&client).await.unwrap();
     listener.listen(&channel).await.unwrap();
 
-    let id = request(&client, "game-1", &lost_one(), &[0, 1], "30 seconds")
+    let id = request(&server, "game-1", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     // The clock has not moved: the schedule is 10 minutes away, the round is the
@@ -150,7 +153,7 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     assert_eq!(report.backfilled, 1, "{report:?}");
     assert_eq!(report.matched, 1, "{report:?}");
 
-    let (st, reason, filled_by) = status(&client, id).await.unwrap();
+    let (st, reason, filled_by) = status(&server, id).await.unwrap();
     assert_eq!(st, "filled", "{reason:?}");
     assert_eq!(filled_by, vec!["near".to_string()]);
     let near: (String, Option<String>, Option<i32>) = sqlx::query_as(
@@ -206,17 +209,18 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
 async fn parties_stay_whole() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
     // one slot on each team: the close duo cannot be split, two farther solos fill
     party(&client, "duo", &["d1", "d2"], 1500.0).await;
     solo(&client, "s1", 1700.0, 30.0).await;
     solo(&client, "s2", 1300.0, 30.0).await;
     let m = |id: &str, team: i32| json!({"player_id": id, "team": team, "skill": 1500, "latencies": {"eu": 30}});
     let members = json!([m("a", 0), m("b", 0), m("c", 1), m("d", 1)]);
-    let id = request(&client, "game-2", &members, &[1, 1], "30 seconds")
+    let id = request(&server, "game-2", &members, &[1, 1], "30 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
-    let (st, _, mut filled_by) = status(&client, id).await.unwrap();
+    let (st, _, mut filled_by) = status(&server, id).await.unwrap();
     assert_eq!(st, "filled");
     filled_by.sort();
     assert_eq!(filled_by, vec!["s1".to_string(), "s2".to_string()]);
@@ -236,11 +240,11 @@ async fn parties_stay_whole() {
 
     // Two open slots on team 1: the duo fills them together.
     let members = json!([m("x", 0), m("y", 0), m("z", 0), m("v", 1)]);
-    let id = request(&client, "game-3", &members, &[0, 2], "30 seconds")
+    let id = request(&server, "game-3", &members, &[0, 2], "30 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
-    let (st, _, filled_by) = status(&client, id).await.unwrap();
+    let (st, _, filled_by) = status(&server, id).await.unwrap();
     assert_eq!(st, "filled");
     assert_eq!(filled_by, vec!["d1".to_string(), "d2".to_string()]);
     assert_nobody_matched_twice(w.db()).await;
@@ -251,11 +255,12 @@ async fn parties_stay_whole() {
 async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
     for i in 0..7 {
         solo(&client, &format!("p{i}"), 1400.0 + 30.0 * i as f64, 30.0).await;
     }
     // The request arrives with the tick due: the scheduled round takes it.
-    let id = request(&client, "game-4", &lost_one(), &[0, 1], "30 seconds")
+    let id = request(&server, "game-4", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     w.clock.advance(Duration::from_secs(601));
@@ -267,7 +272,7 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
     assert_eq!(report.backfilled, 1, "{report:?}");
     assert_eq!(report.matches, 2, "one fill and one new match: {report:?}");
     assert_eq!(report.matched, 7, "{report:?}");
-    let (st, _, filled_by) = status(&client, id).await.unwrap();
+    let (st, _, filled_by) = status(&server, id).await.unwrap();
     assert_eq!(st, "filled");
     let in_new_match: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM match_players mp JOIN matches m USING (match_id)
@@ -302,8 +307,9 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
 async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
     let w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
     solo(&client, "near", 1500.0, 30.0).await;
-    let id = request(&client, "game-5", &lost_one(), &[0, 1], "30 seconds")
+    let id = request(&server, "game-5", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     let runner = RoundRunner::new(w.db().clone(), Arc::new(w.clock.clone()));
@@ -321,7 +327,7 @@ async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
     assert_eq!(cancelled, 1);
     let report = runner.commit(solved, &lease).await.unwrap();
     assert_eq!(report.backfilled, 0);
-    let (st, reason, filled_by) = status(&client, id).await.unwrap();
+    let (st, reason, filled_by) = status(&server, id).await.unwrap();
     assert_eq!(st, "open");
     assert!(reason.unwrap().contains("fill was dropped"));
     assert!(filled_by.is_empty());
@@ -335,8 +341,10 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
     for case in ["cancelled", "expired", "locked"] {
         let mut w = World::new().await;
         let (_, client) = client_login(&w.tdb, 2).await;
+        let (_, server) = server_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
         solo(&client, "near", 1500.0, 30.0).await;
-        let id = request(&client, "game-10", &lost_one(), &[0, 1], "30 seconds")
+        let id = request(&server, "game-10", &lost_one(), &[0, 1], "30 seconds")
             .await
             .unwrap();
         let runner = RoundRunner::new(w.db().clone(), Arc::new(w.clock.clone()));
@@ -353,7 +361,7 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
             "cancelled" => {
                 let cancelled: bool = sqlx::query_scalar("SELECT cancel_backfill($1)")
                     .bind(id)
-                    .fetch_one(&client)
+                    .fetch_one(&server)
                     .await
                     .unwrap();
                 assert!(cancelled);
@@ -396,7 +404,7 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
                 .await
                 .unwrap();
         assert_eq!(near, "queued", "{case}: the candidate still waits");
-        let (st, _, filled_by) = status(&client, id).await.unwrap();
+        let (st, _, filled_by) = status(&server, id).await.unwrap();
         assert!(filled_by.is_empty(), "{case}: {filled_by:?}");
         let stored: (String, Option<i64>) =
             sqlx::query_as("SELECT status, match_id FROM backfill_requests WHERE request_id = $1")
@@ -416,7 +424,7 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
                 w.clock.advance(Duration::from_secs(6));
                 let report = backfill_round(&mut w).await;
                 assert_eq!(report.backfilled, 1, "{report:?}");
-                let (st, _, filled_by) = status(&client, id).await.unwrap();
+                let (st, _, filled_by) = status(&server, id).await.unwrap();
                 assert_eq!(
                     (st.as_str(), filled_by),
                     ("filled", vec!["near".to_string()])
@@ -439,9 +447,10 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
 async fn an_expired_request_says_why() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
     // Only a party of three is queued: it never fits one open slot.
     party(&client, "trio", &["t1", "t2", "t3"], 1500.0).await;
-    let id = request(&client, "game-6", &lost_one(), &[0, 1], "3 seconds")
+    let id = request(&server, "game-6", &lost_one(), &[0, 1], "3 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
@@ -471,7 +480,7 @@ async fn an_expired_request_says_why() {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_secs_f64(left.max(0.0) + 0.1)).await;
-    let (st, reason, _) = status(&client, id).await.unwrap();
+    let (st, reason, _) = status(&server, id).await.unwrap();
     assert_eq!(st, "expired");
     let reason = reason.unwrap();
     assert!(reason.starts_with("expired: nothing filled it"), "{reason}");
@@ -499,6 +508,7 @@ async fn an_expired_request_says_why() {
 async fn malformed_requests_are_refused_readably_and_touch_nothing() {
     let w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
     let m = |id: &str, team: Value| json!({"player_id": id, "team": team, "skill": 1500});
     let five = lost_one();
     let long = "x".repeat(65);
@@ -652,7 +662,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
                 .bind(sqlx::types::Json(&members))
                 .bind(&open)
                 .bind(expires)
-                .fetch_one(&client)
+                .fetch_one(&server)
                 .await
                 .expect_err(&refusal);
         let (code, message) = db_error(&err);
@@ -660,10 +670,10 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
         assert_eq!(message, refusal);
     }
     // A second open request for one session.
-    request(&client, "dup", &five, &[0, 1], "30s")
+    request(&server, "dup", &five, &[0, 1], "30s")
         .await
         .unwrap();
-    let err = request(&client, "dup", &five, &[0, 1], "30s")
+    let err = request(&server, "dup", &five, &[0, 1], "30s")
         .await
         .unwrap_err();
     let (code, message) = db_error(&err);
@@ -682,8 +692,8 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
 #[tokio::test]
 async fn a_login_cannot_see_or_cancel_another_logins_request() {
     let w = World::new().await;
-    let (_, alice) = client_login(&w.tdb, 2).await;
-    let (_, mallory) = client_login(&w.tdb, 2).await;
+    let (_, alice) = server_login(&w.tdb, 2).await;
+    let (_, mallory) = server_login(&w.tdb, 2).await;
     let id = request(&alice, "game-7", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
@@ -763,15 +773,16 @@ async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (_, client) = client_login(&tdb, 2).await;
+    let (_, server) = server_login(&tdb, 2).await;
     solo(&client, "far", 2900.0, 260.0).await;
     solo(&client, "near", 1520.0, 35.0).await;
 
     let asked = Instant::now();
-    let id = request(&client, "game-9", &lost_one(), &[0, 1], "30 seconds")
+    let id = request(&server, "game-9", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     let filled = loop {
-        let s = status(&client, id).await.unwrap();
+        let s = status(&server, id).await.unwrap();
         if s.0 != "open" || asked.elapsed() > delay {
             break s;
         }

@@ -199,8 +199,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         readable,
         [
-            // backfill_status: the login's backfill requests.
-            "backfill_status",
+            // backfill_status is a game server's (matchmaker_server), not a client's.
             "match_details",
             "player_status",
             "queue_catalog",
@@ -235,14 +234,12 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         callable,
         [
             "cancel",
-            // request_backfill / cancel_backfill: backfill of running sessions.
-            "cancel_backfill",
+            // request_backfill / cancel_backfill belong to game servers (matchmaker_server).
             "enqueue",
             "enqueue_party",
             "keep_alive",
             "matchmaker_sees_all",
-            "queue_channel",
-            "request_backfill"
+            "queue_channel"
         ]
     );
     let sees_all: bool = sqlx::query_scalar("SELECT matchmaker_sees_all()")

@@ -190,7 +190,12 @@ async fn the_role_table_says_what_the_migrations_grant() {
     roles.sort();
     assert_eq!(
         roles,
-        ["matchmaker_client", "matchmaker_daemon", "matchmaker_ops"]
+        [
+            "matchmaker_client",
+            "matchmaker_daemon",
+            "matchmaker_ops",
+            "matchmaker_server"
+        ]
     );
     let write = "INSERT, UPDATE, DELETE, TRUNCATE";
     for (role, may) in &table {

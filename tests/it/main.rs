@@ -45,3 +45,4 @@ mod sim_status;
 mod solver_cores;
 mod tenancy_ids;
 mod support;
+mod tenancy_limits;

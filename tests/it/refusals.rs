@@ -473,7 +473,8 @@ async fn every_malformed_input_to_a_client_function_is_refused_in_class_22() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     publish(db, &Config::from_toml_str(QUEUES).expect("valid config")).await;
-    let (_, client) = client_login(&tdb, 1).await;
+    // The client functions and the game server's (backfill), as one login in both roles.
+    let (_, client) = client_server_login(&tdb, 1).await;
     let (_, other) = client_login(&tdb, 1).await;
     // What the refusals must leave alone: this login's players, party and backfill
     // request, and another login's player.
@@ -695,7 +696,8 @@ async fn every_refusal_example_in_the_docs_is_what_the_database_answers() {
         // Each doc's story on a database of its own, with the shipped config's queues.
         let tdb = fresh_db().await;
         publish(&tdb.pool, &Config::embedded_default()).await;
-        let (_, client) = client_login(&tdb, 1).await;
+        // A backend that runs its own game servers: the guide's backfill examples too.
+        let (_, client) = client_server_login(&tdb, 1).await;
         for (statement, example) in steps {
             let result = sqlx::query(sqlx::AssertSqlSafe(statement.clone()))
                 .execute(&client)
@@ -719,4 +721,86 @@ async fn every_refusal_example_in_the_docs_is_what_the_database_answers() {
         }
     }
     assert!(examples >= 6, "{examples} examples");
+}
+
+/// l: at most 2 queued entries and 1 open backfill request per login. t: an enqueue rate
+/// a test cannot refill (a burst of 3, the largest party).
+const QUOTA_QUEUES: &str = r#"
+default_queue = "l"
+[queues.l]
+[queues.l.limits]
+max_queued_per_login = 2
+max_backfill_requests_per_login = 1
+[queues.t]
+[queues.t.limits]
+enqueue_rate = 0.001
+enqueue_burst = 3.0
+"#;
+
+/// A login over a quota is refused in class 22, `field = value: rule`, writes nothing,
+/// and another login is served as before.
+#[tokio::test]
+async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    publish(db, &Config::from_toml_str(QUOTA_QUEUES).expect("valid config")).await;
+    let (_, client) = client_server_login(&tdb, 1).await;
+    let (_, other) = client_server_login(&tdb, 1).await;
+    for sql in [
+        "SELECT enqueue('l', 'a', 1500)",
+        "SELECT enqueue('l', 'b', 1500)",
+        "SELECT enqueue('t', 'a', 1500)",
+        r#"SELECT * FROM enqueue_party('t', 'crew', '[{"player_id": "b", "skill": 1},
+                                                    {"player_id": "c", "skill": 1}]')"#,
+        r#"SELECT request_backfill('l', 's1', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#,
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&client).await.unwrap();
+    }
+    let cases = [
+        (
+            "SELECT enqueue('l', 'c', 1500)",
+            "queue = 'l': this login has 2 of its 2 queued entries (limits.max_queued_per_login); wait for matches or cancel some",
+        ),
+        (
+            r#"SELECT * FROM enqueue_party('l', 'duo', '[{"player_id": "d", "skill": 1},
+                                                       {"player_id": "e", "skill": 1}]')"#,
+            "queue = 'l': this login has 2 of its 2 queued entries (limits.max_queued_per_login); wait for matches or cancel some",
+        ),
+        (
+            "SELECT enqueue('t', 'd', 1500)",
+            "queue = 't': this connection enqueues more than 0.001 players a second (limits.enqueue_rate); retry later",
+        ),
+        (
+            r#"SELECT request_backfill('l', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#,
+            "session_id = 's2': this login has 1 open backfill requests in queue l, its quota (limits.max_backfill_requests_per_login); cancel one or wait for one to end",
+        ),
+    ];
+    let before = fingerprint(db).await;
+    for (sql, message) in cases {
+        let (code, got) = refusal(&client, sql).await;
+        assert_eq!((code.as_str(), got.as_str()), ("22023", message), "{sql}");
+    }
+    assert_eq!(fingerprint(db).await, before, "a refusal wrote something");
+    // The other login has quotas of its own, untouched by the first one's.
+    for sql in [cases[0].0, cases[2].0, cases[3].0] {
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&other)
+            .await
+            .unwrap_or_else(|e| panic!("{sql} as another login: {e}"));
+    }
+    // A cancel frees a place in the quota.
+    let cancelled: i32 = sqlx::query_scalar("SELECT cancel('a', 'l')")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, 1);
+    sqlx::query("SELECT enqueue('l', 'c', 1500)")
+        .execute(&client)
+        .await
+        .unwrap();
+    // The daemon and operators have no quota.
+    sqlx::query("SELECT enqueue('l', 'x', 1500), enqueue('l', 'y', 1500), enqueue('l', 'z', 1500)")
+        .execute(db)
+        .await
+        .unwrap();
 }

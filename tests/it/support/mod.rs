@@ -174,7 +174,25 @@ static CREATED_ROLES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// game backend), and a pool of `max_connections` connected as it to this test's
 /// database. Returns the role's name (the `owner` of the entries it enqueues) and the pool.
 pub async fn client_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool) {
-    let name = login_in_role(tdb, "client", "matchmaker_client").await;
+    login_pool(tdb, "client", "matchmaker_client", max_connections).await
+}
+
+/// A new LOGIN role in `matchmaker_server` and nothing else (a game server: backfill for
+/// its sessions), and a pool connected as it; as [`client_login`].
+pub async fn server_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool) {
+    login_pool(tdb, "server", "matchmaker_server", max_connections).await
+}
+
+/// A new LOGIN role in both `matchmaker_client` and `matchmaker_server` (a game backend
+/// that runs its own servers), and a pool connected as it.
+pub async fn client_server_login(tdb: &TestDb, max_connections: u32) -> (String, PgPool) {
+    let groups = "matchmaker_client, matchmaker_server";
+    login_pool(tdb, "backend", groups, max_connections).await
+}
+
+async fn login_pool(tdb: &TestDb, kind: &str, groups: &str, max: u32) -> (String, PgPool) {
+    let max_connections = max;
+    let name = login_in_role(tdb, kind, groups).await;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .connect_with(
