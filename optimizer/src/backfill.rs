@@ -155,6 +155,10 @@ fn fill_one(
         return Err("no queued player to fill it (the pool is empty)".into());
     }
     let widest = *s.open.iter().max().expect("checked: teams >= 2");
+    // Hard rules the members set before any scoring: the `same` values and a
+    // crossplay opt-out's platform, and the avoids (any scope: a member's team is
+    // fixed, so the candidate's team is still open).
+    let session: Vec<&Player> = s.teams.iter().flatten().collect();
     let mut fit: Vec<Candidate> = all
         .into_iter()
         .filter(|c| c.members.len() <= widest)
@@ -164,6 +168,17 @@ fn fill_one(
             "no party fits the open slots {:?}: every queued party is larger than {widest}",
             s.open
         ));
+    }
+    fit.retain(|c| {
+        c.members
+            .iter()
+            .all(|&i| may_join(model, &session, &pool.players[i]))
+    });
+    if fit.is_empty() {
+        return Err(
+            "no queued party the queue's filters and the players' avoids let meet the session"
+                .into(),
+        );
     }
     // The nearest by mean skill to the session (the factors decide among them).
     let n: usize = s.teams.iter().map(Vec::len).sum();
@@ -191,6 +206,43 @@ fn fill_one(
         "the candidates cannot be scored: {}",
         last_error.unwrap_or_default()
     ))
+}
+
+/// Whether a candidate may join the session's members as far as the `same` filter,
+/// crossplay and match-scope avoids go (team-scope avoids and floors are left to the
+/// fill's evaluation, which knows the teams).
+fn may_join(model: &QueueModel, session: &[&Player], p: &Player) -> bool {
+    use super::index::same_values;
+    let f = &model.filters;
+    if let Some(first) = session.first()
+        && !f.same.is_empty()
+        && same_values(first, &f.same) != same_values(p, &f.same)
+    {
+        return false;
+    }
+    if let Some(attr) = &f.crossplay {
+        let off = |q: &Player| q.attributes.get("crossplay").is_some_and(|a| a.values() == ["off"]);
+        let platform = |q: &Player| q.attributes.get(attr).map(|a| a.values().to_vec());
+        let mine = platform(p);
+        if session
+            .iter()
+            .any(|q| (off(p) || off(q)) && platform(q) != mine)
+        {
+            return false;
+        }
+    }
+    if model.avoids.scope == super::model::AvoidScope::Match {
+        let listed = |a: &Player, b: &Player| {
+            a.avoids
+                .iter()
+                .take(model.avoids.max_per_player)
+                .any(|x| *x == b.id)
+        };
+        if session.iter().any(|q| listed(q, p) || listed(p, q)) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The completed session must be the queue's full format.
@@ -447,7 +499,7 @@ fn choose(
         hosts: p2p.then(|| detail.hosts.iter().map(|&p| id(p)).collect()),
         host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
         backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
-        relay: false,
+        relay: eval.relay,
     };
     Ok((
         Fill {

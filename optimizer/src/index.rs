@@ -85,6 +85,71 @@ pub struct IndexedPool {
     pub rejected: Vec<Rejection>,
     /// Index (into the input's player list) of each indexed player.
     pub source: Vec<usize>,
+    /// Who may meet whom: the queue's filters and the players' avoids, per player.
+    pub meet: Meet,
+}
+
+/// The hard meeting rules of a pool, precomputed per player so that a match is checked
+/// in a few compares (`Scorer::rules`), and nothing at all when no rule applies.
+#[derive(Debug, Clone, Default)]
+pub struct Meet {
+    /// Per player: the number of their `filters.same` values (players meet only within
+    /// one number); empty when every player shares them.
+    pub same_key: Vec<u32>,
+    /// Per key: what the key stands for (`build = 1.4.2`), for left-over reasons.
+    pub same_names: Vec<String>,
+    /// Per player: the number of their platform (`filters.crossplay`); empty when no
+    /// player opted out of crossplay.
+    pub platform: Vec<u32>,
+    /// Per player: opted out of crossplay (`crossplay = "off"`).
+    pub crossplay_off: Vec<bool>,
+    /// Per platform number: its name, for left-over reasons.
+    pub platform_names: Vec<String>,
+    /// Per player: the players they must not meet, either direction, sorted; empty
+    /// when nobody in the pool avoids anyone.
+    pub avoids: Vec<Vec<u32>>,
+    /// Per player: bit (other % 64) set for each avoided player (a cheap filter).
+    pub avoid_mask: Vec<u64>,
+    /// Per player: their languages as bits (`filters.language`); empty without the filter.
+    pub languages: Vec<u64>,
+}
+
+impl Meet {
+    /// Some rule may keep two players of this pool apart.
+    pub fn any(&self) -> bool {
+        !self.same_key.is_empty() || !self.platform.is_empty() || !self.avoids.is_empty()
+    }
+
+    /// Whether players a and b avoid one another.
+    #[inline]
+    pub fn avoid(&self, a: u32, b: u32) -> bool {
+        !self.avoids.is_empty()
+            && self.avoid_mask[a as usize] & (1 << (b % 64)) != 0
+            && self.avoids[a as usize].binary_search(&b).is_ok()
+    }
+}
+
+/// The value of a `same` attribute key: the values of every named attribute, a missing
+/// one as None (a player without it meets only players without it).
+pub fn same_values(p: &crate::pool::Player, names: &[String]) -> Vec<Option<Vec<String>>> {
+    names
+        .iter()
+        .map(|n| p.attributes.get(n).map(|a| a.values().to_vec()))
+        .collect()
+}
+
+/// `build = 1.4.2, map = x` for a key's values.
+pub fn describe_same(names: &[String], values: &[Option<Vec<String>>]) -> String {
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| match v {
+            None => format!("{n} unset"),
+            Some(v) if v.len() == 1 => format!("{n} = {}", v[0]),
+            Some(v) => format!("{n} = [{}]", v.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn player_err(id: &str, field: &'static str, problem: impl Into<String>) -> PoolError {
@@ -225,6 +290,25 @@ impl IndexedPool {
                     members.len(),
                     model.team_size
                 ))
+            } else if !model.filters.same.is_empty()
+                && let Some(&m) = members[1..].iter().find(|&&m| {
+                    same_values(&pool.players[m], &model.filters.same)
+                        != same_values(&pool.players[members[0]], &model.filters.same)
+                })
+            {
+                Some(format!(
+                    "party {party:?} mixes {} (member {}) with {} (member {}): a match needs one value",
+                    describe_same(
+                        &model.filters.same,
+                        &same_values(&pool.players[m], &model.filters.same)
+                    ),
+                    pool.players[m].id,
+                    describe_same(
+                        &model.filters.same,
+                        &same_values(&pool.players[members[0]], &model.filters.same)
+                    ),
+                    pool.players[members[0]].id,
+                ))
             } else if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
                 let masks: Vec<u32> = members
                     .iter()
@@ -293,6 +377,7 @@ impl IndexedPool {
             history: Vec::new(),
             rejected,
             source: Vec::new(),
+            meet: Meet::default(),
         };
         let nreg = ix.regions.len();
         let mut index_of: HashMap<&str, u32> = HashMap::new();
@@ -407,6 +492,7 @@ impl IndexedPool {
             .collect();
 
         ix.history = build_history(pool, model, &index_of, n)?;
+        ix.meet = build_meet(pool, model, &ix.source, &index_of);
         Ok(ix)
     }
 
@@ -497,6 +583,108 @@ fn party_fits_roles(masks: &[u32], nroles: usize, team_size: usize) -> bool {
 fn quantize_cost(c: f64) -> f32 {
     const UNIT: f64 = (1u32 << 20) as f64;
     ((c * UNIT).round() / UNIT) as f32
+}
+
+/// The per-player meeting rules (`Meet`) of the indexed players.
+fn build_meet(
+    pool: &Pool,
+    model: &QueueModel,
+    source: &[usize],
+    index_of: &HashMap<&str, u32>,
+) -> Meet {
+    let f = &model.filters;
+    let mut meet = Meet::default();
+    let players = || source.iter().map(|&i| &pool.players[i]);
+    if !f.same.is_empty() {
+        let mut keys: HashMap<Vec<Option<Vec<String>>>, u32> = HashMap::new();
+        let mut names = Vec::new();
+        let key: Vec<u32> = players()
+            .map(|p| {
+                let v = same_values(p, &f.same);
+                let next = keys.len() as u32;
+                *keys.entry(v.clone()).or_insert_with(|| {
+                    names.push(describe_same(&f.same, &v));
+                    next
+                })
+            })
+            .collect();
+        if keys.len() > 1 {
+            meet.same_key = key;
+            meet.same_names = names;
+        }
+    }
+    if let Some(attr) = &f.crossplay {
+        let off: Vec<bool> = players()
+            .map(|p| {
+                p.attributes
+                    .get("crossplay")
+                    .is_some_and(|a| a.values() == ["off"])
+            })
+            .collect();
+        if off.iter().any(|&o| o) {
+            let mut ids: HashMap<String, u32> = HashMap::new();
+            let mut names = Vec::new();
+            meet.platform = players()
+                .map(|p| {
+                    let v = p
+                        .attributes
+                        .get(attr)
+                        .map(|a| a.values().join(","))
+                        .unwrap_or_default();
+                    let next = ids.len() as u32;
+                    *ids.entry(v.clone()).or_insert_with(|| {
+                        names.push(if v.is_empty() { format!("{attr} unset") } else { v });
+                        next
+                    })
+                })
+                .collect();
+            meet.platform_names = names;
+            meet.crossplay_off = off;
+        }
+    }
+    let n = source.len();
+    let mut avoids: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut any = false;
+    for (k, p) in players().enumerate() {
+        // the first ones listed are the newest (the snapshot's order)
+        for other in p.avoids.iter().take(model.avoids.max_per_player) {
+            let Some(&o) = index_of.get(other.as_str()) else {
+                continue; // not in this pool: nothing to keep apart
+            };
+            if o as usize == k {
+                continue;
+            }
+            avoids[k].push(o);
+            avoids[o as usize].push(k as u32);
+            any = true;
+        }
+    }
+    if any {
+        for list in &mut avoids {
+            list.sort_unstable();
+            list.dedup();
+        }
+        meet.avoid_mask = avoids
+            .iter()
+            .map(|l| l.iter().fold(0u64, |m, &o| m | 1 << (o % 64)))
+            .collect();
+        meet.avoids = avoids;
+    }
+    if let Some(attr) = &f.language {
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        meet.languages = players()
+            .map(|p| {
+                p.attributes.get(attr).map_or(0, |a| {
+                    a.values().iter().fold(0u64, |m, l| {
+                        let next = ids.len() as u32;
+                        // beyond 64 languages two may share a bit: a rare, soft error
+                        m | 1 << (*ids.entry(l.as_str()).or_insert(next) % 64)
+                    })
+                })
+            })
+            .collect();
+    }
+    meet
 }
 
 fn build_history(

@@ -28,7 +28,7 @@ use super::index::IndexedPool;
 use super::model::{QueueModel, RoleMode};
 use super::pool::Pool;
 use super::round::RoundOutcome;
-use super::score::Scorer;
+use super::score::{Broken, MatchEval, Scorer};
 
 /// Matches (nearest in mean skill first) in which a left-over unit is tried.
 pub const MATCHES_TRIED: usize = 64;
@@ -163,8 +163,9 @@ pub fn explain_left_over(
     for &u in &bench {
         let unit = &ix.units[u as usize];
         let size = unit.size();
-        // set when a match tried was valid but for its host
-        let mut hostless = false;
+        // the hard rules the matches tried broke
+        let mut seen = Seen::default();
+        let meets = may_meet_count(&ix, u);
         let (kind, mut reason) = if ix.ids.len() < smallest {
             (
                 LeftOverKind::NoValidMatch,
@@ -189,13 +190,21 @@ pub fn explain_left_over(
                     model.alliance.short_match_min_score
                 ),
             )
+        } else if let Some((count, what)) = meets.clone().filter(|(count, _)| count + size < per_match) {
+            (
+                LeftOverKind::Filtered,
+                format!(
+                    "the queue's filters let them meet {count} other player{} ({what}), fewer than a match needs ({per_match})",
+                    if count == 1 { "" } else { "s" }
+                ),
+            )
         } else if let Some((swapped, m, score)) = in_place_of(
             &sc,
             &matches,
             u,
             unit.skill,
             &mut evaluations,
-            &mut hostless,
+            &mut seen,
         ) {
             let out: Vec<String> = swapped.iter().map(|&v| name(v)).collect();
             // the match, named by a player who stays in it
@@ -212,13 +221,15 @@ pub fn explain_left_over(
                     matches[m].2
                 ),
             )
-        } else if among_left_over(&sc, &bench, u, per_match, &mut evaluations, &mut hostless) {
+        } else if among_left_over(&sc, &bench, u, per_match, &mut evaluations, &mut seen) {
             (
                 LeftOverKind::NotFound,
                 "a valid match among the left-over players existed; the search's budget ended before it formed it"
                     .to_string(),
             )
-        } else if hostless {
+        } else if let Some((candidate, eval)) = &seen.floor {
+            (LeftOverKind::Floor, floor_reason(&sc, candidate, eval))
+        } else if seen.no_host {
             let limit = model.hosts.max_ping_ms;
             let p = &model.ping;
             // the member with the most players in reach speaks for the party
@@ -247,6 +258,20 @@ pub fn explain_left_over(
                     if tried == 1 { "" } else { "es" },
                     if others == 1 { "" } else { "s" },
                     if reach == 1 { "is" } else { "are" },
+                ) + &relay_note(&sc, unit),
+            )
+        } else if seen.avoid {
+            (
+                LeftOverKind::Avoided,
+                "every valid match tried with them broke an avoid (theirs or another player's)"
+                    .to_string(),
+            )
+        } else if seen.filter {
+            (
+                LeftOverKind::Filtered,
+                format!(
+                    "every match tried with them broke the queue's filters ({})",
+                    meets.map_or_else(|| "same, crossplay".to_string(), |m| m.1)
                 ),
             )
         } else {
@@ -292,7 +317,7 @@ fn in_place_of(
     u: u32,
     skill: f64,
     evaluations: &mut usize,
-    hostless: &mut bool,
+    seen: &mut Seen,
 ) -> Option<(Vec<u32>, usize, f64)> {
     let size = sc.ix.units[u as usize].size();
     let mut order: Vec<usize> = (0..matches.len()).collect();
@@ -335,7 +360,7 @@ fn in_place_of(
             if eval.valid() {
                 return Some((subset.iter().map(|&i| units[i]).collect(), m, eval.score));
             }
-            *hostless |= eval.feasible;
+            seen.note(&candidate, &eval);
         }
     }
     None
@@ -349,11 +374,16 @@ fn among_left_over(
     u: u32,
     per_match: usize,
     evaluations: &mut usize,
-    hostless: &mut bool,
+    seen: &mut Seen,
 ) -> bool {
     let units = &sc.ix.units;
     let skill = units[u as usize].skill;
-    let mut others: Vec<u32> = bench.iter().copied().filter(|&v| v != u).collect();
+    // only the players the filters let them meet
+    let mut others: Vec<u32> = bench
+        .iter()
+        .copied()
+        .filter(|&v| v != u && may_meet(sc.ix, u, v))
+        .collect();
     others.sort_by(|&a, &b| {
         (units[a as usize].skill - skill)
             .abs()
@@ -389,9 +419,190 @@ fn among_left_over(
         if eval.valid() {
             return true;
         }
-        *hostless |= eval.feasible;
+        seen.note(&candidate, &eval);
     }
     false
+}
+
+/// The hard rules the feasible matches tried for a unit broke.
+#[derive(Default)]
+struct Seen {
+    no_host: bool,
+    avoid: bool,
+    filter: bool,
+    /// The first match tried that broke only the floor in force.
+    floor: Option<(Vec<u32>, MatchEval)>,
+}
+
+impl Seen {
+    fn note(&mut self, candidate: &[u32], eval: &MatchEval) {
+        if !eval.feasible {
+            return;
+        }
+        match eval.broken {
+            Broken::NoHost => self.no_host = true,
+            Broken::Avoid => self.avoid = true,
+            Broken::Filter => self.filter = true,
+            Broken::Floor if self.floor.is_none() => {
+                self.floor = Some((candidate.to_vec(), *eval));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether the filters (`same`, crossplay) let the players of units a and b meet.
+fn may_meet(ix: &IndexedPool, a: u32, b: u32) -> bool {
+    let m = &ix.meet;
+    let (pa, pb) = (ix.units[a as usize].members[0], ix.units[b as usize].members[0]);
+    if !m.same_key.is_empty() && m.same_key[pa as usize] != m.same_key[pb as usize] {
+        return false;
+    }
+    if !m.platform.is_empty() {
+        let off = |u: u32| {
+            ix.units[u as usize]
+                .members
+                .iter()
+                .any(|&p| m.crossplay_off[p as usize])
+        };
+        let platforms = |u: u32| -> Vec<u32> {
+            ix.units[u as usize]
+                .members
+                .iter()
+                .map(|&p| m.platform[p as usize])
+                .collect()
+        };
+        let (xa, xb) = (platforms(a), platforms(b));
+        let one = |x: &[u32], y: &[u32]| x.iter().chain(y).all(|&p| p == x[0]);
+        if (off(a) || off(b)) && !one(&xa, &xb) {
+            return false;
+        }
+    }
+    true
+}
+
+/// With filters in the pool: (other players the filters let unit u meet, the values
+/// that decided it), for the `filtered` reason.
+fn may_meet_count(ix: &IndexedPool, u: u32) -> Option<(usize, String)> {
+    let m = &ix.meet;
+    if m.same_key.is_empty() && m.platform.is_empty() {
+        return None;
+    }
+    let first = ix.units[u as usize].members[0] as usize;
+    let mut what = Vec::new();
+    if !m.same_key.is_empty() {
+        what.push(m.same_names[m.same_key[first] as usize].clone());
+    }
+    if !m.platform.is_empty() && ix.units[u as usize].members.iter().any(|&p| m.crossplay_off[p as usize]) {
+        what.push(format!(
+            "crossplay off on {}",
+            m.platform_names[m.platform[first] as usize]
+        ));
+    }
+    let count = (0..ix.units.len() as u32)
+        .filter(|&v| v != u && may_meet(ix, u, v))
+        .map(|v| ix.units[v as usize].size())
+        .sum();
+    Some((count, if what.is_empty() { "filters".into() } else { what.join(", ") }))
+}
+
+/// `m` minutes and seconds as a short duration: "2m", "45s", "1m30s".
+fn short_duration(minutes: f64) -> String {
+    let secs = (minutes * 60.0).round().max(0.0) as u64;
+    match (secs / 60, secs % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+/// The `floor` reason of a match that broke only the floor in force: the limit, the
+/// match's value, and when that limit next relaxes.
+fn floor_reason(sc: &Scorer, units: &[u32], eval: &MatchEval) -> String {
+    let ix = sc.ix;
+    let detail = sc.describe(units, eval);
+    let mut players = Vec::new();
+    let mut team = Vec::new();
+    for (t, members) in detail.teams.iter().enumerate() {
+        for &p in members {
+            players.push(p);
+            team.push(t as u8);
+        }
+    }
+    let wait = players
+        .iter()
+        .map(|&p| ix.wait_minutes[p as usize])
+        .fold(0.0, f64::max);
+    let Some(step) = sc.floor_in_force(&players) else {
+        return "the best match tried broke the quality floor".into();
+    };
+    let Some((key, value)) = sc.floor_breaks(step, &players, &team, eval.score) else {
+        return "the best match tried broke the quality floor".into();
+    };
+    let (label, limit, unit) = match key {
+        "max_team_gap" => ("team gap", step.max_team_gap, ""),
+        "max_enemy_ping_ms" => ("enemy ping", step.max_enemy_ping_ms, " ms"),
+        _ => ("match score", step.min_match_score, ""),
+    };
+    let limit = limit.unwrap_or(0.0);
+    let fmt = |v: f64| {
+        if key == "min_match_score" {
+            format!("{v:.2}")
+        } else {
+            format!("{v:.0}")
+        }
+    };
+    let relation = if key == "min_match_score" { "<" } else { ">" };
+    // the next step that relaxes this limit
+    let next = sc.model.floors.iter().find(|s| {
+        s.after.as_secs_f64() / 60.0 > wait
+            && match key {
+                "max_team_gap" => s.max_team_gap.is_none_or(|v| v > limit),
+                "max_enemy_ping_ms" => s.max_enemy_ping_ms.is_none_or(|v| v > limit),
+                _ => s.min_match_score.is_none_or(|v| v < limit),
+            }
+    });
+    let when = match next {
+        Some(s) => {
+            let after = s.after.as_secs_f64() / 60.0;
+            format!(
+                " until {} of wait (in {})",
+                short_duration(after),
+                short_duration(after - wait)
+            )
+        }
+        None => " (the last step: it does not relax further)".to_string(),
+    };
+    format!(
+        "the best match tried broke the floor in force: {label} {}{unit} {relation} {}{unit}{when}",
+        fmt(value),
+        fmt(limit)
+    )
+}
+
+/// The `no_host` reason's word on relay: when a relay step applies, or that none is
+/// configured.
+fn relay_note(sc: &Scorer, unit: &crate::index::Unit) -> String {
+    let wait = unit
+        .members
+        .iter()
+        .map(|&p| sc.ix.wait_minutes[p as usize])
+        .fold(0.0, f64::max);
+    match sc.model.floors.iter().find(|s| s.relay) {
+        None => "; no relay configured".to_string(),
+        Some(s) => {
+            let after = s.after.as_secs_f64() / 60.0;
+            if after > wait {
+                format!(
+                    "; a relay step applies from {} of wait (in {})",
+                    short_duration(after),
+                    short_duration(after - wait)
+                )
+            } else {
+                "; a relay step is in force: the next round may relay their match".to_string()
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -503,7 +714,7 @@ mod tests {
         assert!(
             x.reason.contains("players of the 1 nearest match, or")
                 && x.reason
-                    .ends_with("1 of the 7 other players in the pool is within 150 ms of them"),
+                    .ends_with("1 of the 7 other players in the pool is within 150 ms of them; no relay configured"),
             "{}",
             x.reason
         );

@@ -6,11 +6,12 @@
 //! - `pool` (input) -> `index` (validation, `PoolError` / `Rejection`, indexed arrays);
 //! - `model` (the queue's format, weights and factor parameters, validated);
 //! - `split` (every team split of every party shape, enumerated once per queue);
-//! - `factors` (the ten factors, one file each) and `score` (a match's best split, the
-//!   lexicographic round objective: overdue players placed, matches, quality);
+//! - `factors` (the twelve factors, one file each) and `score` (a match's best split, the
+//!   lexicographic round objective: overdue players placed, matches, quality; `score::rules`:
+//!   the hard rules of who may meet whom, hosts, relay and the quality floors);
 //! - `search` (constructions, exchange moves, delta scoring with a from-scratch oracle,
 //!   the `default` annealer, `awesomenauts`, `chunk`, `greedy`);
-//! - `solver` (`solve`: restarts on rayon threads, per-restart Xoshiro256PlusPlus
+//! - `solver` (`solve`: the pool cut by the `same` filter, restarts on rayon threads, per-restart Xoshiro256PlusPlus
 //!   streams, best so far with the stop reason) -> `round` (output).
 
 pub mod backfill;

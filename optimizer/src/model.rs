@@ -346,6 +346,7 @@ impl QueueModel {
         if w.named()
             .iter()
             .filter(|(n, _)| flexible || *n != "member_count_difference")
+            .filter(|(n, _)| self.filters.language.is_some() || *n != "language")
             .all(|(_, v)| *v == 0.0)
         {
             return bad("weights", "at least one weight must be > 0");
@@ -420,6 +421,86 @@ impl QueueModel {
             "predicted_fairness.default_sigma",
             self.predicted_fairness.default_sigma,
         )?;
+        self.validate_meeting()
+    }
+
+    /// The filters, avoids and floor steps.
+    fn validate_meeting(&self) -> Result<(), PoolError> {
+        let bad = |key: &str, problem: &str| Err(PoolError::Model(format!("{key}: {problem}")));
+        let f = &self.filters;
+        for (i, a) in f.same.iter().enumerate() {
+            if a.is_empty() {
+                return bad("filters.same", "empty attribute name");
+            }
+            if f.same[..i].contains(a) {
+                return bad("filters.same", &format!("attribute {a:?} listed twice"));
+            }
+        }
+        for (key, v) in [("filters.crossplay", &f.crossplay), ("filters.language", &f.language)] {
+            if v.as_deref() == Some("") {
+                return bad(key, "empty attribute name");
+            }
+        }
+        if self.avoids.max_per_player > 100 {
+            return bad("avoids.max_per_player", "must be at most 100");
+        }
+        let p2p = self.network == Network::PeerToPeer;
+        let mut prev: Option<&FloorStep> = None;
+        for (i, s) in self.floors.iter().enumerate() {
+            let key = |k: &str| format!("floors[{i}].{k}");
+            if let Some(v) = s.max_team_gap
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return bad(&key("max_team_gap"), "must be a finite number >= 0");
+            }
+            if let Some(v) = s.max_enemy_ping_ms
+                && !(v.is_finite() && v > 0.0)
+            {
+                return bad(&key("max_enemy_ping_ms"), "must be a finite number > 0");
+            }
+            if let Some(v) = s.min_match_score
+                && !(0.0..=1.0).contains(&v)
+            {
+                return bad(&key("min_match_score"), "must be in [0, 1]");
+            }
+            if s.relay && !p2p {
+                return bad(
+                    &key("relay"),
+                    "only peer-to-peer queues relay (dedicated servers always host)",
+                );
+            }
+            if let Some(p) = prev {
+                if s.after <= p.after {
+                    return bad(&key("after"), "steps must be in ascending order of after");
+                }
+                // a limit may only relax with wait: a player must never become
+                // harder to match by waiting
+                let looser = |now: Option<f64>, before: Option<f64>, up: bool| match (now, before) {
+                    (_, None) => now.is_none(),
+                    (None, Some(_)) => true,
+                    (Some(a), Some(b)) => {
+                        if up {
+                            a >= b
+                        } else {
+                            a <= b
+                        }
+                    }
+                };
+                for (k, now, before, up) in [
+                    ("max_team_gap", s.max_team_gap, p.max_team_gap, true),
+                    ("max_enemy_ping_ms", s.max_enemy_ping_ms, p.max_enemy_ping_ms, true),
+                    ("min_match_score", s.min_match_score, p.min_match_score, false),
+                ] {
+                    if !looser(now, before, up) {
+                        return bad(&key(k), "must not tighten the previous step's limit");
+                    }
+                }
+                if p.relay && !s.relay {
+                    return bad(&key("relay"), "a later step must keep relay on");
+                }
+            }
+            prev = Some(s);
+        }
         Ok(())
     }
 }
@@ -608,6 +689,11 @@ pub struct Weights {
     /// config (and its hash) is what it was before flexible formats.
     #[serde(skip_serializing_if = "is_default_member_weight")]
     pub member_count_difference: f64,
+    /// Teammates sharing a language (the Awesomenauts post's "same region or
+    /// language"); only in the average when `filters.language` is set, and left out of
+    /// the written config at its default (as `member_count_difference`).
+    #[serde(skip_serializing_if = "is_default_language_weight")]
+    pub language: f64,
 }
 
 impl Default for Weights {
@@ -624,8 +710,13 @@ impl Default for Weights {
             roles: 0.0,
             predicted_fairness: 0.0,
             member_count_difference: 1.0,
+            language: 1.0,
         }
     }
+}
+
+fn is_default_language_weight(w: &f64) -> bool {
+    *w == Weights::default().language
 }
 
 fn is_default_member_weight(w: &f64) -> bool {
@@ -634,7 +725,7 @@ fn is_default_member_weight(w: &f64) -> bool {
 
 impl Weights {
     /// (config key, weight), in the fixed factor order.
-    pub fn named(&self) -> [(&'static str, f64); 11] {
+    pub fn named(&self) -> [(&'static str, f64); 12] {
         [
             ("equal_teams", self.equal_teams),
             ("equal_players", self.equal_players),
@@ -647,6 +738,7 @@ impl Weights {
             ("roles", self.roles),
             ("predicted_fairness", self.predicted_fairness),
             ("member_count_difference", self.member_count_difference),
+            ("language", self.language),
         ]
     }
 }

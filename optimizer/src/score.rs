@@ -40,6 +40,9 @@ use super::model::{Network, QueueModel, RoleMode};
 use super::split::{SplitTable, SplitTables, pair_index};
 
 pub mod incremental;
+pub mod rules;
+
+pub use rules::Broken;
 
 pub const MAXP: usize = super::model::MAX_PLAYERS_PER_MATCH;
 
@@ -100,6 +103,8 @@ pub struct Scorer<'a> {
     /// Per player: bit (other player % 64) set for every player in their history list
     /// (a cheap filter before searching the list).
     hist_mask: Vec<u64>,
+    /// The pool's meeting rules and the queue's floors (`rules`).
+    rules: rules::Rules,
 }
 
 /// The cached result of scoring one match.
@@ -107,10 +112,18 @@ pub struct Scorer<'a> {
 pub struct MatchEval {
     /// Some split is valid (team sizes, parties, strict roles).
     pub feasible: bool,
-    /// Someone in the match can host it (always true on dedicated servers). A hostless
-    /// match counts for nothing: `quality` and `overdue` are 0 and `RoundValue` does not
-    /// count it as a match; `score` stays the factors' score (for reports).
-    pub hosted: bool,
+    /// The match may form: someone in it can host (always on dedicated servers; or a
+    /// relay step is in force) and it breaks no hard rule (filters, avoids, the floor
+    /// in force; `rules`). A match that may not form counts for nothing: `quality`
+    /// and `overdue` are 0 and `RoundValue` does not count it as a match; `score`
+    /// stays the factors' score (for reports), `broken` says which rule it broke.
+    pub allowed: bool,
+    /// The first hard rule the match breaks (`Broken::None` when allowed).
+    pub broken: Broken,
+    /// Peer-to-peer, nobody can host, and a relay step is in force: the match forms
+    /// through the game's relay (its quality is lowered by `rules::RELAY_PENALTY`, so
+    /// a hosted match of the same players is always preferred).
+    pub relay: bool,
     pub score: f64,
     /// Index of the best split in the shape's table.
     pub split: u32,
@@ -120,37 +133,41 @@ pub struct MatchEval {
 }
 
 impl MatchEval {
-    /// A match the round may keep: a valid split and someone to host it.
+    /// A match the round may keep: a valid split and no hard rule broken.
     #[inline]
     pub fn valid(&self) -> bool {
-        self.feasible && self.hosted
+        self.feasible && self.allowed
     }
 
-    /// The evaluation of a feasible match with `hosts` possible hosts: a hostless
-    /// peer-to-peer match is worth nothing (see the module docs).
+    /// The evaluation of a feasible match judged by `Scorer::judge`: a match that
+    /// breaks a hard rule is worth nothing (see the module docs).
     #[inline(always)]
     pub(crate) fn scored(
-        p2p: bool,
-        hosts: u32,
+        (broken, relay): (Broken, bool),
         score: f64,
         split: u32,
         quality: f64,
         overdue: u32,
     ) -> MatchEval {
-        let hosted = !p2p || hosts > 0;
+        let allowed = broken == Broken::None;
+        let penalty = if relay { rules::RELAY_PENALTY } else { 0.0 };
         MatchEval {
             feasible: true,
-            hosted,
+            allowed,
+            broken,
+            relay,
             score,
             split,
-            quality: if hosted { quality } else { 0.0 },
-            overdue: if hosted { overdue } else { 0 },
+            quality: if allowed { quality - penalty } else { 0.0 },
+            overdue: if allowed { overdue } else { 0 },
         }
     }
 
     pub const INFEASIBLE: MatchEval = MatchEval {
         feasible: false,
-        hosted: false,
+        allowed: false,
+        broken: Broken::None,
+        relay: false,
         score: 0.0,
         split: 0,
         quality: 0.0,
@@ -170,7 +187,7 @@ impl RoundValue {
     pub fn add(&mut self, e: &MatchEval, sign: f64) {
         let s = sign as i64;
         self.overdue += s * e.overdue as i64;
-        self.matches += s * e.hosted as i64;
+        self.matches += s * e.allowed as i64;
         self.quality += sign * e.quality;
     }
 
@@ -287,6 +304,9 @@ impl<'a> Scorer<'a> {
         if nroles == 0 {
             weights[ROLES] = 0.0;
         }
+        if model.filters.language.is_none() {
+            weights[LANGUAGE] = 0.0;
+        }
         let wsum = weight_sum(&weights);
         let fast = tables.teams == 2
             && equal
@@ -294,7 +314,8 @@ impl<'a> Scorer<'a> {
             && model.equal_teams.p.0 == 1.0
             && weights[INDISTINGUISHABLE] == 0.0
             && weights[SIDE_PREFERENCE] == 0.0
-            && weights[PREDICTED_FAIRNESS] == 0.0;
+            && weights[PREDICTED_FAIRNESS] == 0.0
+            && weights[LANGUAGE] == 0.0;
         let premade_by_spread: Vec<f64> = (0..=team_size)
             .map(|d| {
                 let mut parties = [1usize, 1 + d];
@@ -348,6 +369,7 @@ impl<'a> Scorer<'a> {
                 .iter()
                 .map(|list| list.iter().fold(0u64, |m, e| m | 1 << (e.0 % 64)))
                 .collect(),
+            rules: rules::Rules::new(ix, model),
         }
     }
 
@@ -778,8 +800,21 @@ impl<'a> Scorer<'a> {
             let refs: Vec<&[WengLinRating]> = r.iter().map(|v| v.as_slice()).collect();
             f[PREDICTED_FAIRNESS] = predicted_fairness::score(&refs, model.predicted_fairness.beta);
         }
+        if on(LANGUAGE) {
+            let langs = &self.ix.meet.languages;
+            if langs.is_empty() {
+                f[LANGUAGE] = 1.0;
+            } else {
+                let mut bits = [0u64; MAXP];
+                for i in 0..n {
+                    bits[i] = langs[c.slots[i] as usize];
+                }
+                f[LANGUAGE] = language::score(&bits[..n], slot_team);
+            }
+        }
         let mut sum = 0.0;
         for &k in &[
+            LANGUAGE,
             EQUAL_TEAMS,
             INDISTINGUISHABLE,
             PREMADES,
@@ -844,7 +879,9 @@ impl<'a> Scorer<'a> {
         self.et_inv
     }
 
-    /// Score a match given as a set of units: the best split over all factors.
+    /// Score a match given as a set of units: the best split over all factors (the
+    /// best that keeps the hard rules, when the best one breaks a rule that depends on
+    /// the split: a team-scope avoid, a team gap or enemy ping floor).
     pub fn evaluate(&self, units: &[u32]) -> MatchEval {
         let Some((table, sorted, k)) = self.shape(units) else {
             return MatchEval::INFEASIBLE;
@@ -852,32 +889,52 @@ impl<'a> Scorer<'a> {
         let c = self.context(&sorted, k, false);
         let mut best = f64::NEG_INFINITY;
         let mut best_split = u32::MAX;
-        if self.fast {
-            for s in 0..table.splits {
-                let v = self.split_value_fast(&c, table, s);
-                if v > best {
-                    best = v;
-                    best_split = s as u32;
-                }
+        let mut f = c.fixed;
+        let value = |s: usize, f: &mut [f64; factors::COUNT]| {
+            if self.fast {
+                Some(self.split_value_fast(&c, table, s))
+            } else {
+                self.split_factors(&c, table, s, f, false, None)
             }
-        } else {
-            let mut f = c.fixed;
-            for s in 0..table.splits {
-                if let Some(v) = self.split_factors(&c, table, s, &mut f, false, None)
-                    && v > best
-                {
-                    best = v;
-                    best_split = s as u32;
-                }
+        };
+        for s in 0..table.splits {
+            if let Some(v) = value(s, &mut f)
+                && v > best
+            {
+                best = v;
+                best_split = s as u32;
             }
         }
         if best_split == u32::MAX {
             return MatchEval::INFEASIBLE;
         }
-        let score = ((best + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
+        let n = c.n;
+        let score_of = |v: f64| ((v + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
+        let judge = |s: u32, score: f64| {
+            let st = &table.slot_team[s as usize * n..(s as usize + 1) * n];
+            self.judge(c.capable, &c.slots[..n], st, score)
+        };
+        let mut verdict = judge(best_split, score_of(best));
+        if self.rules.split_dependent(verdict.0) {
+            // the best split that keeps the rules, if any
+            let mut alt: Option<(f64, u32, (Broken, bool))> = None;
+            for s in 0..table.splits {
+                if let Some(v) = value(s, &mut f)
+                    && alt.is_none_or(|a| v > a.0)
+                {
+                    let j = judge(s as u32, score_of(v));
+                    if j.0 == Broken::None {
+                        alt = Some((v, s as u32, j));
+                    }
+                }
+            }
+            if let Some((v, s, j)) = alt {
+                (best, best_split, verdict) = (v, s, j);
+            }
+        }
+        let score = score_of(best);
         MatchEval::scored(
-            self.p2p,
-            c.capable,
+            verdict,
             score,
             best_split,
             self.shaped(score) + c.quality_wait,
@@ -918,6 +975,7 @@ impl<'a> Scorer<'a> {
             fast: self.fast,
             ping_cache: self.ping_cache.clone(),
             hist_mask: self.hist_mask.clone(),
+            rules: self.rules.clone(),
         }
     }
 
@@ -941,9 +999,9 @@ impl<'a> Scorer<'a> {
         let mut f = c.fixed;
         let v = self.split_factors(&c, table, s, &mut f, false, None)?;
         let score = ((v + c.fixed_weighted) * self.inv_wsum).clamp(0.0, 1.0);
+        let st = &table.slot_team[s * c.n..(s + 1) * c.n];
         Some(MatchEval::scored(
-            self.p2p,
-            c.capable,
+            self.judge(c.capable, &c.slots[..c.n], st, score),
             score,
             s as u32,
             self.shaped(score) + c.quality_wait,

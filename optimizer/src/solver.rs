@@ -9,7 +9,7 @@
 //! best round so far is returned when the deadline passes, with the reason the search
 //! stopped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -116,6 +116,147 @@ pub fn solve(
     model: &QueueModel,
     options: &SolveOptions,
 ) -> Result<RoundOutcome, PoolError> {
+    let parts = same_parts(pool, model)?;
+    if parts.len() <= 1 {
+        return solve_part(pool, model, options);
+    }
+    // The `same` filter: players of different values never meet, so each value's
+    // players are a pool of their own, solved in turn with all the threads and a
+    // share of the time budget by their number of players (a restart budget applies
+    // to each). The search itself then never meets the filter.
+    let started = Deadline::never();
+    let total = pool.players.len().max(1) as f64;
+    let mut outs = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let budget = match options.budget {
+            Budget::Time(d) => Budget::Time(d.mul_f64(part.players.len() as f64 / total)),
+            b => b,
+        };
+        let opts = SolveOptions {
+            budget,
+            ..options.clone()
+        };
+        outs.push(solve_part(part, model, &opts)?);
+    }
+    Ok(merge(pool, model, outs, started.elapsed()))
+}
+
+/// The pool cut by the queue's `same` values (a party goes with its first member: the
+/// index rejects a party whose members differ). One part when there is no such filter
+/// or every player shares the values.
+fn same_parts(pool: &Pool, model: &QueueModel) -> Result<Vec<Pool>, PoolError> {
+    let names = &model.filters.same;
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut part_of_key: HashMap<Vec<Option<Vec<String>>>, usize> = HashMap::new();
+    let mut party_part: HashMap<&str, usize> = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut parts: Vec<Pool> = Vec::new();
+    for p in &pool.players {
+        if !seen.insert(p.id.as_str()) {
+            // the parts would not see it: the whole pool's check
+            return Err(PoolError::Player {
+                id: p.id.clone(),
+                field: "id",
+                problem: "duplicate player id".into(),
+            });
+        }
+        let by_party = p.party.as_deref().and_then(|x| party_part.get(x)).copied();
+        let k = by_party.unwrap_or_else(|| {
+            let next = part_of_key.len();
+            *part_of_key
+                .entry(crate::index::same_values(p, names))
+                .or_insert(next)
+        });
+        if let Some(x) = p.party.as_deref() {
+            party_part.entry(x).or_insert(k);
+        }
+        if k == parts.len() {
+            parts.push(Pool {
+                queue: pool.queue.clone(),
+                now: pool.now.or_else(|| pool.players.iter().filter_map(|p| p.enqueued_at).max()),
+                players: Vec::new(),
+                history: pool.history.clone(),
+            });
+        }
+        parts[k].players.push(p.clone());
+    }
+    Ok(parts)
+}
+
+/// One round's outcome from its parts' (`same_parts`).
+fn merge(pool: &Pool, model: &QueueModel, outs: Vec<RoundOutcome>, elapsed: Duration) -> RoundOutcome {
+    let order: HashMap<&str, usize> = pool
+        .players
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
+    let skill: HashMap<&str, f64> = pool
+        .players
+        .iter()
+        .map(|p| {
+            let mut s = p.skill;
+            if let Some(lo) = model.skill.cap_min {
+                s = s.max(lo);
+            }
+            if let Some(hi) = model.skill.cap_max {
+                s = s.min(hi);
+            }
+            (p.id.as_str(), s)
+        })
+        .collect();
+    let largest = outs
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, o)| o.matches.len() * 1000 + o.unmatched.len())
+        .map_or(0, |(i, _)| i);
+    let mut stats = outs[largest].stats.clone();
+    stats.restarts = outs.iter().map(|o| o.stats.restarts).sum();
+    stats.moves_evaluated = outs.iter().map(|o| o.stats.moves_evaluated).sum();
+    stats.moves_rejected_by_bound = outs.iter().map(|o| o.stats.moves_rejected_by_bound).sum();
+    stats.delta_checks = outs.iter().map(|o| o.stats.delta_checks).sum();
+    stats.elapsed = elapsed;
+    stats.elapsed_ms = elapsed.as_secs_f64() * 1e3;
+    stats.moves_per_second = stats.moves_evaluated as f64 / elapsed.as_secs_f64().max(1e-9);
+    let mut matches = Vec::new();
+    let mut unmatched = Vec::new();
+    let mut rejected = Vec::new();
+    for o in outs {
+        matches.extend(o.matches);
+        unmatched.extend(o.unmatched);
+        rejected.extend(o.rejected);
+    }
+    let mean = |m: &MatchOutcome| {
+        let ids: Vec<&String> = m.teams.iter().flatten().collect();
+        ids.iter().map(|id| skill[id.as_str()]).sum::<f64>() / ids.len().max(1) as f64
+    };
+    matches.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
+    unmatched.sort_by_key(|id| order[id.as_str()]);
+    let power = model.round_score_power;
+    let score = if matches.is_empty() {
+        0.0
+    } else {
+        let m = matches.iter().map(|m| m.score.max(0.0).powf(power)).sum::<f64>()
+            / matches.len() as f64;
+        if power == 1.0 { m } else { m.powf(1.0 / power) }
+    };
+    RoundOutcome {
+        matches,
+        unmatched,
+        rejected,
+        score,
+        stats,
+    }
+}
+
+/// Solve one pool whose players may all meet as far as the `same` filter goes.
+fn solve_part(
+    pool: &Pool,
+    model: &QueueModel,
+    options: &SolveOptions,
+) -> Result<RoundOutcome, PoolError> {
     let deadline = match options.budget {
         Budget::Time(d) => Deadline::after(d),
         Budget::Restarts(_) => Deadline::never(),
@@ -182,7 +323,7 @@ pub struct SearchRun {
 }
 
 /// Run the strategy on a prepared scorer (also used by benchmarks and tests). The
-/// result never holds a hostless match (`enforce_hosts`).
+/// result never holds a match that breaks a hard rule (`enforce_hosts`).
 pub fn search(
     sc: &Scorer,
     options: &SolveOptions,
@@ -194,14 +335,15 @@ pub fn search(
     run
 }
 
-/// The hard host rule on a finished search (peer-to-peer): dissolve every match nobody
-/// in it can host, then form what matches the bench allows, each with a host. The
+/// The hard rules on a finished search (hosts on peer-to-peer, filters, avoids,
+/// floors: `MatchEval::allowed`): dissolve every match that breaks one, then form what
+/// matches the bench allows, each keeping them. The
 /// search's objective already counts a hostless match for nothing, so this loses
 /// nothing the search valued; its overdue players stay on the bench unless a match
 /// with a host can take them (the Awesomenauts post's max-wait fallback, "matched with whoever can
 /// host them").
 pub fn enforce_hosts(sc: &Scorer, state: &mut State) {
-    if state.evals.iter().all(|e| e.hosted) {
+    if state.evals.iter().all(|e| e.allowed) {
         return;
     }
     state.drop_hostless(sc);
@@ -359,6 +501,7 @@ fn outcome(
     let sc = flex.map_or(search_sc, |f| f.full);
     let ix = sc.ix;
     let id = |p: u32| ix.ids[p as usize].clone();
+    // (detail, its evaluation's verdict: may form, by relay)
     let mut details: Vec<_> = run
         .state
         .matches
@@ -373,38 +516,39 @@ fn outcome(
             } else {
                 sc.evaluate(m)
             };
-            sc.describe(m, &e)
+            (sc.describe(m, &e), e.valid(), e.relay)
         })
         .collect();
     if let Some(f) = flex {
-        details.extend(
-            f.short
-                .iter()
-                .map(|m| f.smaller[m.format].describe(&m.units, &m.eval)),
-        );
+        details.extend(f.short.iter().map(|m| {
+            (
+                f.smaller[m.format].describe(&m.units, &m.eval),
+                m.eval.valid(),
+                m.eval.relay,
+            )
+        }));
     }
     // strongest matches first, for people reading the output
     let mean = |d: &super::score::MatchDetail| {
         let all: Vec<u32> = d.teams.iter().flatten().copied().collect();
         all.iter().map(|&p| ix.skill[p as usize]).sum::<f64>() / all.len() as f64
     };
-    details.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
-    // The host rule's last line: `search` returns no hostless match; should one ever
-    // get here, its players stay unmatched rather than in a match nobody can host.
+    details.sort_by(|a, b| mean(&b.0).total_cmp(&mean(&a.0)));
+    // The hard rules' last line: `search` returns no match that breaks one (hosts,
+    // filters, avoids, floors); should one ever get here, its players stay unmatched.
     let p2p = sc.model.network == Network::PeerToPeer;
-    let mut hostless: Vec<u32> = Vec::new();
-    details.retain(|d| {
-        let keep = !p2p || !d.hosts.is_empty();
-        if !keep {
-            hostless.extend(d.teams.iter().flatten().copied());
+    let mut broken: Vec<u32> = Vec::new();
+    details.retain(|(d, valid, _)| {
+        if !valid {
+            broken.extend(d.teams.iter().flatten().copied());
         }
-        keep
+        *valid
     });
-    debug_assert!(hostless.is_empty(), "the search returned a hostless match");
-    let score = sc.round_score(details.iter().map(|d| d.score));
+    debug_assert!(broken.is_empty(), "the search returned a match breaking a rule");
+    let score = sc.round_score(details.iter().map(|d| d.0.score));
     let matches = details
         .iter()
-        .map(|d| MatchOutcome {
+        .map(|(d, _, relay)| MatchOutcome {
             teams: d
                 .teams
                 .iter()
@@ -428,14 +572,14 @@ fn outcome(
             hosts: p2p.then(|| d.hosts.iter().map(|&p| id(p)).collect()),
             host: d.hosts.first().filter(|_| p2p).map(|&p| id(p)),
             backup_host: d.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
-            relay: false,
+            relay: *relay,
         })
         .collect();
     let bench = flex.map_or(run.state.bench.as_slice(), |f| f.bench);
     let mut unmatched: Vec<u32> = bench
         .iter()
         .flat_map(|&u| ix.units[u as usize].members.iter().copied())
-        .chain(hostless)
+        .chain(broken)
         .collect();
     unmatched.sort_by_key(|&p| ix.source[p as usize]);
     let elapsed = deadline.elapsed();

@@ -213,6 +213,11 @@ pub struct BenchArgs {
     /// Large pools (seeds 1..=N).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub large_seeds: u64,
+    /// With --large: give the large pools who-may-meet-whom rules (one game build under
+    /// filters.same, crossplay with opt-outs, avoids) and print each run's moves per
+    /// second.
+    #[arg(long)]
+    pub large_meet: bool,
     /// Write the first pool (seed `--pool-seed`) as JSON to this file and exit (for
     /// `optimize`).
     #[arg(long)]
@@ -235,6 +240,7 @@ impl From<BenchArgs> for lab::bench::BenchOptions {
             large_budgets: args.large_budgets,
             large_reference: args.large_reference,
             large_seeds: args.large_seeds,
+            large_meet: args.large_meet,
             write_pool: args.write_pool,
         }
     }

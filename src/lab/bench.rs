@@ -60,6 +60,9 @@ pub struct BenchOptions {
     pub large_reference: Duration,
     /// Large pools (seeds 1..=N).
     pub large_seeds: u64,
+    /// Give the large pools who-may-meet-whom rules (`large_meet`) and print each run's
+    /// moves evaluated per second: what the rules cost the search.
+    pub large_meet: bool,
     /// Write the first pool (seed `--pool-seed`) as JSON to this file and exit (for
     /// `optimize`).
     pub write_pool: Option<std::path::PathBuf>,
@@ -506,6 +509,38 @@ fn large_pool(population: &Population, seed: u64) -> anyhow::Result<(Pool, Queue
     Ok((population.generate_pool(&spec, seed), queue.model.clone()))
 }
 
+/// The rules of `--large-meet` on a large pool and its queue: one game build under
+/// `filters.same` (a studio with one build live), platforms (60% pc) under crossplay
+/// with one player in ten opted out, and three avoids (random pool players) for one
+/// player in five. A party shares its build and platform.
+pub fn large_meet(pool: &mut Pool, model: &mut QueueModel, seed: u64) {
+    use matchmaker_optimizer::Attribute;
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    model.filters.same = vec!["build".into()];
+    model.filters.crossplay = Some("platform".into());
+    let ids: Vec<String> = pool.players.iter().map(|p| p.id.clone()).collect();
+    let mut platform_of: HashMap<String, &'static str> = HashMap::new();
+    for p in &mut pool.players {
+        let mut draw = || if rng.random_bool(0.6) { "pc" } else { "console" };
+        let platform = match &p.party {
+            Some(x) => *platform_of.entry(x.clone()).or_insert_with(draw),
+            None => draw(),
+        };
+        let one = |v: &str| Attribute::One(v.to_string());
+        p.attributes.insert("build".into(), one("1.4.2"));
+        p.attributes.insert("platform".into(), one(platform));
+        if rng.random_bool(0.1) {
+            p.attributes.insert("crossplay".into(), one("off"));
+        }
+        if rng.random_bool(0.2) {
+            p.avoids = (0..3)
+                .map(|_| ids[rng.random_range(0..ids.len())].clone())
+                .collect();
+        }
+    }
+}
+
 const LARGE_QUEUE: &str = "casual_5v5";
 
 /// The large-pool curve: every budget on every pool, then the anytime checks
@@ -534,8 +569,18 @@ fn large_target(args: &BenchOptions, population: &Population) -> anyhow::Result<
         .collect();
     let pools: Vec<(Pool, QueueModel)> = seeds
         .iter()
-        .map(|&s| large_pool(population, s))
+        .map(|&s| {
+            let (mut pool, mut model) = large_pool(population, s)?;
+            if args.large_meet {
+                large_meet(&mut pool, &mut model, s);
+            }
+            Ok((pool, model))
+        })
         .collect::<anyhow::Result<_>>()?;
+    if args.large_meet {
+        println!("with --large-meet: one build under filters.same, crossplay (10% opted out), avoids (20% of players, 3 each)");
+    }
+    let mut rates: Vec<String> = Vec::new();
     // scores[budget][pool]; the reference is run first so that each row can show its gap
     let mut scores: Vec<Vec<(f64, usize)>> = vec![Vec::new(); all.len()];
     let reference = all.len() - 1;
@@ -544,6 +589,13 @@ fn large_target(args: &BenchOptions, population: &Population) -> anyhow::Result<
     for k in order {
         for (pool, model) in &pools {
             let out = run_one(pool, model, Strategy::Default, all[k], args.threads)?;
+            if args.large_meet {
+                rates.push(format!(
+                    "{} {:.0}",
+                    humantime::format_duration(all[k]),
+                    out.stats.moves_per_second
+                ));
+            }
             scores[k].push((out.score, out.matches.len()));
         }
         let mean = scores[k].iter().map(|x| x.0).sum::<f64>() / pools.len() as f64;
@@ -562,6 +614,9 @@ fn large_target(args: &BenchOptions, population: &Population) -> anyhow::Result<
             100.0 * (mean - ref_mean) / ref_mean
         ));
         println!("{line}");
+    }
+    if args.large_meet {
+        println!("  moves/s (budget, per pool in order): {}", rates.join(", "));
     }
     let at = |d: Duration| all[..reference].iter().position(|&b| b == d);
     let secs = Duration::from_secs;

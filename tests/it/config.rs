@@ -19,8 +19,12 @@ fn shipped_config_is_valid_and_has_the_default_queue() {
     assert_eq!(q.model.players_per_match(), 6);
     assert_eq!(q.round.target_pool, Some(300));
     assert!(config.queues.contains_key("casual_5v5"));
-    // The file shows every model key of ranked_3v3 with its default value.
-    assert_eq!(q.model, matchmaker_optimizer::QueueModel::default());
+    // The file shows every model key of ranked_3v3 with its default value, and the
+    // quality floors a ranked queue ships with (none by default).
+    let mut model = q.model.clone();
+    assert!(model.floors.len() >= 2, "ranked floors relax with wait");
+    model.floors.clear();
+    assert_eq!(model, matchmaker_optimizer::QueueModel::default());
 }
 
 /// A flexible queue's round can form its smallest format: `min_pool` defaults to it and

@@ -30,6 +30,7 @@ mod ops_queries;
 mod optimizer;
 mod optimizer_factors;
 mod optimizer_formats;
+mod optimizer_meet;
 mod optimizer_search;
 mod peak;
 mod recent_matches;

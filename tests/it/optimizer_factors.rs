@@ -25,6 +25,7 @@ fn only(f: impl FnOnce(&mut Weights)) -> Weights {
         roles: 0.0,
         predicted_fairness: 0.0,
         member_count_difference: 0.0,
+        language: 0.0,
     };
     f(&mut w);
     w

@@ -257,7 +257,7 @@ fn brute_force(
         rec(0, nu, per, &mut Vec::new(), size, &mut all);
         for g in all {
             let e = sc.evaluate(&g);
-            if !e.feasible || !e.hosted || (f > 0 && e.score < min_score) {
+            if !e.feasible || !e.allowed || (f > 0 && e.score < min_score) {
                 continue;
             }
             let v = if f == 0 {

@@ -1,4 +1,4 @@
-//! The eleven match-score factors, one file each. Every factor maps a match (and its team
+//! The twelve match-score factors, one file each. Every factor maps a match (and its team
 //! split) to a score in [0, 1], 1 being perfect. The match score is the weighted average
 //! of the enabled factors (weights in `[queues.NAME.weights]`, the Awesomenauts matchmaker post); factors that do
 //! not apply to a queue (hosts on dedicated servers, roles in a queue without roles) are
@@ -17,6 +17,7 @@
 //! | `roles` | filled role slots / all role slots | `roles`, `role_mode` | 001 |
 //! | `predicted_fairness` | 1 - \|P(win) - P(lose)\| (Weng-Lin) | `predicted_fairness.*` | — |
 //! | `member_count_difference` | 1 - (largest - smallest team) / largest team; flexible queues only | `alliance.*` | 002 |
+//! | `language` | teammate pairs sharing a language / teammate pairs with known languages; with `filters.language` only | `filters.language` | 003 |
 //!
 //! See each file for the exact formula.
 
@@ -24,6 +25,7 @@ pub mod enemy_ping;
 pub mod equal_players;
 pub mod equal_teams;
 pub mod hosts;
+pub mod language;
 pub mod indistinguishable;
 pub mod member_count_difference;
 pub mod opponent_variation;
@@ -33,7 +35,7 @@ pub mod roles;
 pub mod side_preference;
 
 /// Factor order used in arrays and output.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "equal_teams",
     "equal_players",
     "indistinguishable_teams",
@@ -45,6 +47,7 @@ pub const NAMES: [&str; 11] = [
     "roles",
     "predicted_fairness",
     "member_count_difference",
+    "language",
 ];
 
 pub const EQUAL_TEAMS: usize = 0;
@@ -58,5 +61,6 @@ pub const SIDE_PREFERENCE: usize = 7;
 pub const ROLES: usize = 8;
 pub const PREDICTED_FAIRNESS: usize = 9;
 pub const MEMBER_COUNT_DIFFERENCE: usize = 10;
+pub const LANGUAGE: usize = 11;
 /// Number of factors.
-pub const COUNT: usize = 11;
+pub const COUNT: usize = 12;

@@ -807,10 +807,25 @@ impl Scorer<'_> {
         let (best, split) = self.best_split::<TS, NF, P, Q, QS>(rows, r);
         let info = &mut rows.info[r];
         info.split_best = best;
+        let info = *info;
         let score = ((best + info.fixed) * self.inv_wsum).clamp(0.0, 1.0);
+        let verdict = if self.rules.active() {
+            let (slots, _, _) = rows.row::<P, QS>(r);
+            let players: [u32; P] = std::array::from_fn(|k| slots[k].player);
+            let table = self.tables.get(info.table);
+            let st = &table.slot_team[split as usize * P..(split as usize + 1) * P];
+            let verdict = self.judge(info.hosts, &players, st, score);
+            if self.rules.split_dependent(verdict.0) {
+                // rare: the best split breaks a rule another split may keep; the
+                // from-scratch evaluation searches the splits that keep it
+                return self.evaluate(&self.units_of(&players));
+            }
+            verdict
+        } else {
+            self.judge_hosts(info.hosts)
+        };
         MatchEval::scored(
-            self.p2p,
-            info.hosts,
+            verdict,
             score,
             split,
             self.shaped(score) + info.wait * self.beta,

@@ -142,7 +142,7 @@ pub fn fits(sc: &Scorer, units: &[u32]) -> bool {
         .iter()
         .map(|&u| ix.units[u as usize].size() as u8)
         .collect();
-    if !sc.tables.packable(&sizes) {
+    if !sc.tables.packable(&sizes) || !sc.last_may_meet(units) {
         return false;
     }
     let nroles = sc.model.roles.len();

@@ -48,7 +48,7 @@ pub fn form_short_matches(
         let need = sc.players_per_match();
         for units in groups(bench, need, &size, |u| ix.units[u as usize].skill) {
             let eval = sc.evaluate(&units);
-            if eval.feasible && eval.hosted && eval.score >= min_score {
+            if eval.valid() && eval.score >= min_score {
                 candidates.push(ShortMatch {
                     units,
                     format: f,

@@ -218,7 +218,7 @@ impl State {
             scratch.replaced[k] = None;
             // a hostless match that gains a host gains a match: the quality bound
             // alone cannot reject that move
-            bounded &= self.evals[i].hosted;
+            bounded &= self.evals[i].allowed;
             if out.len() == 1
                 && inn.len() == 1
                 && ix.unit_size[out[0] as usize] == ix.unit_size[inn[0] as usize]
@@ -473,14 +473,14 @@ impl State {
     /// Put the units of every hostless match (`MatchEval::hosted`) on the bench. The
     /// value does not change: a hostless match counts for nothing.
     pub fn drop_hostless(&mut self, sc: &Scorer) {
-        if self.evals.iter().all(|e| e.hosted) {
+        if self.evals.iter().all(|e| e.allowed) {
             return;
         }
         let keep: Vec<usize> = (0..self.matches.len())
-            .filter(|&i| self.evals[i].hosted)
+            .filter(|&i| self.evals[i].allowed)
             .collect();
         for (i, m) in self.matches.iter().enumerate() {
-            if !self.evals[i].hosted {
+            if !self.evals[i].allowed {
                 self.bench.extend_from_slice(m);
             }
         }
