@@ -5,9 +5,10 @@
 --
 --   CREATE ROLE game_backend LOGIN PASSWORD '...' IN ROLE matchmaker_client;
 --
--- That role may call seven functions (enqueue, enqueue_party, keep_alive, cancel,
--- queue_channel, and for backfill request_backfill and cancel_backfill) and read five
--- views (queue_catalog, player_status, match_details, queue_countdown, backfill_status).
+-- That role may call nine functions (enqueue, enqueue_party, keep_alive, cancel,
+-- queue_channel, avoid and unavoid, and for backfill request_backfill and
+-- cancel_backfill) and read six views (queue_catalog, player_status, match_details,
+-- queue_countdown, backfill_status, avoid_list).
 -- It cannot read or write a table: the matchmaker owns its tickets, their times and
 -- their status. This file holds the statements of a queue's ordinary flow; the whole API,
 -- backfill included, is described in docs/client-guide.md.

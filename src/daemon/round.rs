@@ -140,17 +140,22 @@ impl RoundRunner {
     ) -> Result<PreparedRound, RoundError> {
         let started = Instant::now();
         let started_at = self.clock.now();
-        let snapshot = db::snapshot_pool(
+        let max_avoids = config.model.avoids.max_per_player;
+        let snapshot = db::snapshot::snapshot_pool_with_avoids(
             &self.db,
             queue,
             config.round.max_round_size,
             config.history_matches(),
+            max_avoids,
         )
         .await?;
         let snapshot_at = self.clock.now();
         let (pool, rejected) = snapshot.to_pool(started_at);
         let backfills = if config.backfill.enabled {
-            db::backfill::snapshot_backfills(&self.db, queue).await?
+            let mut backfills = db::backfill::snapshot_backfills(&self.db, queue).await?;
+            db::backfill::load_member_avoids(&self.db, &mut backfills, &snapshot, max_avoids)
+                .await?;
+            backfills
         } else {
             Vec::new()
         };

@@ -39,9 +39,10 @@ pub async fn publish_queue<'a>(
     sqlx::query(
         "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
-                             published_at, min_teams, min_team_size, formats)
+                             published_at, min_teams, min_team_size, formats,
+                             same_attributes, max_avoids)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
-                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14)
+                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -49,7 +50,8 @@ pub async fn publish_queue<'a>(
              max_wait = EXCLUDED.max_wait, config_hash = EXCLUDED.config_hash,
              published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
              min_teams = EXCLUDED.min_teams, min_team_size = EXCLUDED.min_team_size,
-             formats = EXCLUDED.formats,
+             formats = EXCLUDED.formats, same_attributes = EXCLUDED.same_attributes,
+             max_avoids = EXCLUDED.max_avoids,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -72,6 +74,8 @@ pub async fn publish_queue<'a>(
     .bind(min_teams as i32)
     .bind(min_team_size as i32)
     .bind(&formats)
+    .bind(&m.filters.same)
+    .bind(m.avoids.max_per_player.min(i32::MAX as usize) as i32)
     .execute(db)
     .await?;
     Ok(())

@@ -6,6 +6,9 @@
 //! Only live tickets are read (`expires_at` not passed), and a party enqueued by
 //! `enqueue_party` is in the round only when all its members are: one member locked by a
 //! client call in flight, or gone, and the party sits this round out, never split.
+//!
+//! Each pooled player gets their attributes and their newest unexpired avoids (at most the
+//! queue's `avoids.max_per_player`) that name another pooled player of the same login.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -13,7 +16,9 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::DbError;
-use matchmaker_optimizer::{BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties};
+use matchmaker_optimizer::{
+    Attribute, BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties,
+};
 
 /// One queued row as read by the snapshot.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -34,6 +39,10 @@ pub struct QueuedEntry {
     /// written straight into the table by the daemon's own tools).
     pub party_key: Option<i64>,
     pub party_size: Option<i32>,
+    /// JSON text, parsed per row like the latencies.
+    pub attributes: String,
+    /// The login that enqueued the row: avoids name players of their own login.
+    pub owner: String,
 }
 
 /// The rows of one round and their history, as read.
@@ -47,6 +56,9 @@ pub struct Snapshot {
     pub sat_out: usize,
     /// Those players, with why (for the round's left-over record).
     pub sat_out_players: Vec<(String, String)>,
+    /// (owner, player_id, avoided_player_id) of the pooled players' avoids that hold,
+    /// each player's newest first, at most the queue's `avoids.max_per_player` each.
+    pub avoids: Vec<(String, String, String)>,
 }
 
 /// Most regions / peers a stored row may name before the round refuses it: the enqueue
@@ -54,14 +66,38 @@ pub struct Snapshot {
 const MAX_LATENCIES: usize = 64;
 const MAX_PEER_PINGS: usize = 256;
 const MAX_ID_CHARS: usize = 64;
+/// Attributes a stored row may hold before the round refuses it (enqueue allows 16 names,
+/// each with at most 16 values).
+const MAX_ATTRIBUTES: usize = 32;
+const MAX_ATTRIBUTE_VALUES: usize = 32;
+
+/// The newest avoids of a player a queue honours when its config does not say
+/// (`AvoidParams::default`).
+pub fn default_max_avoids() -> usize {
+    matchmaker_optimizer::AvoidParams::default().max_per_player
+}
 
 /// Read the pool of `queue`: at most `max_players` queued entries, oldest first, and the
-/// last `history_matches` matches of each of them.
+/// last `history_matches` matches of each of them, with the default number of avoids per
+/// player ([`snapshot_pool_with_avoids`]).
 pub async fn snapshot_pool(
     db: &PgPool,
     queue: &str,
     max_players: usize,
     history_matches: usize,
+) -> Result<Snapshot, DbError> {
+    snapshot_pool_with_avoids(db, queue, max_players, history_matches, default_max_avoids())
+        .await
+}
+
+/// [`snapshot_pool`], with each player's newest `max_avoids` avoids (the queue's
+/// `avoids.max_per_player`; 0: none read).
+pub async fn snapshot_pool_with_avoids(
+    db: &PgPool,
+    queue: &str,
+    max_players: usize,
+    history_matches: usize,
+    max_avoids: usize,
 ) -> Result<Snapshot, DbError> {
     // REPEATABLE READ: entries and history come from one snapshot of the database. The
     // rare serialization failure (a row changed between the snapshot and its lock) is
@@ -69,7 +105,7 @@ pub async fn snapshot_pool(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_snapshot(db, queue, max_players, history_matches).await {
+        match try_snapshot(db, queue, max_players, history_matches, max_avoids).await {
             Err(DbError::Sql(sqlx::Error::Database(e)))
                 if attempt < 5 && e.code().as_deref() == Some("40001") => {}
             other => return other,
@@ -82,6 +118,7 @@ async fn try_snapshot(
     queue: &str,
     max_players: usize,
     history_matches: usize,
+    max_avoids: usize,
 ) -> Result<Snapshot, DbError> {
     let mut tx = db.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -98,7 +135,8 @@ async fn try_snapshot(
          pool AS (
              SELECT entry_id, player_id, party_id, skill, skill_sigma,
                     latencies::text AS latencies, peer_pings::text AS peer_pings,
-                    roles, side, enqueued_at, party_key, party_size
+                    roles, side, enqueued_at, party_key, party_size,
+                    attributes::text AS attributes, owner
                FROM queue_entries
               WHERE queue = $1 AND status = 'queued' AND expires_at > now()
                 AND (entry_id IN (SELECT entry_id FROM oldest)
@@ -155,6 +193,14 @@ async fn try_snapshot(
         .await?;
         group_history(rows)
     };
+    let avoids = read_avoids(
+        &mut tx,
+        entries
+            .iter()
+            .map(|e| (e.owner.as_str(), e.player_id.as_str())),
+        max_avoids,
+    )
+    .await?;
     tx.commit().await?;
     Ok(Snapshot {
         queue: queue.to_string(),
@@ -162,7 +208,41 @@ async fn try_snapshot(
         history,
         sat_out: sat_out_players.len(),
         sat_out_players,
+        avoids,
     })
+}
+
+/// The unexpired avoids of these (owner, player_id), each player's newest `max_avoids`,
+/// newest first: (owner, player_id, avoided_player_id). One statement for the whole pool
+/// (a hash join on the players, not a look-up per player).
+pub async fn read_avoids<'a>(
+    conn: &mut sqlx::PgConnection,
+    players: impl Iterator<Item = (&'a str, &'a str)>,
+    max_avoids: usize,
+) -> Result<Vec<(String, String, String)>, DbError> {
+    let (owners, ids): (Vec<&str>, Vec<&str>) = players.unzip();
+    if max_avoids == 0 || ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_as(
+        "WITH pooled AS (
+             SELECT DISTINCT owner, player_id
+               FROM unnest($1::text[], $2::text[]) AS p(owner, player_id)),
+         ranked AS (
+             SELECT a.owner, a.player_id, a.avoided_player_id,
+                    row_number() OVER (PARTITION BY a.owner, a.player_id
+                                       ORDER BY a.created_at DESC, a.avoided_player_id) AS n
+               FROM avoids a JOIN pooled USING (owner, player_id)
+              WHERE a.expires_at IS NULL OR a.expires_at > now())
+         SELECT owner, player_id, avoided_player_id FROM ranked
+          WHERE n <= $3
+          ORDER BY owner, player_id, n",
+    )
+    .bind(&owners)
+    .bind(&ids)
+    .bind(max_avoids.min(i64::MAX as usize) as i64)
+    .fetch_all(conn)
+    .await?)
 }
 
 /// Keep solos, and parties whose every member was read; returns the rest's players with
@@ -290,6 +370,7 @@ impl Snapshot {
                 p.enqueued_at = Some(*at);
             }
         }
+        self.fill_avoids(&mut players);
         let pool = Pool {
             queue: Some(self.queue.clone()),
             now: Some(now),
@@ -297,6 +378,34 @@ impl Snapshot {
             history: self.history.clone(),
         };
         (pool, rejected)
+    }
+
+    /// Each pooled player's avoids, as the pool ids of the avoided players pooled in this
+    /// round (an avoid of someone not queued now costs the round nothing), newest first.
+    fn fill_avoids(&self, players: &mut [Player]) {
+        if self.avoids.is_empty() {
+            return;
+        }
+        let pool_id: HashMap<(&str, &str), &str> = self
+            .entries
+            .iter()
+            .map(|e| ((e.owner.as_str(), e.player_id.as_str()), e.player_id.as_str()))
+            .collect();
+        let mut of: HashMap<&str, Vec<String>> = HashMap::new();
+        for (owner, player, avoided) in &self.avoids {
+            let (Some(&me), Some(&them)) = (
+                pool_id.get(&(owner.as_str(), player.as_str())),
+                pool_id.get(&(owner.as_str(), avoided.as_str())),
+            ) else {
+                continue;
+            };
+            of.entry(me).or_default().push(them.to_string());
+        }
+        for p in players {
+            if let Some(avoids) = of.remove(p.id.as_str()) {
+                p.avoids = avoids;
+            }
+        }
     }
 
     /// entry_id by player id (one queued row per player per queue).
@@ -335,6 +444,37 @@ fn entry_to_player(e: &QueuedEntry) -> Result<Player, String> {
         peer_pings: ms_map("peer_pings", &e.peer_pings, MAX_PEER_PINGS)?,
         roles: e.roles.clone(),
         side: e.side,
+        attributes: attributes(&e.attributes)?,
         ..Default::default()
     })
+}
+
+/// A stored attributes object; bounded like the other maps (rows written around enqueue).
+pub fn attributes(text: &str) -> Result<BTreeMap<String, Attribute>, String> {
+    let map = serde_json::from_str::<BTreeMap<String, Attribute>>(text).map_err(|err| {
+        format!("attributes: not an object of names to strings or lists of strings ({err})")
+    })?;
+    if map.len() > MAX_ATTRIBUTES {
+        return Err(format!(
+            "attributes: {} names, more than {MAX_ATTRIBUTES}",
+            map.len()
+        ));
+    }
+    for (name, value) in &map {
+        if value.values().len() > MAX_ATTRIBUTE_VALUES {
+            return Err(format!(
+                "attributes.{name}: {} values, more than {MAX_ATTRIBUTE_VALUES}",
+                value.values().len()
+            ));
+        }
+        if std::iter::once(name)
+            .chain(value.values())
+            .any(|v| v.chars().count() > MAX_ID_CHARS)
+        {
+            return Err(format!(
+                "attributes.{name}: longer than {MAX_ID_CHARS} characters"
+            ));
+        }
+    }
+    Ok(map)
 }

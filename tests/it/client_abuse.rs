@@ -199,6 +199,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         readable,
         [
+            // avoid_list: the login's players' avoids.
+            "avoid_list",
             // backfill_status: the login's backfill requests.
             "backfill_status",
             "match_details",
@@ -234,6 +236,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         callable,
         [
+            // avoid / unavoid: the login's players' avoid lists.
+            "avoid",
             "cancel",
             // request_backfill / cancel_backfill: backfill of running sessions.
             "cancel_backfill",
@@ -242,7 +246,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
             "keep_alive",
             "matchmaker_sees_all",
             "queue_channel",
-            "request_backfill"
+            "request_backfill",
+            "unavoid"
         ]
     );
     let sees_all: bool = sqlx::query_scalar("SELECT matchmaker_sees_all()")
@@ -261,6 +266,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         "queues",
         "queue_state",
         "round_summaries",
+        "avoids",
         "_sqlx_migrations",
     ] {
         denied(&client, &format!("SELECT count(*) FROM {table}")).await;
@@ -291,7 +297,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         "CREATE INDEX ON queue_entries (player_id)",
         "ALTER TABLE queue_entries ADD COLUMN vip boolean",
         "ALTER TABLE queue_entries DISABLE TRIGGER ALL",
-        "ALTER FUNCTION enqueue(text, text, double precision, jsonb, jsonb, text[], double precision, double precision) SECURITY INVOKER",
+        "ALTER FUNCTION enqueue(text, text, double precision, jsonb, jsonb, text[], double precision, double precision, jsonb) SECURITY INVOKER",
         "ALTER VIEW player_status SET (security_barrier = false)",
         "DROP TABLE queue_entries",
         "DROP VIEW player_status",

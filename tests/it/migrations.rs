@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "43f1c671083b49232ab91f030cc1a0a7286267ede2acb39c4749723396603fcf7ecad7d9d3057faf13152baa8b520fd1",
+    "9a657c8637a1ec0677a463eb8c7db5c283f378d9575db28bc94210a017461470e7b637b015c566939ecf8802a67ccf4c",
 )];
 
 /// The last migration of 1.0.
