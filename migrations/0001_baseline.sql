@@ -63,6 +63,12 @@ CREATE TABLE queues (
     -- Players a client connection may enqueue per second, and in a burst.
     enqueue_rate           double precision NOT NULL DEFAULT 200,
     enqueue_burst          double precision NOT NULL DEFAULT 1000,
+    -- The attributes a match's players share ([queues.NAME.filters] same): the members of
+    -- a party must agree on them.
+    same_attributes text[] NOT NULL DEFAULT '{}',
+    -- The newest avoids of a player the queue honours ([queues.NAME.avoids]
+    -- max_per_player): avoid() keeps at most the largest of the active queues'.
+    max_avoids     integer NOT NULL DEFAULT 10,
     CONSTRAINT retired_queue_has_reason CHECK (active OR retired_reason IS NOT NULL),
     CONSTRAINT queue_team_range CHECK (min_teams BETWEEN 2 AND teams),
     CONSTRAINT queue_team_size_range CHECK (min_team_size BETWEEN 1 AND team_size),
@@ -104,6 +110,8 @@ CREATE TABLE queue_entries (
     peer_pings    jsonb NOT NULL DEFAULT '{}',
     roles         text[] NOT NULL DEFAULT '{}',
     side          double precision NULL,
+    -- What the queue's filters read: {"build": "1.4.2", "language": ["en", "de"]}.
+    attributes    jsonb NOT NULL DEFAULT '{}',
     enqueued_at   timestamptz NOT NULL DEFAULT now(),
 
     -- Written by the daemon (and by cancel(): status and reason).
@@ -165,6 +173,14 @@ CREATE TABLE queue_entries (
             peer_pings, 'strict $.* ? (@.type() != "number" || @ < 0 || @ >= 1e9)')),
     CONSTRAINT roles_must_not_contain_empty_or_null
         CHECK ('' <> ALL (roles) AND array_position(roles, NULL) IS NULL),
+    -- Attributes: a JSON object of non-empty names to strings or arrays of strings.
+    CONSTRAINT attributes_must_map_names_to_strings CHECK (
+        jsonb_typeof(attributes) = 'object'
+        AND NOT attributes ? ''
+        AND NOT jsonb_path_exists(
+            attributes, 'strict $.* ? (@.type() != "string" && @.type() != "array")')
+        AND NOT jsonb_path_exists(
+            attributes, 'strict $.* ? (@.type() == "array")[*] ? (@.type() != "string")')),
     -- expired: no keep-alive within the queue's ticket_ttl; withdrawn: the player (or a
     -- party member) was matched in another queue (match_id names that match).
     CONSTRAINT status_must_be_known
@@ -185,6 +201,9 @@ COMMENT ON TABLE queue_entries IS
 COMMENT ON COLUMN queue_entries.latencies IS 'round-trip ms to each region / datacenter';
 COMMENT ON COLUMN queue_entries.peer_pings IS 'measured round-trip ms to other players by id';
 COMMENT ON COLUMN queue_entries.side IS 'side preference: 0 first team, 1 second team';
+COMMENT ON COLUMN queue_entries.attributes IS
+    'what the queue''s filters read: names to a string or a list of strings (build, '
+    'platform, crossplay, languages)';
 COMMENT ON COLUMN queue_entries.reject_reason IS
     'why the entry left the queue without a match (rejected, expired, withdrawn, cancelled)';
 -- Not foreign keys: the link from a matched entry to its match is match_players, written
@@ -200,8 +219,8 @@ COMMENT ON COLUMN queue_entries.match_id IS
     'won. A copy the daemon writes, without a foreign key';
 COMMENT ON COLUMN queue_entries.left_over IS
     'Queued entries: how the last round that pooled them left them over (no_valid_match, '
-    'no_host, outscored, not_found, party_sat_out, match_dropped, ...); NULL: not pooled '
-    'yet.';
+    'no_host, outscored, not_found, party_sat_out, match_dropped, filtered, avoided, floor, '
+    '...); NULL: not pooled yet.';
 
 -- ---- rounds: what each round did and why ------------------------------------------------
 -- Enough to explain any past round and to replay it (the effective queue config, its hash
@@ -274,6 +293,11 @@ CREATE TABLE matches (
     -- by their own age).
     session_id            text NULL,
     backfill_request_id   bigint NULL,
+    -- Peer-to-peer: nobody in the match can host it; the game backend routes it through
+    -- its relay (a floor step with relay = true was in force for its longest-waiting
+    -- player).
+    relay                 boolean NOT NULL DEFAULT false,
+    CONSTRAINT relay_match_has_no_host CHECK (NOT relay OR host_player_id IS NULL),
     CONSTRAINT backup_host_needs_a_host
         CHECK (backup_host_player_id IS NULL OR host_player_id IS NOT NULL),
     CONSTRAINT backup_host_is_another_player
@@ -286,6 +310,9 @@ COMMENT ON COLUMN matches.host_player_id IS
 COMMENT ON COLUMN matches.backup_host_player_id IS
     'Peer-to-peer: the next best possible host, for host migration; NULL when only one '
     'player can host.';
+COMMENT ON COLUMN matches.relay IS
+    'Peer-to-peer: nobody in the match can host it; played through the game''s relay (host '
+    'and backup host NULL).';
 COMMENT ON COLUMN matches.session_id IS
     'Backfills: the running session the match''s players join (NULL: a new match)';
 
@@ -522,6 +549,29 @@ COMMENT ON TABLE backfill_requests IS
     'Backfill requests of running sessions (request_backfill); written by the daemon and '
     'the front-door functions only';
 
+-- ---- avoids: players a player does not want to meet -------------------------------------
+-- Written by avoid() and unavoid(); a login's avoids name its own player ids (as parties
+-- and entries do). Each queue honours a player's newest avoids, up to its
+-- avoids.max_per_player, and keeps them apart (never in one match, or never on one team:
+-- avoids.scope). avoid() keeps at most the largest max_per_player of the active queues
+-- per player, the oldest going when a new one comes (Overwatch's "avoid as teammate"
+-- list works so), so avoids cannot starve a player or the pool. An expired avoid is
+-- ignored at once and deleted by retention.
+CREATE TABLE avoids (
+    owner             text NOT NULL DEFAULT session_user,
+    player_id         text NOT NULL,
+    avoided_player_id text NOT NULL,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    -- NULL: until unavoid().
+    expires_at        timestamptz NULL,
+    PRIMARY KEY (owner, player_id, avoided_player_id),
+    CONSTRAINT avoid_names_another_player CHECK (player_id <> avoided_player_id),
+    CONSTRAINT avoid_ids_must_not_be_empty CHECK (player_id <> '' AND avoided_player_id <> '')
+);
+COMMENT ON TABLE avoids IS
+    'Per login and player, the players they avoid (avoid(), unavoid()); the snapshot gives '
+    'each pooled player their newest avoids.max_per_player unexpired ones';
+
 
 -- ---- call_buckets: each client connection's enqueue allowance ---------------------------
 -- A token bucket per login and backend: enqueue and enqueue_party take a token per
@@ -621,6 +671,12 @@ CREATE INDEX backfill_requests_owner ON backfill_requests (owner, request_id);
 CREATE INDEX backfill_requests_ended ON backfill_requests (queue, updated_at, request_id)
     WHERE status <> 'open';
 
+-- A player's avoids newest first (avoid() keeps the newest; the snapshot reads them so).
+CREATE INDEX avoids_newest_first ON avoids (owner, player_id, created_at DESC);
+
+-- Retention deletes expired avoids.
+CREATE INDEX avoids_expiry ON avoids (expires_at) WHERE expires_at IS NOT NULL;
+
 
 -- =========================================================================================
 -- 3. Internal helpers
@@ -649,7 +705,9 @@ $$;
 --   latencies: at most 32 regions (known regions only, when the queue lists them: a
 --     dedicated-server queue always does),
 --   peer_pings: at most 100 players; every ping 0..10000 ms;
---   roles: at most 16, known to the queue, no repeats; parties: 2..max_party_size members.
+--   roles: at most 16, known to the queue, no repeats; parties: 2..max_party_size members;
+--   attributes: at most 16 names, each a value or a list of at most 16 values; names and
+--     values 1-64 characters, no control characters.
 CREATE FUNCTION matchmaker_refuse(field text, value text, rule text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
@@ -736,7 +794,49 @@ LANGUAGE sql IMMUTABLE AS $$
         'side', to_jsonb(trim_scale(round((m ->> 'side')::numeric, 6))),
         'latencies', matchmaker_canonical_ms_map(m -> 'latencies'),
         'peer_pings', matchmaker_canonical_ms_map(m -> 'peer_pings'),
-        'roles', m -> 'roles'))
+        'roles', m -> 'roles',
+        'attributes', m -> 'attributes'))
+$$;
+
+-- A JSON object of attribute names to a string or an array of strings (the input rules'
+-- limits). A string is checked as an id is: 1-64 characters, no control characters.
+CREATE FUNCTION matchmaker_check_attributes(field text, a jsonb) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    e record;
+    v jsonb;
+    n integer := 0;
+BEGIN
+    IF a IS NULL OR jsonb_typeof(a) <> 'object' THEN
+        PERFORM matchmaker_refuse(field, a::text,
+            'must be a JSON object of names to a string or a list of strings');
+    END IF;
+    FOR e IN SELECT key, value FROM jsonb_each(a) LOOP
+        n := n + 1;
+        IF n > 16 THEN
+            PERFORM matchmaker_refuse(field, a::text, 'has more than 16 attributes');
+        END IF;
+        PERFORM matchmaker_check_id(field || ' key', e.key);
+        IF jsonb_typeof(e.value) = 'string' THEN
+            PERFORM matchmaker_check_id(field || '.' || e.key, e.value #>> '{}');
+        ELSIF jsonb_typeof(e.value) = 'array' THEN
+            IF jsonb_array_length(e.value) > 16 THEN
+                PERFORM matchmaker_refuse(field || '.' || e.key, e.value::text,
+                                          'has more than 16 values');
+            END IF;
+            FOR v IN SELECT value FROM jsonb_array_elements(e.value) LOOP
+                IF jsonb_typeof(v) <> 'string' THEN
+                    PERFORM matchmaker_refuse(field || '.' || e.key, e.value::text,
+                                              'must be a string or a list of strings');
+                END IF;
+                PERFORM matchmaker_check_id(field || '.' || e.key, v #>> '{}');
+            END LOOP;
+        ELSE
+            PERFORM matchmaker_refuse(field || '.' || e.key, e.value::text,
+                                      'must be a string or a list of strings');
+        END IF;
+    END LOOP;
+END
 $$;
 
 -- One member's fields against the queue's rules, rule by rule: names the first rule
@@ -824,6 +924,9 @@ BEGIN
     IF m ? 'roles' AND jsonb_typeof(m -> 'roles') <> 'array' THEN
         PERFORM matchmaker_refuse('members[].roles', (m -> 'roles')::text,
                                   'must be a JSON array of role names');
+    END IF;
+    IF m ? 'attributes' THEN
+        PERFORM matchmaker_check_attributes('members[].attributes', m -> 'attributes');
     END IF;
     PERFORM matchmaker_check_member(
         q, m ->> 'player_id', (m ->> 'skill')::double precision,
@@ -966,9 +1069,11 @@ $$;
 --   keep_alive(player_ids, queue)            refresh tickets before they expire
 --   request_backfill(queue, session_id, members, open_slots, expires_in) -> request_id
 --   cancel_backfill(request_id)              -> boolean
+--   avoid(player_id, avoided_player_id, duration) -> the player's avoids kept
+--   unavoid(player_id, avoided_player_id)   -> boolean
 --   queue_channel(queue)                     the queue's NOTIFY channel (section 6)
 -- and the views player_status, match_details, queue_countdown, queue_catalog,
--- backfill_status (section 5).
+-- backfill_status, avoid_list (section 5).
 --
 -- Each runs as its owner (SECURITY DEFINER) with a pinned search_path, so clients need no
 -- privilege on any table. Refusals: SQLSTATE 22023, a message naming the field, the value
@@ -976,7 +1081,9 @@ $$;
 -- own error of class 22.
 
 -- Enqueue one solo player; returns the entry id. The server sets the times, the status and
--- the owner. A player may be queued in several queues at once; they are matched at most
+-- the owner. attributes: what the queue's filters read ({"build": "1.4.2", "platform":
+-- "pc", "crossplay": "off", "language": ["en", "de"]}; queue_catalog.same_attributes
+-- names those a match's players share). A player may be queued in several queues at once; they are matched at most
 -- once (the commit that matches them withdraws their other entries).
 -- Refuses: an unknown or retired queue; a field that breaks an input rule (the first one
 -- broken); a player already queued in the queue by this login; a login over its quota
@@ -995,7 +1102,8 @@ $$;
 CREATE FUNCTION enqueue(queue text, player_id text, skill double precision,
                         latencies jsonb DEFAULT '{}', peer_pings jsonb DEFAULT '{}',
                         roles text[] DEFAULT '{}', side double precision DEFAULT NULL,
-                        skill_sigma double precision DEFAULT NULL)
+                        skill_sigma double precision DEFAULT NULL,
+                        attributes jsonb DEFAULT '{}')
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 #variable_conflict use_column
@@ -1015,13 +1123,18 @@ BEGIN
                                         enqueue.skill_sigma, enqueue.latencies,
                                         enqueue.peer_pings, enqueue.roles, enqueue.side);
     END IF;
+    -- Most players carry no attributes: the default costs no check.
+    IF enqueue.attributes IS DISTINCT FROM '{}' THEN
+        PERFORM matchmaker_check_attributes('attributes', enqueue.attributes);
+    END IF;
     PERFORM matchmaker_check_quota(q, 1);
     INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
-                                    peer_pings, roles, side, enqueued_at, expires_at)
+                                    peer_pings, roles, side, attributes, enqueued_at,
+                                    expires_at)
     VALUES (q.queue, enqueue.player_id, enqueue.skill, enqueue.skill_sigma,
             matchmaker_canonical_ms_map(enqueue.latencies),
             matchmaker_canonical_ms_map(enqueue.peer_pings), enqueue.roles, enqueue.side,
-            now(), now() + q.ticket_ttl)
+            enqueue.attributes, now(), now() + q.ticket_ttl)
     ON CONFLICT (queue, owner, player_id) WHERE status = 'queued' DO NOTHING
     RETURNING e.entry_id INTO id;
     IF id IS NULL THEN
@@ -1033,17 +1146,19 @@ END
 $$;
 
 -- Enqueue a whole party in one call: members is a JSON array of objects with player_id,
--- skill and optionally latencies, peer_pings, roles, side, skill_sigma. Returns each
--- member's entry id. Membership is fixed here: nobody joins later.
+-- skill and optionally latencies, peer_pings, roles, side, skill_sigma, attributes.
+-- Returns each member's entry id. Membership is fixed here: nobody joins later. A party
+-- plays in one match: its members must agree on the queue's same_attributes.
 -- A party id belongs to the login that enqueued it: two logins may each queue a party
 -- "crew" in one queue (the daemon tells parties apart by party_key), so one game backend
 -- can neither block another's party id nor learn that it is queued.
 -- Refuses: an unknown or retired queue; a bad party_id; members that are not an array of
 -- 2..max_party_size objects; an unknown field or a field of the wrong type; a member that
--- breaks an input rule; a player twice in the party; a party_id this login already has
--- queued in the queue, or is enqueueing in another call right now; a login over its
--- quota or a connection over its rate; a member this login already has queued in the
--- queue.
+-- breaks an input rule; a player twice in the party; members that disagree on one of the
+-- queue's same_attributes (a missing attribute is a value of its own); a party_id this
+-- login already has queued in the queue, or is enqueueing in another call right now; a
+-- login over its quota or a connection over its rate; a member this login already has
+-- queued in the queue.
 CREATE FUNCTION enqueue_party(queue text, party_id text, members jsonb)
 RETURNS TABLE (player_id text, entry_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
@@ -1057,6 +1172,7 @@ DECLARE
     ids text[] := '{}';
     pid text;
     violated text;
+    same text;
 BEGIN
     PERFORM matchmaker_check_id('party_id', party_id);
     IF members IS NULL OR jsonb_typeof(members) <> 'array' THEN
@@ -1071,13 +1187,23 @@ BEGIN
     FOR m IN SELECT value FROM jsonb_array_elements(members) LOOP
         PERFORM matchmaker_check_member_json(
             q, m, ARRAY['player_id', 'skill', 'skill_sigma', 'latencies', 'peer_pings',
-                        'roles', 'side']);
+                        'roles', 'side', 'attributes']);
         pid := m ->> 'player_id';
         IF pid = ANY (ids) THEN
             PERFORM matchmaker_refuse('members[].player_id', quote_literal(pid),
                                       'appears twice in the party');
         END IF;
         ids := ids || pid;
+    END LOOP;
+    -- Players who may not share a match cannot share a party.
+    FOREACH same IN ARRAY q.same_attributes LOOP
+        IF (SELECT count(DISTINCT coalesce(x -> 'attributes' -> same, 'null'))
+              FROM jsonb_array_elements(members) AS t(x)) > 1 THEN
+            PERFORM matchmaker_refuse('members[].attributes.' || same,
+                (SELECT string_agg(DISTINCT coalesce(x -> 'attributes' ->> same, 'NULL'), ', ')
+                   FROM jsonb_array_elements(members) AS t(x)),
+                format('party members must share it (queue %s''s filters.same)', q.queue));
+        END IF;
     END LOOP;
 
     -- This login's party already queued is refused before the insert: a client that
@@ -1104,13 +1230,15 @@ BEGIN
         RETURN QUERY
         INSERT INTO queue_entries AS e (queue, player_id, party_id, party_key, party_size,
                                         party_lead, skill, skill_sigma, latencies,
-                                        peer_pings, roles, side, enqueued_at, expires_at)
+                                        peer_pings, roles, side, attributes, enqueued_at,
+                                        expires_at)
         SELECT q.queue, x ->> 'player_id', party_id, key, n, t.ord = 1,
                (x ->> 'skill')::double precision, (x ->> 'skill_sigma')::double precision,
                matchmaker_canonical_ms_map(coalesce(x -> 'latencies', '{}')),
                matchmaker_canonical_ms_map(coalesce(x -> 'peer_pings', '{}')),
                coalesce(ARRAY(SELECT jsonb_array_elements_text(x -> 'roles')), '{}'),
-               (x ->> 'side')::double precision, now(), now() + q.ticket_ttl
+               (x ->> 'side')::double precision, coalesce(x -> 'attributes', '{}'), now(),
+               now() + q.ticket_ttl
           FROM jsonb_array_elements(members) WITH ORDINALITY AS t(x, ord)
          ORDER BY t.ord
         RETURNING e.player_id, e.entry_id;
@@ -1209,8 +1337,8 @@ $$;
 
 -- Ask for players for a running session; returns the request id. members: the session's
 -- current members, a JSON array of objects with player_id, team (from 0) and what the
--- scorer reads, as enqueue_party takes them (skill, skill_sigma, latencies, peer_pings,
--- roles, side). open_slots: the free slots per team (one entry per team). expires_in:
+-- scorer and the queue's filters read, as enqueue_party takes them (skill, skill_sigma,
+-- latencies, peer_pings, roles, side, attributes). open_slots: the free slots per team (one entry per team). expires_in:
 -- how long the request stays open. NOTIFY matchmaker_enqueue (payload: the queue) wakes
 -- the queue's leader, which runs an immediate backfill round when the queue's [backfill]
 -- config enables it.
@@ -1289,7 +1417,7 @@ BEGIN
     FOR m IN SELECT value FROM jsonb_array_elements(members) LOOP
         PERFORM matchmaker_check_member_json(
             q, m, ARRAY['player_id', 'team', 'skill', 'skill_sigma', 'latencies',
-                        'peer_pings', 'roles', 'side']);
+                        'peer_pings', 'roles', 'side', 'attributes']);
         pid := m ->> 'player_id';
         IF pid = ANY (ids) THEN
             PERFORM matchmaker_refuse('members[].player_id', quote_literal(pid),
@@ -1365,6 +1493,78 @@ BEGIN
        SET status = 'cancelled', reason = 'cancelled by the client', updated_at = now()
      WHERE b.request_id = request_id AND b.status = 'open'
        AND (b.owner = session_user OR matchmaker_sees_all());
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n > 0;
+END
+$$;
+
+-- Player player_id (of the caller's login) avoids avoided_player_id (of the same login):
+-- every queue keeps them apart, in its avoids.scope (never in one match, or never on one
+-- team), from the next round on. duration: how long (NULL: until unavoid). Avoiding the
+-- same player again renews the avoid. A player keeps their newest avoids only, at most
+-- the largest avoids.max_per_player of the active queues (and never more than 100): the
+-- oldest goes when a new one comes. Returns how many unexpired avoids the player has now.
+-- Refuses: a bad id; a player avoiding themselves; a duration outside 1 minute to 365
+-- days.
+CREATE FUNCTION avoid(player_id text, avoided_player_id text, duration interval DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    keep integer;
+    n integer;
+BEGIN
+    PERFORM matchmaker_check_id('player_id', player_id);
+    PERFORM matchmaker_check_id('avoided_player_id', avoided_player_id);
+    IF avoided_player_id = player_id THEN
+        PERFORM matchmaker_refuse('avoided_player_id', quote_literal(avoided_player_id),
+                                  'is the player: a player cannot avoid themselves');
+    END IF;
+    IF duration IS NOT NULL AND (duration < interval '1 minute' OR duration > interval '365 days') THEN
+        PERFORM matchmaker_refuse('duration', quote_literal(duration::text),
+                                  'must be between 1 minute and 365 days (NULL: until unavoid)');
+    END IF;
+    keep := least(100, greatest(1, coalesce(
+        (SELECT max(q.max_avoids) FROM queues q WHERE q.active), 10)));
+    -- One call per login and player at a time: the count below holds under concurrent
+    -- calls. A wait, not a refusal: the calls are short.
+    PERFORM pg_advisory_xact_lock(
+        hashtextextended('avoids' || E'\x1f' || session_user || E'\x1f' || player_id, 0));
+    INSERT INTO avoids AS a (owner, player_id, avoided_player_id, created_at, expires_at)
+    VALUES (session_user, player_id, avoided_player_id, clock_timestamp(), now() + duration)
+    ON CONFLICT ON CONSTRAINT avoids_pkey DO UPDATE
+       SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at;
+    -- The expired ones, and the oldest beyond what the queues honour.
+    DELETE FROM avoids a
+     WHERE a.owner = session_user AND a.player_id = player_id
+       AND (a.expires_at <= now()
+            OR a.avoided_player_id IN (
+                SELECT o.avoided_player_id FROM avoids o
+                 WHERE o.owner = session_user AND o.player_id = player_id
+                   AND (o.expires_at IS NULL OR o.expires_at > now())
+                 ORDER BY o.created_at DESC, o.avoided_player_id
+                OFFSET keep));
+    SELECT count(*) INTO n FROM avoids a
+     WHERE a.owner = session_user AND a.player_id = player_id;
+    RETURN n;
+END
+$$;
+
+-- Player player_id no longer avoids avoided_player_id. Returns false when there was no
+-- such avoid of the caller's (or it had expired). Refuses: a bad id.
+CREATE FUNCTION unavoid(player_id text, avoided_player_id text)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    n integer;
+BEGIN
+    PERFORM matchmaker_check_id('player_id', player_id);
+    PERFORM matchmaker_check_id('avoided_player_id', avoided_player_id);
+    DELETE FROM avoids a
+     WHERE a.owner = session_user AND a.player_id = player_id
+       AND a.avoided_player_id = avoided_player_id
+       AND (a.expires_at IS NULL OR a.expires_at > now());
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n > 0;
 END
@@ -1455,7 +1655,10 @@ SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
        CASE WHEN e.status = 'queued' THEN c.latest_round_at END AS latest_round_at,
        CASE WHEN e.status = 'queued' THEN c.seconds_to_latest_round END
            AS seconds_to_latest_round,
-       CASE WHEN e.status = 'queued' THEN c.round_started_at END AS round_started_at
+       CASE WHEN e.status = 'queued' THEN c.round_started_at END AS round_started_at,
+       -- Matched into a match nobody in it can host: the game backend routes it through
+       -- its relay (host_player_id and backup_host_player_id are NULL).
+       coalesce(m.relay, false) AS relay
   FROM queue_entries e
   LEFT JOIN queue_countdown c ON c.queue = e.queue AND e.status = 'queued'
   LEFT JOIN matches m ON m.match_id = e.match_id
@@ -1489,7 +1692,8 @@ SELECT mp.match_id,
        m.score AS match_score,
        m.factors,
        m.host_player_id,
-       m.backup_host_player_id
+       m.backup_host_player_id,
+       m.relay
   FROM match_players mp
   JOIN matches m ON m.match_id = mp.match_id
  WHERE (SELECT matchmaker_sees_all())
@@ -1527,7 +1731,11 @@ SELECT q.queue,
        c.players_missing,
        c.latest_round_at,
        c.seconds_to_latest_round,
-       c.round_started_at
+       c.round_started_at,
+       -- Attributes a match's players share (a party's members must agree on them), and
+       -- how many of a player's newest avoids the queue honours.
+       q.same_attributes,
+       q.max_avoids
   FROM queues q
   LEFT JOIN queue_countdown c ON c.queue = q.queue
  WHERE q.active;
@@ -1559,6 +1767,18 @@ SELECT b.request_id,
           FROM match_players mp WHERE mp.match_id = b.match_id) AS filled_players
   FROM backfill_requests b
  WHERE b.owner = session_user OR (SELECT matchmaker_sees_all());
+
+-- The caller's avoids that hold now, newest first by created_at: the players each of its
+-- players avoids, and until when (NULL: until unavoid). A queue honours a player's newest
+-- queue_catalog.max_avoids.
+CREATE VIEW avoid_list WITH (security_barrier) AS
+SELECT a.player_id,
+       a.avoided_player_id,
+       a.created_at,
+       a.expires_at
+  FROM avoids a
+ WHERE (a.owner = session_user OR (SELECT matchmaker_sees_all()))
+   AND (a.expires_at IS NULL OR a.expires_at > now());
 
 -- ---- For operators ----------------------------------------------------------------------
 
@@ -1651,6 +1871,8 @@ COMMENT ON VIEW replica_leadership IS
 --                transaction:
 --                {"event":"match","queue":"q","round_id":7,"match_id":42,"part":1,"parts":1,
 --                 "players":[{"player_id":"alice","team":0,"party_id":"crew","role":"tank"},..]}
+--                "relay":true follows match_id when nobody in the match can host it (the
+--                game backend routes it through its relay; absent otherwise).
 --                party_id and role appear only when the player has one. Teams count from
 --                0, as in player_status. event "backfill" (same layout, the whole roster)
 --                is for players added to a match that already exists.
@@ -1775,7 +1997,7 @@ BEGIN
             MESSAGE = format('event = %s: must be match or backfill', quote_nullable(event));
     END IF;
     FOR m IN
-        SELECT x.match_id, x.round_id, x.queue,
+        SELECT x.match_id, x.round_id, x.queue, x.relay,
                -- One JSON object per player, written out by hand: compact (json_build_object
                -- puts spaces around every colon) and with the keys in a fixed order.
                array_agg(format('{"player_id":%s,"team":%s%s%s}',
@@ -1789,8 +2011,9 @@ BEGIN
          GROUP BY x.match_id
          ORDER BY x.match_id
     LOOP
-        head := format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s',
-                       to_json(event), to_json(m.queue), m.round_id, m.match_id);
+        head := format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s',
+                       to_json(event), to_json(m.queue), m.round_id, m.match_id,
+                       CASE WHEN m.relay THEN ',"relay":true' ELSE '' END);
         -- What a part adds around its players, with part numbers as long as they can be.
         budget := max_bytes - octet_length(head)
                   - octet_length(',"part":,"parts":,"players":[]}')
@@ -1855,8 +2078,9 @@ BEGIN
     END IF;
     WITH payloads AS MATERIALIZED (
         SELECT x.match_id, x.queue,
-               format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s,"part":1,"parts":1,"players":[',
-                      to_json(event), to_json(x.queue), x.round_id, x.match_id)
+               format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s,"part":1,"parts":1,"players":[',
+                      to_json(event), to_json(x.queue), x.round_id, x.match_id,
+                      CASE WHEN x.relay THEN ',"relay":true' ELSE '' END)
                -- One JSON object per player, written out by hand as in
                -- matchmaker_notify_matches_in_parts: compact and with the keys in a fixed
                -- order.
@@ -2009,13 +2233,14 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE ALL ON queues, queue_entries, rounds, matches, match_players, recent_matches,
               round_snapshots, queue_state, leases, replicas, backfill_requests, call_buckets,
               queue_countdown, player_status, match_details, queue_catalog, backfill_status,
-              round_summaries, player_rounds, replica_leadership
+              round_summaries, player_rounds, replica_leadership, avoids, avoid_list
     FROM PUBLIC;
 REVOKE ALL ON FUNCTION
     matchmaker_sees_all(),
     matchmaker_refuse(text, text, text),
     matchmaker_check_id(text, text),
     matchmaker_check_ms_map(text, jsonb, integer, text[]),
+    matchmaker_check_attributes(text, jsonb),
     matchmaker_check_member(queues, text, double precision, double precision, jsonb, jsonb,
                             text[], double precision),
     matchmaker_check_member_json(queues, jsonb, text[]),
@@ -2026,12 +2251,14 @@ REVOKE ALL ON FUNCTION
     matchmaker_active_queue(text),
     matchmaker_check_quota(queues, integer),
     enqueue(text, text, double precision, jsonb, jsonb, text[], double precision,
-            double precision),
+            double precision, jsonb),
     enqueue_party(text, text, jsonb),
     cancel(text, text),
     keep_alive(text[], text),
     request_backfill(text, text, jsonb, integer[], interval),
     cancel_backfill(bigint),
+    avoid(text, text, interval),
+    unavoid(text, text),
     matchmaker_notify_enqueue(),
     matchmaker_notify_round(),
     queue_channel(text),
@@ -2051,12 +2278,14 @@ GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text)
 -- ---- matchmaker_client: the client API and the client views, no table -------------------
 GRANT EXECUTE ON FUNCTION
     enqueue(text, text, double precision, jsonb, jsonb, text[], double precision,
-            double precision),
+            double precision, jsonb),
     enqueue_party(text, text, jsonb),
     cancel(text, text),
-    keep_alive(text[], text)
+    keep_alive(text[], text),
+    avoid(text, text, interval),
+    unavoid(text, text)
     TO matchmaker_client;
-GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog
+GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog, avoid_list
     TO matchmaker_client;
 
 -- ---- matchmaker_server: backfill for the sessions a game server runs --------------------
@@ -2101,8 +2330,11 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON queue_entries, rounds, matches, match_pl
 GRANT SELECT, INSERT, UPDATE ON queue_state, leases, queues, recent_matches
     TO matchmaker_daemon;
 GRANT SELECT, INSERT ON round_snapshots TO matchmaker_daemon;
+-- avoids: the snapshot reads them, retention deletes the expired ones.
+GRANT SELECT, INSERT, UPDATE, DELETE ON avoids TO matchmaker_daemon;
 GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog,
-                backfill_status, round_summaries, player_rounds, replica_leadership
+                backfill_status, round_summaries, player_rounds, replica_leadership,
+                avoid_list
     TO matchmaker_daemon;
 GRANT USAGE, SELECT ON SEQUENCE queue_entries_entry_id_seq, rounds_round_id_seq,
                               matches_match_id_seq
@@ -2115,7 +2347,8 @@ GRANT EXECUTE ON FUNCTION matchmaker_notify_matches(bigint[], text),
 GRANT SELECT ON queues, queue_entries, rounds, matches, match_players, recent_matches,
                 round_snapshots, queue_state, leases, replicas, backfill_requests, call_buckets,
                 queue_countdown, player_status, match_details, queue_catalog,
-                backfill_status, round_summaries, player_rounds, replica_leadership
+                backfill_status, round_summaries, player_rounds, replica_leadership,
+                avoids, avoid_list
     TO matchmaker_ops;
 
 -- `matchmaker run --no-migrate` and the read-only commands check the schema version

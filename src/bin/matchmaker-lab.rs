@@ -424,6 +424,18 @@ pub struct LoadArgs {
     /// a queue no daemon serves).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub publish_timeout: Duration,
+    /// Send no attributes (build, platform, crossplay, language) and no avoids.
+    #[arg(long)]
+    pub no_attributes: bool,
+    /// Share of groups on the older of two game builds (attribute `build`: 1.4, else 1.5).
+    #[arg(long, default_value_t = 0.2)]
+    pub old_build_share: f64,
+    /// Share of console players who opt out of crossplay (`"crossplay": "off"`).
+    #[arg(long, default_value_t = 0.3)]
+    pub crossplay_off_share: f64,
+    /// Share of players who avoid one of their opponents for an hour after a match.
+    #[arg(long, default_value_t = 0.05)]
+    pub avoid_share: f64,
 }
 
 impl From<LoadArgs> for lab::simulate::LoadOptions {
@@ -444,6 +456,16 @@ impl From<LoadArgs> for lab::simulate::LoadOptions {
             side_share: args.side_share,
             id_prefix: args.id_prefix,
             publish_timeout: args.publish_timeout,
+            meet: if args.no_attributes {
+                lab::sim::simulator::MeetSpec::none()
+            } else {
+                lab::sim::simulator::MeetSpec {
+                    attributes: true,
+                    old_build_share: args.old_build_share,
+                    crossplay_off_share: args.crossplay_off_share,
+                    avoid_share: args.avoid_share,
+                }
+            },
         }
     }
 }

@@ -38,7 +38,9 @@ pub struct ReplayArgs {
     pub config: Option<PathBuf>,
     /// What-if: one key of the queue's config, `queue.KEY=VALUE` (a TOML value; a bare
     /// word is a string), e.g. `queue.weights.enemy_ping=5`, `queue.max_wait=5m`,
-    /// `queue.round.restarts=8`. Repeatable; applied after --config.
+    /// `queue.round.restarts=8`, `queue.filters.same=["build"]`, `queue.avoids.scope=team`,
+    /// `queue.floors=[{after="1m", max_team_gap=200.0}]`. Repeatable; applied after
+    /// --config.
     #[arg(long = "set", value_name = "queue.KEY=VALUE")]
     pub set: Vec<String>,
     /// A wall-clock budget instead of the stored one.

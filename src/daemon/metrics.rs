@@ -25,6 +25,7 @@ pub const POOL_SIZE: &str = "matchmaker_pool_size";
 pub const MATCHES: &str = "matchmaker_matches_total";
 pub const MATCHED: &str = "matchmaker_players_matched_total";
 pub const LEFT_OVER: &str = "matchmaker_players_left_over_total";
+pub const LEFT_OVER_BY_REASON: &str = "matchmaker_players_left_over_by_reason_total";
 pub const REJECTED: &str = "matchmaker_players_rejected_total";
 pub const DROPPED_BY_CANCEL: &str = "matchmaker_players_dropped_by_cancel_total";
 pub const EXPIRED: &str = "matchmaker_entries_expired_total";
@@ -186,6 +187,11 @@ fn describe() {
         "Players a committed round left queued for a later round."
     );
     describe_counter!(
+        LEFT_OVER_BY_REASON,
+        "Players a committed round left queued, by the reason kind queue_entries.left_over \
+         holds (no_valid_match, no_host, outscored, filtered, avoided, floor, ...)."
+    );
+    describe_counter!(
         REJECTED,
         "Entries rejected by a round (unusable for the queue), with the reason in the table."
     );
@@ -287,6 +293,10 @@ pub fn record_commit(queue: &str, commit: &CommitReport) {
     let waits = histogram!(WAIT, "queue" => queue.clone());
     for wait in &commit.wait_seconds {
         waits.record(*wait);
+    }
+    for (reason, n) in &commit.left_over_by_kind {
+        counter!(LEFT_OVER_BY_REASON, "queue" => queue.clone(), "reason" => *reason)
+            .increment(*n as u64);
     }
     if let Some(score) = commit.score {
         gauge!(ROUND_SCORE, "queue" => queue.clone()).set(score);

@@ -83,6 +83,7 @@ pub async fn prune_while_leading(
                 match_players = pruned.match_players,
                 entries = pruned.entries,
                 backfill_requests = pruned.backfill_requests,
+                avoids = pruned.avoids,
                 batches = pruned.batches,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "history pruned"

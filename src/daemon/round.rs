@@ -140,12 +140,16 @@ impl RoundRunner {
     ) -> Result<PreparedRound, RoundError> {
         let started = Instant::now();
         let started_at = self.clock.now();
-        let snapshot = db::snapshot_pool_sitting_out(
+        let max_avoids = config.model.avoids.max_per_player;
+        let snapshot = db::snapshot_round(
             &self.db,
             queue,
-            config.round.max_round_size,
-            config.history_matches(),
-            config.limits.sit_out_after,
+            db::SnapshotLimits {
+                max_players: config.round.max_round_size,
+                history_matches: config.history_matches(),
+                sit_out_after: config.limits.sit_out_after,
+                max_avoids,
+            },
         )
         .await?;
         let snapshot_at = self.clock.now();
@@ -155,7 +159,11 @@ impl RoundRunner {
             // small the pool), so new matches keep the rest.
             let share = (config.limits.max_fill_share * pool.players.len() as f64).ceil();
             let slots = share.max((config.model.teams * config.model.team_size) as f64);
-            db::backfill::snapshot_backfills_within(&self.db, queue, slots as i64).await?
+            let mut backfills =
+                db::backfill::snapshot_backfills_within(&self.db, queue, slots as i64).await?;
+            db::backfill::load_member_avoids(&self.db, &mut backfills, &snapshot, max_avoids)
+                .await?;
+            backfills
         } else {
             Vec::new()
         };

@@ -3,7 +3,7 @@
 //! expiry sweep, and the worker's "is an immediate backfill round due?" look-up. The
 //! commit writes the fills (`commit`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -11,8 +11,8 @@ use serde::Deserialize;
 use sqlx::PgPool;
 
 use super::DbError;
-use super::snapshot::PoolIds;
-use matchmaker_optimizer::Player;
+use super::snapshot::{PoolIds, Snapshot, read_avoids};
+use matchmaker_optimizer::{Attribute, Player};
 use matchmaker_optimizer::backfill::Session;
 
 /// Most open requests one round considers (the oldest first); the rest wait a round.
@@ -29,6 +29,11 @@ pub struct BackfillRequest {
     pub open_slots: Vec<i32>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// Pool ids each member must not meet: the pooled players they avoid and those who
+    /// avoid them ([`load_member_avoids`]; the core checks a pair from either side, and
+    /// members are not in the pool, so both sides are written here).
+    #[sqlx(skip)]
+    pub member_avoids: BTreeMap<String, Vec<String>>,
 }
 
 /// The queue's open, unexpired requests that a round tries, at most `max_slots` open
@@ -42,7 +47,8 @@ pub async fn snapshot_backfills_within(
 ) -> Result<Vec<BackfillRequest>, DbError> {
     Ok(sqlx::query_as(
         "WITH open AS (
-             SELECT request_id, session_id, members, open_slots, created_at, expires_at,
+             SELECT request_id, session_id, owner, members, open_slots, created_at,
+                    expires_at,
                     (SELECT coalesce(sum(x), 0) FROM unnest(open_slots) x) AS slots,
                     row_number() OVER (PARTITION BY owner
                                        ORDER BY created_at, request_id) AS turn
@@ -53,7 +59,7 @@ pub async fn snapshot_backfills_within(
                FROM open
               ORDER BY turn, created_at, request_id
               LIMIT $3)
-         SELECT request_id, session_id, members, open_slots, created_at, expires_at
+         SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at
            FROM taken
           WHERE running <= $2
           ORDER BY created_at, request_id",
@@ -81,6 +87,8 @@ struct Member {
     roles: Vec<String>,
     #[serde(default)]
     side: Option<f64>,
+    #[serde(default)]
+    attributes: BTreeMap<String, Attribute>,
 }
 
 impl BackfillRequest {
@@ -101,6 +109,11 @@ impl BackfillRequest {
                     m.player_id, m.team
                 ));
             };
+            let avoids = self
+                .member_avoids
+                .get(&m.player_id)
+                .cloned()
+                .unwrap_or_default();
             let id = ids
                 .name(&self.owner, &m.player_id)
                 .unwrap_or_else(|| format!("{}#s{}", m.player_id, self.request_id));
@@ -111,6 +124,8 @@ impl BackfillRequest {
                 .collect();
             team.push(Player {
                 id,
+                avoids,
+                attributes: m.attributes,
                 party: None,
                 skill: m.skill,
                 skill_sigma: m.skill_sigma,
@@ -144,6 +159,77 @@ pub async fn snapshot_backfills(db: &PgPool, queue: &str) -> Result<Vec<Backfill
     .bind(MAX_REQUESTS_PER_ROUND)
     .fetch_all(db)
     .await?)
+}
+
+/// Fill each request's `member_avoids` from the avoids table (each member's newest
+/// `max_avoids`) and from the pooled players' own avoids in `snapshot`.
+pub async fn load_member_avoids(
+    db: &PgPool,
+    requests: &mut [BackfillRequest],
+    snapshot: &Snapshot,
+    max_avoids: usize,
+) -> Result<(), DbError> {
+    if max_avoids == 0 || requests.is_empty() {
+        return Ok(());
+    }
+    let members: Vec<(String, String)> = requests
+        .iter()
+        .flat_map(|r| {
+            let ids = r.members.0.as_array().cloned().unwrap_or_default();
+            ids.into_iter().filter_map(move |m| {
+                Some((r.owner.clone(), m.get("player_id")?.as_str()?.to_string()))
+            })
+        })
+        .collect();
+    let mut conn = db.acquire().await?;
+    let rows = read_avoids(
+        &mut conn,
+        members.iter().map(|(o, p)| (o.as_str(), p.as_str())),
+        max_avoids,
+    )
+    .await?;
+    // Pooled players by (login, the login's player id), to their pool ids.
+    let pooled: HashMap<(&str, &str), &str> = snapshot
+        .entries
+        .iter()
+        .map(|e| {
+            (
+                (e.owner.as_str(), e.login_player_id.as_str()),
+                e.player_id.as_str(),
+            )
+        })
+        .collect();
+    // (owner, member) -> pool ids, both directions.
+    let mut of: HashMap<(&str, &str), Vec<String>> = HashMap::new();
+    for (owner, member, avoided) in &rows {
+        if let Some(&them) = pooled.get(&(owner.as_str(), avoided.as_str())) {
+            of.entry((owner, member)).or_default().push(them.to_string());
+        }
+    }
+    for (owner, player, avoided) in &snapshot.avoids {
+        let Some(&me) = pooled.get(&(owner.as_str(), player.as_str())) else {
+            continue;
+        };
+        let ids = of.entry((owner, avoided)).or_default();
+        if !ids.iter().any(|i| i == me) {
+            ids.push(me.to_string());
+        }
+    }
+    for r in requests.iter_mut() {
+        let owner = r.owner.clone();
+        let ids: Vec<String> = members
+            .iter()
+            .filter(|(o, _)| *o == owner)
+            .map(|(_, p)| p.clone())
+            .collect();
+        for id in ids {
+            let avoids = of.get(&(owner.as_str(), id.as_str())).cloned();
+            if let Some(avoids) = avoids.filter(|a| !a.is_empty()) {
+                r.member_avoids.insert(id, avoids);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether an immediate backfill round is due: an open, unexpired request that no round

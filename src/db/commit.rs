@@ -135,6 +135,10 @@ pub struct CommitReport {
     pub factor_averages: BTreeMap<String, f64>,
     /// Backfill requests filled by this round (their matches count in `match_count`).
     pub backfilled: usize,
+    /// The left-over players by outcome (`no_valid_match`, `filtered`, `avoided`,
+    /// `floor`...), as `queue_entries.left_over` holds them; rejected players are not
+    /// left over.
+    pub left_over_by_kind: BTreeMap<&'static str, usize>,
 }
 
 /// Pools up to this size commit with PostgreSQL's generic plans. Each statement of the
@@ -195,8 +199,14 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     );
     let withdrawn = withdraw_other_entries(&mut tx, r, &kept, &match_ids, &others.held).await?;
     reject_entries(&mut tx, r, round_id, &rejected, &pool.entry_ids).await?;
+    let mut left_over_by_kind = BTreeMap::new();
     if let Some(replay) = r.replay {
         let left_over = left_over_record(r, replay, &dropped, &failed, &free, &rejected);
+        for l in left_over.values() {
+            if l.outcome != LeftOverKind::Rejected {
+                *left_over_by_kind.entry(l.outcome.as_str()).or_default() += 1;
+            }
+        }
         let dropped_teams: Vec<&Vec<Vec<String>>> =
             dropped.iter().chain(&failed).map(|m| &m.teams).collect();
         write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
@@ -238,6 +248,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         wait_seconds: wait_seconds(r, &kept),
         factor_averages,
         backfilled: fills.match_ids.len(),
+        left_over_by_kind,
     })
 }
 
@@ -1069,6 +1080,7 @@ async fn write_matches(
         .iter()
         .map(|(m, _)| m.backup_host.as_deref())
         .collect();
+    let relay: Vec<bool> = matches.iter().map(|(m, _)| m.relay).collect();
     let mut p_match = Vec::new();
     let mut p_entry = Vec::new();
     let mut p_team = Vec::new();
@@ -1093,13 +1105,15 @@ async fn write_matches(
     sqlx::query(
         "WITH new_matches AS (
              INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
-                                  region, hosts, host_player_id, backup_host_player_id)
+                                  region, hosts, host_player_id, backup_host_player_id,
+                                  relay)
              OVERRIDING SYSTEM VALUE
              SELECT u.id, $5, $8, $6, u.score, u.factors, u.region,
-                    ARRAY(SELECT jsonb_array_elements_text(u.hosts)), u.host, u.backup
+                    ARRAY(SELECT jsonb_array_elements_text(u.hosts)), u.host, u.backup,
+                    u.relay
                FROM unnest($7::bigint[], $9::float8[], $10::jsonb[], $11::text[], $12::jsonb[],
-                           $13::text[], $14::text[])
-                    AS u(id, score, factors, region, hosts, host, backup)),
+                           $13::text[], $14::text[], $16::boolean[])
+                    AS u(id, score, factors, region, hosts, host, backup, relay)),
          placed AS (
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
                       AS u(match_id, entry_id, team, role)),
@@ -1142,6 +1156,7 @@ async fn write_matches(
     .bind(&host)
     .bind(&backup)
     .bind(r.history_matches as i32)
+    .bind(&relay)
     .execute(&mut *conn)
     .await?;
     Ok(())

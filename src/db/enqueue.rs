@@ -30,7 +30,8 @@ pub async fn enqueue<'e>(
 ) -> Result<i64, DbError> {
     let id = sqlx::query_scalar(
         "SELECT enqueue(queue => $1, player_id => $2, skill => $3, latencies => $4,
-                        peer_pings => $5, roles => $6, side => $7, skill_sigma => $8)",
+                        peer_pings => $5, roles => $6, side => $7, skill_sigma => $8,
+                        attributes => $9)",
     )
     .bind(queue)
     .bind(&player.id)
@@ -40,6 +41,7 @@ pub async fn enqueue<'e>(
     .bind(&player.roles)
     .bind(player.side)
     .bind(player.skill_sigma)
+    .bind(sqlx::types::Json(&player.attributes))
     .fetch_one(db)
     .await?;
     Ok(id)
@@ -47,7 +49,7 @@ pub async fn enqueue<'e>(
 
 /// One party member as `enqueue_party()` takes it.
 pub fn member_json(p: &Player) -> serde_json::Value {
-    json!({
+    let mut m = json!({
         "player_id": p.id,
         "skill": p.skill,
         "skill_sigma": p.skill_sigma,
@@ -55,7 +57,11 @@ pub fn member_json(p: &Player) -> serde_json::Value {
         "peer_pings": p.peer_pings,
         "roles": p.roles,
         "side": p.side,
-    })
+    });
+    if !p.attributes.is_empty() {
+        m["attributes"] = json!(p.attributes);
+    }
+    m
 }
 
 /// Enqueue a whole party in one call; returns (player id, entry id) per member.
@@ -74,6 +80,26 @@ pub async fn enqueue_party<'e>(
             .fetch_all(db)
             .await?,
     )
+}
+
+/// `player_id` avoids `avoided_player_id` (both this login's), for `duration` (None:
+/// until unavoid). Returns how many avoids the player holds now.
+pub async fn avoid<'e>(
+    db: impl PgExecutor<'e>,
+    player_id: &str,
+    avoided_player_id: &str,
+    duration: Option<std::time::Duration>,
+) -> Result<u64, DbError> {
+    let n: i32 = sqlx::query_scalar(
+        "SELECT avoid($1, $2, CASE WHEN $3::float8 IS NULL THEN NULL
+                                   ELSE make_interval(secs => $3) END)",
+    )
+    .bind(player_id)
+    .bind(avoided_player_id)
+    .bind(duration.map(|d| d.as_secs_f64()))
+    .fetch_one(db)
+    .await?;
+    Ok(n as u64)
 }
 
 /// Cancel a player's queued entry in `queue` (every queue: None), with their party's.

@@ -44,10 +44,10 @@ pub async fn publish_queue<'a>(
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
                              published_at, min_teams, min_team_size, formats,
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
-                             enqueue_burst)
+                             enqueue_burst, same_attributes, max_avoids)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
-                 $18)
+                 $18, $19, $20)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -59,6 +59,7 @@ pub async fn publish_queue<'a>(
              max_queued_per_login = EXCLUDED.max_queued_per_login,
              max_backfill_per_login = EXCLUDED.max_backfill_per_login,
              enqueue_rate = EXCLUDED.enqueue_rate, enqueue_burst = EXCLUDED.enqueue_burst,
+             same_attributes = EXCLUDED.same_attributes, max_avoids = EXCLUDED.max_avoids,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -85,6 +86,8 @@ pub async fn publish_queue<'a>(
     .bind(config.quotas.1.min(i32::MAX as u32) as i32)
     .bind(config.quotas.2)
     .bind(config.quotas.3)
+    .bind(&m.filters.same)
+    .bind(m.avoids.max_per_player.min(i32::MAX as usize) as i32)
     .execute(db)
     .await?;
     Ok(())

@@ -44,6 +44,9 @@ pub struct RoundRow {
     pub match_count: i64,
     pub matched: i64,
     pub left_over: i64,
+    /// The left-over players by outcome (`no_host`, `avoided`, `floor`, ...), from the
+    /// round's snapshot (empty for a round without one).
+    pub left_over_by_reason: BTreeMap<String, i64>,
     pub rejected: i64,
     /// The round score (mean match score); `None` for a round without matches.
     pub score: Option<f64>,
@@ -173,7 +176,13 @@ async fn read_rounds(
                 coalesce(config ->> 'network', 'peer_to_peer') = 'dedicated' AS dedicated,
                 coalesce((config -> 'ping' ->> 'relay_overhead_ms')::float8, 0)
                     AS relay_overhead_ms,
-                coalesce((config -> 'ping' ->> 'unknown_ms')::float8, 150) AS unknown_ms
+                coalesce((config -> 'ping' ->> 'unknown_ms')::float8, 150) AS unknown_ms,
+                (SELECT coalesce(jsonb_object_agg(o.outcome, o.n), '{{}}')
+                   FROM (SELECT l.value ->> 'outcome' AS outcome, count(*) AS n
+                           FROM round_snapshots s CROSS JOIN LATERAL jsonb_each(s.left_over) l
+                          WHERE s.round_id = window_rounds.round_id
+                            AND l.value ->> 'outcome' <> 'rejected'
+                          GROUP BY 1) o) AS left_over_by_reason
            FROM window_rounds
           ORDER BY committed_at, round_id"
     )))
@@ -195,6 +204,9 @@ async fn read_rounds(
                 match_count: r.try_get("match_count")?,
                 matched: r.try_get("matched")?,
                 left_over: r.try_get("left_over")?,
+                left_over_by_reason: r
+                    .try_get::<Json<BTreeMap<String, i64>>, _>("left_over_by_reason")?
+                    .0,
                 rejected: r.try_get("rejected")?,
                 score: r.try_get("score")?,
                 factor_averages: factors

@@ -14,7 +14,10 @@
 //! 3. **Backfill requests** that ended (filled, expired, cancelled) before the cutoff;
 //!    an open request is never touched. (They name their fill's match and round by id,
 //!    without a foreign key, so they may go before or after those.)
-//! 4. **Rounds** committed before the cutoff that nothing points at any more (no match,
+//! 4. **Avoids** past their `expires_at` (of every login: avoids belong to no queue; the
+//!    snapshot ignores them from the moment they expire, so they go whatever the
+//!    horizon).
+//! 5. **Rounds** committed before the cutoff that nothing points at any more (no match,
 //!    not the queue's `queue_state.last_round_id`). Tables that reference rounds
 //!    `ON DELETE CASCADE` follow. The entries a round matched or rejected went in steps 1
 //!    and 2: they ended when it committed.
@@ -51,13 +54,20 @@ pub struct Pruned {
     pub match_players: u64,
     pub entries: u64,
     pub backfill_requests: u64,
+    pub avoids: u64,
     /// Transactions (batches) that deleted something.
     pub batches: u64,
 }
 
 impl Pruned {
     pub fn is_empty(&self) -> bool {
-        self.rounds + self.matches + self.match_players + self.entries + self.backfill_requests == 0
+        self.rounds
+            + self.matches
+            + self.match_players
+            + self.entries
+            + self.backfill_requests
+            + self.avoids
+            == 0
     }
 
     pub fn add(&mut self, other: Pruned) {
@@ -66,6 +76,7 @@ impl Pruned {
         self.match_players += other.match_players;
         self.entries += other.entries;
         self.backfill_requests += other.backfill_requests;
+        self.avoids += other.avoids;
         self.batches += other.batches;
     }
 }
@@ -89,6 +100,7 @@ enum Step {
     Matches { after: Option<(DateTime<Utc>, i64)> },
     Entries,
     BackfillRequests,
+    Avoids,
     Rounds { after: Option<(DateTime<Utc>, i64)> },
     Done,
 }
@@ -154,6 +166,13 @@ impl QueuePruner {
                 Step::BackfillRequests => {
                     let pruned = self.backfill_batch(conn).await?;
                     if pruned.backfill_requests > 0 {
+                        return Ok(Some(pruned));
+                    }
+                    self.step = Step::Avoids;
+                }
+                Step::Avoids => {
+                    let pruned = self.avoid_batch(conn).await?;
+                    if pruned.avoids > 0 {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Rounds { after: None };
@@ -301,7 +320,28 @@ impl QueuePruner {
         })
     }
 
-    /// Step 4. `None` when no old round is left after `after`.
+    /// Step 4: one batch of expired avoids.
+    async fn avoid_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
+        let deleted = sqlx::query(
+            "DELETE FROM avoids WHERE (owner, player_id, avoided_player_id) IN (
+                 SELECT a.owner, a.player_id, a.avoided_player_id FROM avoids a
+                  WHERE a.expires_at <= now()
+                  ORDER BY a.expires_at
+                  LIMIT $1
+                  FOR UPDATE SKIP LOCKED)",
+        )
+        .bind(self.batch_size as i64)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        Ok(Pruned {
+            avoids: deleted,
+            batches: u64::from(deleted > 0),
+            ..Pruned::default()
+        })
+    }
+
+    /// Step 5. `None` when no old round is left after `after`.
     async fn round_batch(
         &self,
         conn: &mut PgConnection,

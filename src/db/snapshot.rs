@@ -6,6 +6,9 @@
 //! Only live tickets are read (`expires_at` not passed), and a party enqueued by
 //! `enqueue_party` is in the round only when all its members are: one member locked by a
 //! client call in flight, or gone, and the party sits this round out, never split.
+//!
+//! Each pooled player gets their attributes and their newest unexpired avoids (at most the
+//! queue's `avoids.max_per_player`) that name another pooled player of the same login.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -13,7 +16,9 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::DbError;
-use matchmaker_optimizer::{BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties};
+use matchmaker_optimizer::{
+    Attribute, BrokenParty, PastMatch, Player, Pool, Rejection, reject_parties,
+};
 
 /// One queued row as read by the snapshot.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -41,6 +46,8 @@ pub struct QueuedEntry {
     /// written straight into the table by the daemon's own tools).
     pub party_key: Option<i64>,
     pub party_size: Option<i32>,
+    /// JSON text, parsed per row like the latencies.
+    pub attributes: String,
 }
 
 /// The rows of one round and their history, as read.
@@ -54,6 +61,9 @@ pub struct Snapshot {
     pub sat_out: usize,
     /// Those players, with why (for the round's left-over record).
     pub sat_out_players: Vec<(String, String)>,
+    /// (owner, player_id, avoided_player_id) of the pooled players' avoids that hold,
+    /// each player's newest first, at most the queue's `avoids.max_per_player` each.
+    pub avoids: Vec<(String, String, String)>,
 }
 
 /// Most regions / peers a stored row may name before the round refuses it: the enqueue
@@ -61,34 +71,68 @@ pub struct Snapshot {
 const MAX_LATENCIES: usize = 64;
 const MAX_PEER_PINGS: usize = 256;
 const MAX_ID_CHARS: usize = 64;
+/// Attributes a stored row may hold before the round refuses it (enqueue allows 16 names,
+/// each with at most 16 values).
+const MAX_ATTRIBUTES: usize = 32;
+const MAX_ATTRIBUTE_VALUES: usize = 32;
+
+/// The newest avoids of a player a queue honours when its config does not say
+/// (`AvoidParams::default`).
+pub fn default_max_avoids() -> usize {
+    matchmaker_optimizer::AvoidParams::default().max_per_player
+}
 
 /// The default of `limits.sit_out_after`.
 pub const SIT_OUT_AFTER: u32 = 3;
 
-/// Read the pool of `queue`: at most `max_players` queued entries and the last
-/// `history_matches` matches of each of them (see [`snapshot_pool_sitting_out`]).
+/// How much of a queue one round reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotLimits {
+    /// Queued entries at most (a party beyond the cap comes whole).
+    pub max_players: usize,
+    /// Recent matches of each pooled player (opponent variation).
+    pub history_matches: usize,
+    /// Rounds an entry may be left over as `no_host` or `no_valid_match` before it goes
+    /// to the back of a capped pool (`limits.sit_out_after`).
+    pub sit_out_after: u32,
+    /// Newest avoids of each player (the queue's `avoids.max_per_player`; 0: none read).
+    pub max_avoids: usize,
+}
+
+impl SnapshotLimits {
+    /// The defaults for everything but the pool size and the history.
+    pub fn new(max_players: usize, history_matches: usize) -> Self {
+        SnapshotLimits {
+            max_players,
+            history_matches,
+            sit_out_after: SIT_OUT_AFTER,
+            max_avoids: default_max_avoids(),
+        }
+    }
+}
+
+/// Read the pool of `queue` with the default limits but the pool size and the history
+/// (see [`snapshot_round`]).
 pub async fn snapshot_pool(
     db: &PgPool,
     queue: &str,
     max_players: usize,
     history_matches: usize,
 ) -> Result<Snapshot, DbError> {
-    snapshot_pool_sitting_out(db, queue, max_players, history_matches, SIT_OUT_AFTER).await
+    snapshot_round(db, queue, SnapshotLimits::new(max_players, history_matches)).await
 }
 
-/// Read the pool of `queue`: at most `max_players` queued entries and the last
-/// `history_matches` matches of each of them.
+/// Read the pool of `queue`: at most `limits.max_players` queued entries, the last
+/// `limits.history_matches` matches of each of them and their avoids.
 ///
 /// When more are queued, the pool takes each login's oldest entries in turn (the first of
 /// every login, then the second of every login, ...), so that one login's entries cannot
 /// crowd out another's; entries left over as `no_host` or `no_valid_match` for
 /// `sit_out_after` rounds in a row come after all the others. A party comes whole.
-pub async fn snapshot_pool_sitting_out(
+pub async fn snapshot_round(
     db: &PgPool,
     queue: &str,
-    max_players: usize,
-    history_matches: usize,
-    sit_out_after: u32,
+    limits: SnapshotLimits,
 ) -> Result<Snapshot, DbError> {
     // REPEATABLE READ: entries and history come from one snapshot of the database. The
     // rare serialization failure (a row changed between the snapshot and its lock) is
@@ -96,7 +140,7 @@ pub async fn snapshot_pool_sitting_out(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_snapshot(db, queue, max_players, history_matches, sit_out_after).await {
+        match try_snapshot(db, queue, limits).await {
             Err(DbError::Sql(sqlx::Error::Database(e)))
                 if attempt < 5 && e.code().as_deref() == Some("40001") => {}
             other => return other,
@@ -107,10 +151,14 @@ pub async fn snapshot_pool_sitting_out(
 async fn try_snapshot(
     db: &PgPool,
     queue: &str,
-    max_players: usize,
-    history_matches: usize,
-    sit_out_after: u32,
+    limits: SnapshotLimits,
 ) -> Result<Snapshot, DbError> {
+    let SnapshotLimits {
+        max_players,
+        history_matches,
+        sit_out_after,
+        max_avoids,
+    } = limits;
     let mut tx = db.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         .execute(&mut *tx)
@@ -140,7 +188,8 @@ async fn try_snapshot(
          pool AS (
              SELECT entry_id, player_id, owner, party_id, skill, skill_sigma,
                     latencies::text AS latencies, peer_pings::text AS peer_pings,
-                    roles, side, enqueued_at, party_key, party_size
+                    roles, side, enqueued_at, party_key, party_size,
+                    attributes::text AS attributes
                FROM queue_entries
               WHERE queue = $1 AND status = 'queued' AND expires_at > now()
                 AND (entry_id IN (SELECT entry_id FROM oldest)
@@ -211,6 +260,14 @@ async fn try_snapshot(
                 .collect(),
         )
     };
+    let avoids = read_avoids(
+        &mut tx,
+        entries
+            .iter()
+            .map(|e| (e.owner.as_str(), e.login_player_id.as_str())),
+        max_avoids,
+    )
+    .await?;
     tx.commit().await?;
     Ok(Snapshot {
         queue: queue.to_string(),
@@ -218,7 +275,41 @@ async fn try_snapshot(
         history,
         sat_out: sat_out_players.len(),
         sat_out_players,
+        avoids,
     })
+}
+
+/// The unexpired avoids of these (owner, player_id), each player's newest `max_avoids`,
+/// newest first: (owner, player_id, avoided_player_id). One statement for the whole pool
+/// (a hash join on the players, not a look-up per player).
+pub async fn read_avoids<'a>(
+    conn: &mut sqlx::PgConnection,
+    players: impl Iterator<Item = (&'a str, &'a str)>,
+    max_avoids: usize,
+) -> Result<Vec<(String, String, String)>, DbError> {
+    let (owners, ids): (Vec<&str>, Vec<&str>) = players.unzip();
+    if max_avoids == 0 || ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_as(
+        "WITH pooled AS (
+             SELECT DISTINCT owner, player_id
+               FROM unnest($1::text[], $2::text[]) AS p(owner, player_id)),
+         ranked AS (
+             SELECT a.owner, a.player_id, a.avoided_player_id,
+                    row_number() OVER (PARTITION BY a.owner, a.player_id
+                                       ORDER BY a.created_at DESC, a.avoided_player_id) AS n
+               FROM avoids a JOIN pooled USING (owner, player_id)
+              WHERE a.expires_at IS NULL OR a.expires_at > now())
+         SELECT owner, player_id, avoided_player_id FROM ranked
+          WHERE n <= $3
+          ORDER BY owner, player_id, n",
+    )
+    .bind(&owners)
+    .bind(&ids)
+    .bind(max_avoids.min(i64::MAX as usize) as i64)
+    .fetch_all(conn)
+    .await?)
 }
 
 /// Keep solos, and parties whose every member was read; returns the rest's players with
@@ -410,6 +501,7 @@ impl Snapshot {
                 p.enqueued_at = Some(*at);
             }
         }
+        self.fill_avoids(&mut players);
         let pool = Pool {
             queue: Some(self.queue.clone()),
             now: Some(now),
@@ -422,6 +514,40 @@ impl Snapshot {
     /// What each login's player ids name in this round (peer pings, sessions' members).
     pub fn pool_ids(&self) -> PoolIds {
         PoolIds::of(&self.entries)
+    }
+
+    /// Each pooled player's avoids, as the pool ids of the avoided players pooled in this
+    /// round (an avoid of someone not queued now costs the round nothing), newest first.
+    /// Avoids name players of the avoider's own login.
+    fn fill_avoids(&self, players: &mut [Player]) {
+        if self.avoids.is_empty() {
+            return;
+        }
+        let pool_id: HashMap<(&str, &str), &str> = self
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    (e.owner.as_str(), e.login_player_id.as_str()),
+                    e.player_id.as_str(),
+                )
+            })
+            .collect();
+        let mut of: HashMap<&str, Vec<String>> = HashMap::new();
+        for (owner, player, avoided) in &self.avoids {
+            let (Some(&me), Some(&them)) = (
+                pool_id.get(&(owner.as_str(), player.as_str())),
+                pool_id.get(&(owner.as_str(), avoided.as_str())),
+            ) else {
+                continue;
+            };
+            of.entry(me).or_default().push(them.to_string());
+        }
+        for p in players {
+            if let Some(avoids) = of.remove(p.id.as_str()) {
+                p.avoids = avoids;
+            }
+        }
     }
 
     /// entry_id by pool id (one queued row per player per queue).
@@ -460,8 +586,39 @@ fn entry_to_player(e: &QueuedEntry) -> Result<Player, String> {
         peer_pings: ms_map("peer_pings", &e.peer_pings, MAX_PEER_PINGS)?,
         roles: e.roles.clone(),
         side: e.side,
+        attributes: attributes(&e.attributes)?,
         ..Default::default()
     })
+}
+
+/// A stored attributes object; bounded like the other maps (rows written around enqueue).
+pub fn attributes(text: &str) -> Result<BTreeMap<String, Attribute>, String> {
+    let map = serde_json::from_str::<BTreeMap<String, Attribute>>(text).map_err(|err| {
+        format!("attributes: not an object of names to strings or lists of strings ({err})")
+    })?;
+    if map.len() > MAX_ATTRIBUTES {
+        return Err(format!(
+            "attributes: {} names, more than {MAX_ATTRIBUTES}",
+            map.len()
+        ));
+    }
+    for (name, value) in &map {
+        if value.values().len() > MAX_ATTRIBUTE_VALUES {
+            return Err(format!(
+                "attributes.{name}: {} values, more than {MAX_ATTRIBUTE_VALUES}",
+                value.values().len()
+            ));
+        }
+        if std::iter::once(name)
+            .chain(value.values())
+            .any(|v| v.chars().count() > MAX_ID_CHARS)
+        {
+            return Err(format!(
+                "attributes.{name}: longer than {MAX_ID_CHARS} characters"
+            ));
+        }
+    }
+    Ok(map)
 }
 
 #[cfg(test)]
@@ -484,6 +641,7 @@ mod tests {
             enqueued_at: DateTime::<Utc>::UNIX_EPOCH,
             party_key: None,
             party_size: None,
+            attributes: "{}".into(),
         }
     }
 

@@ -26,7 +26,7 @@ use crate::lab::sim::peak_figures::{
     WaitRow,
 };
 use crate::lab::sim::population::{Population, PopulationSpec};
-use crate::lab::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
+use crate::lab::sim::simulator::{MeetSpec, SimReport, SimulatorOptions, run_simulator};
 use crate::lab::soak::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 
 #[derive(Debug, Clone)]
@@ -392,6 +392,8 @@ fn simulator_options(plan: &QueuePlan, options: &PeakOptions, k: u64) -> Simulat
             ..PopulationSpec::default()
         },
         id_prefix: Some(format!("{}-", plan.queue)),
+        // The measured evening's players, as its figures were measured.
+        meet: MeetSpec::none(),
         ..SimulatorOptions::default()
     }
 }

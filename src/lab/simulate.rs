@@ -14,7 +14,9 @@ use tokio::sync::watch;
 
 use crate::db;
 use crate::lab::sim::population::{Population, PopulationSpec};
-use crate::lab::sim::simulator::{SimProgress, SimReport, SimulatorOptions, run_simulator};
+use crate::lab::sim::simulator::{
+    MeetSpec, SimProgress, SimReport, SimulatorOptions, run_simulator,
+};
 use crate::ops::{self, open_database, require_schema};
 
 #[derive(Debug, Clone)]
@@ -70,6 +72,9 @@ pub struct LoadOptions {
     /// How long to wait at the start for a daemon to publish the queue (enqueue() refuses
     /// a queue no daemon serves).
     pub publish_timeout: Duration,
+    /// Attributes (two builds, platforms with crossplay opt-outs, languages) and avoids
+    /// the players send; the report checks every match against them.
+    pub meet: MeetSpec,
 }
 
 /// Defaults of the options that differ between `simulate` and `demo`.
@@ -118,6 +123,7 @@ impl LoadOptions {
             },
             id_prefix: self.id_prefix.clone(),
             publish_timeout: self.publish_timeout,
+            meet: self.meet.clone(),
         }
     }
 }

@@ -12,7 +12,11 @@
 //! replay uses the stored budget: a round solved with `round.restarts` (deterministic)
 //! replays to the identical matches; a time budget replays with the same time, which
 //! gives a similar but not necessarily identical round. `--config` (the file's queue of
-//! the same name) and `--set` (one key of the queue's config) make it a what-if.
+//! the same name) and `--set` (one key of the queue's config) make it a what-if; filters,
+//! avoids and floors are keys like the others (`--set queue.avoids.scope=team`). The
+//! stored pool holds each player's attributes and newest avoids (up to the round's
+//! `avoids.max_per_player`); a what-if with a smaller limit keeps each player's newest
+//! that many.
 //! `--write-pool` / `--write-config` write the round as files `matchmaker optimize
 //! --pool FILE --config FILE` reads.
 
@@ -224,9 +228,14 @@ pub fn replay_round(
         moves_per_restart: budget.moves_per_restart,
         check_delta: false,
     };
+    let mut pool = stored.pool.clone();
+    // A player's avoids are stored newest first: a smaller limit keeps the newest.
+    for p in &mut pool.players {
+        p.avoids.truncate(config.model.avoids.max_per_player);
+    }
     let started = std::time::Instant::now();
     let (outcome, malformed, pool) =
-        solve_rejecting_malformed(stored.pool.clone(), &config.model, &options).map_err(|e| {
+        solve_rejecting_malformed(pool, &config.model, &options).map_err(|e| {
             anyhow::anyhow!(
                 "round {}: the core refused the replay: {e}",
                 stored.round_id

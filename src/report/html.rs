@@ -192,6 +192,25 @@ fn queue_section(page: &mut String, q: &QueueReport) -> Result<(), PlotError> {
         anchor(&q.queue),
         escape(&q.queue)
     );
+    // Why players waited: the round's left-over reasons, summed over the window.
+    let mut reasons: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
+    for r in &q.rounds {
+        for (reason, n) in &r.left_over_by_reason {
+            *reasons.entry(reason.as_str()).or_default() += n;
+        }
+    }
+    if !reasons.is_empty() {
+        let list: Vec<String> = reasons
+            .iter()
+            .map(|(reason, n)| format!("{} {n}", escape(reason)))
+            .collect();
+        let _ = writeln!(
+            page,
+            "<p class=\"notes\">Players left over by reason (a player counts once per \
+             round): {}.</p>",
+            list.join(", ")
+        );
+    }
     for f in figures {
         let _ = writeln!(
             page,
@@ -265,6 +284,7 @@ mod tests {
                 match_count: 2,
                 matched: 12,
                 left_over: 8 + i,
+                left_over_by_reason: [("outscored".to_string(), 8 + i)].into_iter().collect(),
                 rejected: 0,
                 score: Some(0.8 + 0.001 * i as f64),
                 factor_averages: [("equal_teams".to_string(), 0.9), ("enemy_ping".into(), 0.7)]

@@ -353,6 +353,7 @@ mod tests {
             match_count: matched / 6,
             matched,
             left_over: 12 - matched,
+            left_over_by_reason: BTreeMap::new(),
             rejected: 0,
             score,
             factor_averages: BTreeMap::new(),

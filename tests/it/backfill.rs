@@ -642,7 +642,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
             vec![2, 3],
             "30s",
             "members[].mmr = 3: unknown field (player_id, team, skill, skill_sigma, latencies, \
-             peer_pings, roles, side)"
+             peer_pings, roles, side, attributes)"
                 .into(),
         ),
         (

@@ -199,6 +199,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         readable,
         [
+            // avoid_list: the login's players' avoids.
+            "avoid_list",
             // backfill_status is a game server's (matchmaker_server), not a client's.
             "match_details",
             "player_status",
@@ -233,13 +235,16 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         callable,
         [
+            // avoid / unavoid: the login's players' avoid lists.
+            "avoid",
             "cancel",
             // request_backfill / cancel_backfill belong to game servers (matchmaker_server).
             "enqueue",
             "enqueue_party",
             "keep_alive",
             "matchmaker_sees_all",
-            "queue_channel"
+            "queue_channel",
+            "unavoid"
         ]
     );
     let sees_all: bool = sqlx::query_scalar("SELECT matchmaker_sees_all()")
@@ -258,6 +263,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         "queues",
         "queue_state",
         "round_summaries",
+        "avoids",
         "_sqlx_migrations",
     ] {
         denied(&client, &format!("SELECT count(*) FROM {table}")).await;
@@ -288,7 +294,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         "CREATE INDEX ON queue_entries (player_id)",
         "ALTER TABLE queue_entries ADD COLUMN vip boolean",
         "ALTER TABLE queue_entries DISABLE TRIGGER ALL",
-        "ALTER FUNCTION enqueue(text, text, double precision, jsonb, jsonb, text[], double precision, double precision) SECURITY INVOKER",
+        "ALTER FUNCTION enqueue(text, text, double precision, jsonb, jsonb, text[], double precision, double precision, jsonb) SECURITY INVOKER",
         "ALTER VIEW player_status SET (security_barrier = false)",
         "DROP TABLE queue_entries",
         "DROP VIEW player_status",

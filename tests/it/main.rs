@@ -23,6 +23,7 @@ mod faults;
 mod hosts;
 mod layers;
 mod local_pg;
+mod meet;
 mod migrations;
 mod notify;
 mod ops_metrics;

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "675dece99a5ac1f4aad02696f80c029048e8f59d20cebca7f8e04fd0fa48e54dac721245549cb34adb13b908b11594d7",
+    "e5805b5176abefc045c0464f040df2a4b9fe178cd2a792013a1deb09388e8ced47234955b448d18bce26cae1b8e36090",
 )];
 
 /// The last migration of 1.0.

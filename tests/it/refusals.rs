@@ -11,13 +11,15 @@ use sqlx::PgPool;
 
 use crate::support::*;
 
-/// q: a 3v3 peer-to-peer queue, any region, no roles, parties of 2-3. r: roles and two
-/// regions. d: a 5v5 dedicated-server queue in two regions.
+/// q: a 3v3 peer-to-peer queue, any region, no roles, parties of 2-3. r: roles, two
+/// regions, and a match's players share their `build` attribute. d: a 5v5 dedicated-server queue in two regions.
 const QUEUES: &str = r#"
 default_queue = "q"
 [queues.q]
 [queues.r]
 roles = ["tank", "healer", "dps"]
+[queues.r.filters]
+same = ["build"]
 [queues.r.tickets]
 regions = ["eu", "us"]
 [queues.d]
@@ -29,13 +31,15 @@ regions = ["eu-west", "us-east"]
 "#;
 
 /// The client functions (section 4 of the schema and the client's grants, section 7).
-const CLIENT_FUNCTIONS: [&str; 7] = [
+const CLIENT_FUNCTIONS: [&str; 9] = [
     "enqueue",
     "enqueue_party",
     "cancel",
     "keep_alive",
     "request_backfill",
     "cancel_backfill",
+    "avoid",
+    "unavoid",
     "queue_channel",
 ];
 
@@ -57,6 +61,9 @@ async fn fingerprint(db: &PgPool) -> String {
                FROM queue_entries e),
             (SELECT count(*) || ':' || md5(coalesce(string_agg(b::text, ',' ORDER BY request_id), ''))
                FROM backfill_requests b),
+            (SELECT count(*) || ':' || md5(coalesce(string_agg(a::text, ','
+                                                    ORDER BY owner, player_id, avoided_player_id), ''))
+               FROM avoids a),
             (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY match_id), '')) FROM matches m),
             (SELECT md5(coalesce(string_agg(q::text, ',' ORDER BY queue), '')) FROM queues q),
             (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY queue), ''))
@@ -97,7 +104,105 @@ fn checked() -> Vec<(String, String)> {
     let party_size =
         "a party in queue q has 2 to 3 members (enqueue a solo player with enqueue)".to_string();
     let two = r#"{"player_id": "m2", "skill": 1500}"#;
+    // jsonb's text form orders keys of equal length bytewise.
+    let names: Vec<String> = (0..17).map(|i| format!("\"a{i:02}\": \"x\"")).collect();
+    let attributes17 = format!("{{{}}}", names.join(", "));
+    let values: Vec<String> = (0..17).map(|i| format!("\"l{i:02}\"")).collect();
+    let list17 = format!("[{}]", values.join(", "));
+    let attributes = "must be a JSON object of names to a string or a list of strings";
     let cases: Vec<(String, String)> = vec![
+        // Attributes: an object of names to a string or a list of strings, with limits.
+        (
+            "SELECT enqueue('q', 'p1', 1500, attributes => '[]')".into(),
+            format!("attributes = []: {attributes}"),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, attributes => NULL)".into(),
+            format!("attributes = NULL: {attributes}"),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, attributes => '{"build": 3}')"#.into(),
+            "attributes.build = 3: must be a string or a list of strings".into(),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, attributes => '{"language": ["en", 1]}')"#.into(),
+            r#"attributes.language = ["en", 1]: must be a string or a list of strings"#.into(),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, attributes => '{"": "x"}')"#.into(),
+            "attributes key = '': is required (1-64 characters)".into(),
+        ),
+        (
+            format!(r#"SELECT enqueue('q', 'p1', 1500, attributes => '{{"build": "{x65}"}}')"#),
+            format!("attributes.build = '{x65}': is longer than 64 characters"),
+        ),
+        (
+            r#"SELECT enqueue('q', 'p1', 1500, attributes => '{"build": "a"}')"#.into(),
+            "attributes.build = 'a\u{1}': contains control characters".into(),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, attributes =>
+                 (SELECT jsonb_object_agg('a' || lpad(i::text, 2, '0'), 'x')
+                    FROM generate_series(0, 16) i))"
+                .into(),
+            format!("attributes = {}: has more than 16 attributes", shown(&attributes17)),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, attributes => jsonb_build_object('language',
+                 (SELECT jsonb_agg('l' || lpad(i::text, 2, '0')) FROM generate_series(0, 16) i)))"
+                .into(),
+            format!("attributes.language = {}: has more than 16 values", shown(&list17)),
+        ),
+        (
+            format!(
+                r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": 1, "attributes": "x"}}, {two}]')"#
+            ),
+            format!(r#"members[].attributes = "x": {attributes}"#),
+        ),
+        (
+            r#"SELECT * FROM enqueue_party('r', 'pty', '[{"player_id": "m1", "skill": 1, "attributes": {"build": "1.4"}},
+                                                       {"player_id": "m2", "skill": 1, "attributes": {"build": "1.5"}}]')"#
+                .into(),
+            "members[].attributes.build = 1.4, 1.5: party members must share it (queue r's \
+             filters.same)"
+                .into(),
+        ),
+        (
+            r#"SELECT request_backfill('q', 's2', '[{"player_id": "m1", "team": 0, "skill": 1, "attributes": {"build": 1}}]', '{2,3}')"#
+                .into(),
+            "members[].attributes.build = 1: must be a string or a list of strings".into(),
+        ),
+        // Avoids.
+        (
+            "SELECT avoid(NULL, 'bob')".into(),
+            "player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            format!("SELECT avoid('alice', '{x65}')"),
+            format!("avoided_player_id = '{x65}': is longer than 64 characters"),
+        ),
+        (
+            "SELECT avoid('alice', 'alice')".into(),
+            "avoided_player_id = 'alice': is the player: a player cannot avoid themselves".into(),
+        ),
+        (
+            "SELECT avoid('alice', 'bob', interval '10 seconds')".into(),
+            "duration = '00:00:10': must be between 1 minute and 365 days (NULL: until unavoid)"
+                .into(),
+        ),
+        (
+            "SELECT avoid('alice', 'bob', interval '400 days')".into(),
+            "duration = '400 days': must be between 1 minute and 365 days (NULL: until unavoid)"
+                .into(),
+        ),
+        (
+            "SELECT unavoid('alice', NULL)".into(),
+            "avoided_player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            r"SELECT unavoid(E'ali	ce', 'bob')".into(),
+            "player_id = 'ali\tce': contains control characters".into(),
+        ),
         // enqueue: ids, numbers, NULLs.
         (
             "SELECT enqueue('q', NULL, 1500)".into(),
@@ -257,7 +362,7 @@ fn checked() -> Vec<(String, String)> {
                 r#"SELECT * FROM enqueue_party('q', 'pty', '[{{"player_id": "m1", "skill": 1, "mmr": 3}}, {two}]')"#
             ),
             "members[].mmr = 3: unknown field (player_id, skill, skill_sigma, latencies, \
-             peer_pings, roles, side)"
+             peer_pings, roles, side, attributes)"
                 .into(),
         ),
         (
@@ -455,6 +560,11 @@ const UNPARSED: &[(&str, &str, &str)] = &[
         "SELECT keep_alive('alice')",
         "22P02",
         r#"malformed array literal: "alice""#,
+    ),
+    (
+        "SELECT avoid('alice', 'bob', 'soon')",
+        "22007",
+        r#"invalid input syntax for type interval: "soon""#,
     ),
     (
         "SELECT cancel_backfill('abc')",

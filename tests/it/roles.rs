@@ -120,6 +120,7 @@ fn trial_simulate(url: String) -> SimulateOptions {
             side_share: 0.0,
             id_prefix: None,
             publish_timeout: Duration::from_secs(60),
+            meet: Default::default(),
         },
     }
 }

@@ -27,6 +27,13 @@
 //!   group plays for a simulated match duration, then queues again (`requeue_share`) or
 //!   leaves. Returning players are what makes the opponent-variation factor matter; the
 //!   report gives the share of opponents met again in consecutive matches.
+//! - **Who may meet whom** ([`MeetSpec`]): every player sends `attributes`: one of two
+//!   game builds (a party shares its build), a platform with some crossplay opt-outs,
+//!   and their languages; after a match some players `avoid()` one of its opponents for
+//!   an hour. Every match read is checked against the rules a queue with
+//!   `filters.same = ["build"]`, crossplay on `platform` and avoids out of one match
+//!   applies: the report counts matches that mix builds, crossplay opt-outs who met
+//!   another platform, and pairs who met though one avoids the other.
 //!
 //! Time: the queue and its rounds run in real time. `speedup` makes the simulated clock
 //! (time of day, match durations) run faster than the wall clock, so a demo of a few
@@ -35,7 +42,7 @@
 //! The run is bounded: it stops after `duration` (or when `shutdown` resolves), then
 //! cancels the entries of its players that are still queued, and returns a report.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
@@ -50,7 +57,7 @@ use tokio::time::Instant;
 
 use super::population::{CityPicker, Population, PopulationSpec, Profile, activity};
 use crate::db::{self, DbError};
-use matchmaker_optimizer::Player;
+use matchmaker_optimizer::{Attribute, Player};
 
 /// Wall-clock period of the simulation loop.
 const TICK: Duration = Duration::from_millis(250);
@@ -99,6 +106,46 @@ pub struct SimulatorOptions {
     /// How long to wait at the start for the daemon to publish the queue (its row in
     /// `queue_catalog`) before giving up.
     pub publish_timeout: Duration,
+    /// Attributes and avoids the players send.
+    pub meet: MeetSpec,
+}
+
+/// Who may meet whom, as the simulated players ask for it. Drawn from a generator of its
+/// own, so the player base and its arrivals are the same with or without it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeetSpec {
+    /// Send `attributes` at all (`build`, `platform`, `crossplay`, `language`).
+    pub attributes: bool,
+    /// Share of groups still on the older of the two builds (`1.4`; the others `1.5`).
+    pub old_build_share: f64,
+    /// Share of console players (`ps5`, `xbox`) who opt out of crossplay
+    /// (`"crossplay": "off"`).
+    pub crossplay_off_share: f64,
+    /// Share of players who, after a match, avoid one of its opponents for an hour.
+    pub avoid_share: f64,
+}
+
+impl Default for MeetSpec {
+    fn default() -> Self {
+        MeetSpec {
+            attributes: true,
+            old_build_share: 0.2,
+            crossplay_off_share: 0.3,
+            avoid_share: 0.05,
+        }
+    }
+}
+
+impl MeetSpec {
+    /// Neither attributes nor avoids: the players of the measured peak evening.
+    pub fn none() -> Self {
+        MeetSpec {
+            attributes: false,
+            old_build_share: 0.0,
+            crossplay_off_share: 0.0,
+            avoid_share: 0.0,
+        }
+    }
 }
 
 impl Default for SimulatorOptions {
@@ -118,6 +165,7 @@ impl Default for SimulatorOptions {
             spec: PopulationSpec::default(),
             id_prefix: None,
             publish_timeout: Duration::from_secs(60),
+            meet: MeetSpec::default(),
         }
     }
 }
@@ -206,6 +254,15 @@ pub struct SimReport {
     pub repeated_opponent_pairs: u64,
     /// Wall-clock wait from enqueue to match, per matched player (seconds).
     pub waits_secs: Vec<f64>,
+    /// Avoids sent (`avoid()` calls).
+    pub avoids: u64,
+    /// Matches checked against the rules of [`MeetSpec`] (those whose players this
+    /// simulator sent), and the breaks found: matches mixing builds, crossplay opt-outs
+    /// who met another platform, pairs in one match though one avoids the other.
+    pub meet_checked: u64,
+    pub build_mixes: u64,
+    pub crossplay_breaks: u64,
+    pub avoid_breaks: u64,
     /// Entries still queued at the end, cancelled by the clean-up.
     pub cleaned_up: u64,
 }
@@ -256,6 +313,18 @@ impl fmt::Display for SimReport {
                 ", {} enqueues refused (first: {})",
                 self.refused,
                 self.first_refusal.as_deref().unwrap_or("?")
+            )?;
+        }
+        if self.meet_checked > 0 {
+            write!(
+                f,
+                ", {} avoids sent; of {} matches checked, {} mixed builds, {} crossplay \
+                 opt-outs met another platform, {} pairs met though one avoids the other",
+                self.avoids,
+                self.meet_checked,
+                self.build_mixes,
+                self.crossplay_breaks,
+                self.avoid_breaks
             )?;
         }
         if self.cleaned_up > 0 {
@@ -309,7 +378,8 @@ pub async fn run_simulator(
         "SELECT to_regclass('player_status') IS NOT NULL
             AND to_regclass('queue_catalog') IS NOT NULL
             AND to_regprocedure('enqueue(text, text, double precision, jsonb, jsonb, text[],
-                                         double precision, double precision)') IS NOT NULL",
+                                         double precision, double precision, jsonb)')
+                IS NOT NULL",
     )
     .fetch_one(db)
     .await?;
@@ -327,6 +397,7 @@ pub async fn run_simulator(
     catalog.fit(&mut options.spec);
     let mut sim = Simulation::new(population, &options);
     sim.keep_alive_every = catalog.keep_alive_every;
+    sim.max_avoids = catalog.max_avoids;
     // A previous run with the same prefix may have left players queued (killed run).
     sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
 
@@ -364,6 +435,8 @@ pub struct CatalogQueue {
     pub keep_alive_every: Duration,
     pub max_party_size: usize,
     pub roles: Vec<String>,
+    /// The newest avoids of a player the queue honours.
+    pub max_avoids: usize,
 }
 
 impl CatalogQueue {
@@ -379,14 +452,16 @@ impl CatalogQueue {
 
 /// The queue's row in `queue_catalog` (`None`: not published, or retired).
 async fn read_catalog(db: &PgPool, queue: &str) -> Result<Option<CatalogQueue>, SimError> {
-    let row: Option<(Option<f64>, i32, Vec<String>)> = sqlx::query_as(
-        "SELECT extract(epoch FROM keep_alive_every)::float8, max_party_size, roles
+    let row: Option<(Option<f64>, i32, Vec<String>, i32)> = sqlx::query_as(
+        "SELECT extract(epoch FROM keep_alive_every)::float8, max_party_size, roles,
+                max_avoids
            FROM queue_catalog WHERE queue = $1",
     )
     .bind(queue)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(secs, max_party_size, roles)| CatalogQueue {
+    Ok(row.map(|(secs, max_party_size, roles, max_avoids)| CatalogQueue {
+        max_avoids: usize::try_from(max_avoids).unwrap_or(0),
         keep_alive_every: secs
             .filter(|s| s.is_finite() && *s > 0.0)
             .map_or(DEFAULT_KEEP_ALIVE_EVERY, Duration::from_secs_f64),
@@ -470,6 +545,9 @@ fn validate(o: &SimulatorOptions) -> Result<(), SimError> {
         ("cancel_share", o.cancel_share),
         ("requeue_share", o.requeue_share),
         ("party_share", o.spec.party_share),
+        ("old_build_share", o.meet.old_build_share),
+        ("crossplay_off_share", o.meet.crossplay_off_share),
+        ("avoid_share", o.meet.avoid_share),
     ] {
         if !(0.0..=1.0).contains(&share) {
             return bad(option, "must be between 0 and 1");
@@ -501,6 +579,14 @@ struct Simulation<'p> {
     keep_alive_every: Duration,
     next_keep_alive: Instant,
     report: SimReport,
+    /// Per profile: the attributes it sends (empty: none).
+    attributes: Vec<BTreeMap<String, Attribute>>,
+    /// Per player id: the players they avoid, newest last.
+    avoids: HashMap<String, Vec<String>>,
+    /// The newest avoids of a player the queue honours (`queue_catalog.max_avoids`).
+    max_avoids: usize,
+    /// Draws who avoids whom (apart from `rng`: the base and its arrivals stay the same).
+    meet_rng: Xoshiro256PlusPlus,
 }
 
 impl<'p> Simulation<'p> {
@@ -547,6 +633,8 @@ impl<'p> Simulation<'p> {
             .enumerate()
             .map(|(k, p)| (p.id.clone(), k))
             .collect();
+        let mut meet_rng = Xoshiro256PlusPlus::seed_from_u64(options.seed ^ 0x6d65_6574);
+        let attributes = meet_attributes(&options.meet, &groups, profiles.len(), &mut meet_rng);
         let mut sim = Simulation {
             population,
             options: options.clone(),
@@ -563,6 +651,10 @@ impl<'p> Simulation<'p> {
             keep_alive_every: DEFAULT_KEEP_ALIVE_EVERY,
             next_keep_alive: Instant::now() + DEFAULT_KEEP_ALIVE_EVERY,
             report: SimReport::default(),
+            attributes,
+            avoids: HashMap::new(),
+            max_avoids: matchmaker_optimizer::AvoidParams::default().max_per_player,
+            meet_rng,
         };
         sim.peak_awake = (0..96)
             .map(|q| sim.awake_share(q as f64 / 4.0))
@@ -707,8 +799,11 @@ impl<'p> Simulation<'p> {
         let players: Vec<Player> = members
             .iter()
             .map(|&m| {
-                self.population
-                    .to_player(&self.profiles[m], None, Utc::now())
+                let mut p = self
+                    .population
+                    .to_player(&self.profiles[m], None, Utc::now());
+                p.attributes = self.attributes[m].clone();
+                p
             })
             .collect();
         let queue = self.options.queue.as_str();
@@ -861,6 +956,9 @@ impl<'p> Simulation<'p> {
             matches.entry(m).or_default().push((player, team));
         }
         for players in matches.values() {
+            self.check_meet(players);
+        }
+        for players in matches.values() {
             for (player, team) in players {
                 let Some(&k) = self.by_id.get(player) else {
                     continue;
@@ -875,10 +973,63 @@ impl<'p> Simulation<'p> {
                     self.report.repeated_opponent_pairs +=
                         opponents.iter().filter(|o| previous.contains(o)).count() as u64;
                 }
+                let ours: Vec<&String> = opponents
+                    .iter()
+                    .filter(|o| self.by_id.contains_key(*o))
+                    .collect();
+                if !ours.is_empty() && self.meet_rng.random_bool(self.options.meet.avoid_share) {
+                    let avoided = ours[self.meet_rng.random_range(0..ours.len())].clone();
+                    db::enqueue::avoid(db, player, &avoided, Some(Duration::from_secs(3600)))
+                        .await?;
+                    self.report.avoids += 1;
+                    let list = self.avoids.entry(player.clone()).or_default();
+                    list.retain(|a| *a != avoided);
+                    list.push(avoided);
+                }
                 self.last_opponents.insert(k, opponents);
             }
         }
         Ok(())
+    }
+
+    /// One match against the rules of [`MeetSpec`], as far as its players are ours: one
+    /// build, crossplay opt-outs only with their platform, nobody with a player they
+    /// avoid (their newest `max_avoids`; each is an hour long and the run counts from
+    /// the first, so none expires within an hour's run).
+    fn check_meet(&mut self, players: &[(String, i32)]) {
+        if !self.options.meet.attributes {
+            return;
+        }
+        let ours: Vec<(&str, &BTreeMap<String, Attribute>)> = players
+            .iter()
+            .filter_map(|(p, _)| {
+                let k = *self.by_id.get(p)?;
+                Some((p.as_str(), &self.attributes[k]))
+            })
+            .collect();
+        if ours.is_empty() {
+            return;
+        }
+        self.report.meet_checked += 1;
+        let build = ours[0].1.get("build");
+        if ours.iter().any(|(_, a)| a.get("build") != build) {
+            self.report.build_mixes += 1;
+        }
+        for (_, a) in &ours {
+            if a.get("crossplay") == Some(&Attribute::One("off".into()))
+                && ours.iter().any(|(_, b)| b.get("platform") != a.get("platform"))
+            {
+                self.report.crossplay_breaks += 1;
+            }
+        }
+        let here: HashSet<&str> = ours.iter().map(|(p, _)| *p).collect();
+        for (p, _) in &ours {
+            if let Some(list) = self.avoids.get(*p) {
+                let honoured = list.iter().rev().take(self.max_avoids);
+                self.report.avoid_breaks +=
+                    honoured.filter(|a| here.contains(a.as_str())).count() as u64;
+            }
+        }
     }
 
     /// Groups whose match is over queue again or leave.
@@ -999,6 +1150,49 @@ fn poisson<R: rand::Rng + ?Sized>(rng: &mut R, mean: f64) -> u64 {
     k
 }
 
+/// Each profile's attributes: a build per group (a party shares it), a platform per
+/// player (console players may opt out of crossplay), one or two languages.
+fn meet_attributes(
+    spec: &MeetSpec,
+    groups: &[Group],
+    profiles: usize,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Vec<BTreeMap<String, Attribute>> {
+    let mut out = vec![BTreeMap::new(); profiles];
+    if !spec.attributes {
+        return out;
+    }
+    const LANGUAGES: [&str; 6] = ["en", "de", "fr", "es", "pt", "ja"];
+    for g in groups {
+        let build = if rng.random_bool(spec.old_build_share) {
+            "1.4"
+        } else {
+            "1.5"
+        };
+        for &m in &g.members {
+            let a = &mut out[m];
+            a.insert("build".into(), Attribute::One(build.into()));
+            let platform = match rng.random_range(0..10) {
+                0..5 => "pc",
+                5..8 => "ps5",
+                _ => "xbox",
+            };
+            a.insert("platform".into(), Attribute::One(platform.into()));
+            if platform != "pc" && rng.random_bool(spec.crossplay_off_share) {
+                a.insert("crossplay".into(), Attribute::One("off".into()));
+            }
+            let first = LANGUAGES[rng.random_range(0..LANGUAGES.len())];
+            let languages = if first != "en" && rng.random_bool(0.5) {
+                vec![first.to_string(), "en".to_string()]
+            } else {
+                vec![first.to_string()]
+            };
+            a.insert("language".into(), Attribute::Many(languages));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1027,6 +1221,7 @@ mod tests {
             keep_alive_every: Duration::from_secs(10),
             max_party_size: 2,
             roles: vec!["tank".into(), "healer".into()],
+            max_avoids: 10,
         };
         let mut spec = PopulationSpec::default();
         catalog.fit(&mut spec);
@@ -1058,6 +1253,72 @@ mod tests {
         assert!(sim.groups.iter().any(|g| g.party_id.is_some()));
         assert!(sim.profiles.iter().all(|p| p.id.starts_with("sim1-")));
         assert!(sim.peak_awake > 0.0 && sim.peak_awake <= 1.0);
+    }
+
+    #[test]
+    fn players_send_builds_shared_by_parties_and_every_match_is_checked() {
+        let population = Population::realistic();
+        let options = SimulatorOptions {
+            population: 1000,
+            ..SimulatorOptions::default()
+        };
+        let mut sim = Simulation::new(&population, &options);
+        let build = |sim: &Simulation, k: usize| sim.attributes[k]["build"].clone();
+        for g in &sim.groups {
+            assert!(g.members.iter().all(|&m| build(&sim, m) == build(&sim, g.members[0])));
+        }
+        let old = (0..1000)
+            .filter(|&k| build(&sim, k) == Attribute::One("1.4".into()))
+            .count();
+        assert!((100..300).contains(&old), "{old} players on the old build");
+        let off = |sim: &Simulation, k: usize| sim.attributes[k].contains_key("crossplay");
+        assert!((0..1000).any(|k| off(&sim, k)));
+        assert!((0..1000).all(|k| !off(&sim, k) || sim.attributes[k]["platform"] != Attribute::One("pc".into())));
+        // The same base and arrivals without attributes.
+        let plain = Simulation::new(
+            &population,
+            &SimulatorOptions {
+                population: 1000,
+                meet: MeetSpec::none(),
+                ..SimulatorOptions::default()
+            },
+        );
+        assert!(plain.attributes.iter().all(BTreeMap::is_empty));
+        assert_eq!(
+            plain.profiles.iter().map(|p| &p.id).collect::<Vec<_>>(),
+            sim.profiles.iter().map(|p| &p.id).collect::<Vec<_>>()
+        );
+
+        // A match of one build, then one that mixes builds, a crossplay opt-out with
+        // another platform, and a player with someone they avoid.
+        let ids: Vec<String> = sim.profiles.iter().map(|p| p.id.clone()).collect();
+        let id = |k: usize| ids[k].clone();
+        let same: Vec<usize> = (0..1000).filter(|&k| build(&sim, k) == build(&sim, 0)).collect();
+        let pc: Vec<usize> = same
+            .iter()
+            .copied()
+            .filter(|&k| sim.attributes[k]["platform"] == Attribute::One("pc".into()))
+            .take(6)
+            .collect();
+        let roster: Vec<(String, i32)> = pc.iter().map(|&k| (id(k), (k % 2) as i32)).collect();
+        sim.check_meet(&roster);
+        assert_eq!(
+            (sim.report.meet_checked, sim.report.build_mixes, sim.report.crossplay_breaks, sim.report.avoid_breaks),
+            (1, 0, 0, 0)
+        );
+        let other = (0..1000)
+            .find(|&k| build(&sim, k) != build(&sim, 0) && !off(&sim, k))
+            .unwrap();
+        let console_off = (0..1000).find(|&k| off(&sim, k) && k != other).unwrap();
+        sim.avoids.insert(id(pc[0]), vec![id(pc[1])]);
+        let mut roster = roster;
+        roster.push((id(other), 0));
+        roster.push((id(console_off), 1));
+        sim.check_meet(&roster);
+        assert_eq!(sim.report.meet_checked, 2);
+        assert_eq!(sim.report.build_mixes, 1);
+        assert_eq!(sim.report.crossplay_breaks, 1);
+        assert_eq!(sim.report.avoid_breaks, 1);
     }
 
     #[test]
