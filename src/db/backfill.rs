@@ -3,7 +3,7 @@
 //! expiry sweep, and the worker's "is an immediate backfill round due?" look-up. The
 //! commit writes the fills (`commit`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
