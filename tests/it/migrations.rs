@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "9f8de42a1dbe4e627dc0fdea2f774f428615e797c75154421652696377f2bcec3ccf3f00c470840e2338b4e6efe9b287",
+    "c0d17ee1e398bedb755b9bb287596dad4a9d34ea89a34f7446e63488395457b72d489ee535b6f98f1a8dad672ee0a276",
 )];
 
 /// The last migration of 1.0.

@@ -531,3 +531,34 @@ async fn party_and_player_ids_of_two_logins_do_not_meet_in_refusals() {
     );
     let _ = &t.b_name;
 }
+
+/// One match may hold both logins' alice: the round tells them apart, and each login's
+/// roster shows the other alice as another player.
+#[tokio::test]
+async fn one_match_may_hold_two_logins_alice() {
+    let mut t = Tenants::start().await;
+    solos(&t.a, "x", &["alice", "a1"]).await;
+    solos(&t.b, "x", &["alice", "b1"]).await;
+    let report = t.round("x").await;
+    assert_eq!((report.matches, report.matched), (1, 4), "{report:?}");
+    for login in [&t.a, &t.b] {
+        let (status, _, _) = status_of(login, "x", "alice").await;
+        assert_eq!(status, "matched");
+        let rows: Vec<(String, Vec<String>, Vec<String>)> = sqlx::query_as(
+            "SELECT player_id, teammates, opponents FROM match_details
+              WHERE player_id = 'alice' ORDER BY team",
+        )
+        .fetch_all(login)
+        .await
+        .unwrap();
+        // Both alices are in the roster; each row's others are the 3 other players.
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        for (_, mates, foes) in &rows {
+            let mut others: Vec<&String> = mates.iter().chain(foes).collect();
+            others.sort();
+            assert_eq!(others.len(), 3, "{rows:?}");
+            assert_eq!(others.iter().filter(|p| **p == "alice").count(), 1, "{rows:?}");
+        }
+    }
+    assert_contract_invariants(t.db()).await;
+}
