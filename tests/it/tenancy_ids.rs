@@ -557,7 +557,11 @@ async fn one_match_may_hold_two_logins_alice() {
             let mut others: Vec<&String> = mates.iter().chain(foes).collect();
             others.sort();
             assert_eq!(others.len(), 3, "{rows:?}");
-            assert_eq!(others.iter().filter(|p| **p == "alice").count(), 1, "{rows:?}");
+            assert_eq!(
+                others.iter().filter(|p| **p == "alice").count(),
+                1,
+                "{rows:?}"
+            );
         }
     }
     assert_contract_invariants(t.db()).await;
