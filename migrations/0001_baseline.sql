@@ -619,8 +619,9 @@ CREATE INDEX queue_entries_queued_expiry ON queue_entries (queue, expires_at)
     WHERE status = 'queued';
 
 -- One player in several queues: the commit that matches a player finds and withdraws
--- their queued entries elsewhere (the same login's player only).
-CREATE INDEX queue_entries_queued_player ON queue_entries (owner, player_id)
+-- their queued entries elsewhere (the same login's player: both columns). Player id
+-- first: keep_alive's and cancel's look-ups by player id use it too.
+CREATE INDEX queue_entries_queued_player ON queue_entries (player_id, owner)
     WHERE status = 'queued';
 
 -- A login's queued entries in a queue: its quota (matchmaker_check_quota).
@@ -1682,7 +1683,7 @@ SELECT mp.match_id,
            AS waited_seconds,
        ARRAY(SELECT o.player_id FROM match_players o
               WHERE o.match_id = mp.match_id AND o.team = mp.team
-                AND o.player_id <> mp.player_id
+                AND o.entry_id <> mp.entry_id
               ORDER BY o.player_id) AS teammates,
        ARRAY(SELECT o.player_id FROM match_players o
               WHERE o.match_id = mp.match_id AND o.team <> mp.team

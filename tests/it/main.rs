@@ -45,6 +45,6 @@ mod sim_demo;
 mod sim_deploy;
 mod sim_status;
 mod solver_cores;
-mod tenancy_ids;
 mod support;
+mod tenancy_ids;
 mod tenancy_limits;

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "e5805b5176abefc045c0464f040df2a4b9fe178cd2a792013a1deb09388e8ced47234955b448d18bce26cae1b8e36090",
+    "7999e72efb8f24333bf96aa8c032cbd2a3c967937a27f7fad9c55f59f2d703308eddc1fdae62d641a72d9f17e0cdcd82",
 )];
 
 /// The last migration of 1.0.

@@ -64,8 +64,13 @@ impl Tenants {
         let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
         let mut workers = BTreeMap::new();
         for (name, q) in &config.queues {
-            let mut w =
-                QueueWorker::new(name, "tenancy", runner.clone(), Arc::new(q.clone()), secs(15));
+            let mut w = QueueWorker::new(
+                name,
+                "tenancy",
+                runner.clone(),
+                Arc::new(q.clone()),
+                secs(15),
+            );
             let first = w.step().await.unwrap();
             assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
             workers.insert(name.clone(), w);
@@ -122,7 +127,11 @@ async fn status_rows(login: &PgPool) -> Vec<(String, String, String, Option<i64>
 }
 
 /// `player`'s status in `queue` as `login` reads it.
-async fn status_of(login: &PgPool, queue: &str, player: &str) -> (String, Option<i64>, Option<String>) {
+async fn status_of(
+    login: &PgPool,
+    queue: &str,
+    player: &str,
+) -> (String, Option<i64>, Option<String>) {
     sqlx::query_as(
         "SELECT status, match_id, reason FROM player_status WHERE queue = $1 AND player_id = $2",
     )
@@ -142,9 +151,14 @@ async fn two_logins_each_queue_alice_and_both_are_matched() {
     front::enqueue_party(&t.b, "x", "crew", &[solo("b2", 1500.0), solo("b3", 1500.0)])
         .await
         .expect("b's party");
-    front::enqueue_party(&t.a, "y", "crew", &[solo("alice", 1500.0), solo("a4", 1500.0)])
-        .await
-        .expect("a's alice in a party of another queue, and a's party crew");
+    front::enqueue_party(
+        &t.a,
+        "y",
+        "crew",
+        &[solo("alice", 1500.0), solo("a4", 1500.0)],
+    )
+    .await
+    .expect("a's alice in a party of another queue, and a's party crew");
 
     // Each login keeps its own alice alive; neither reaches the other's.
     let kept: i32 = sqlx::query_scalar("SELECT keep_alive(ARRAY['alice'], 'x')")
@@ -294,7 +308,12 @@ async fn two_logins_each_ask_a_backfill_for_session_s1() {
 #[tokio::test]
 async fn no_lock_of_another_login_blocks_a_party() {
     let t = Tenants::start().await;
-    let crew = |p: &str| vec![solo(&format!("{p}1"), 1500.0), solo(&format!("{p}2"), 1500.0)];
+    let crew = |p: &str| {
+        vec![
+            solo(&format!("{p}1"), 1500.0),
+            solo(&format!("{p}2"), 1500.0),
+        ]
+    };
     // b holds every advisory key it could compute for a's party (the login name shows in
     // pg_stat_activity), and has its own party crew in flight, uncommitted.
     let mut held = t.b.begin().await.unwrap();
@@ -360,12 +379,11 @@ async fn nothing_b_can_call_or_read_shows_as_entries_matches_or_sessions() {
     // The views: nothing of a's.
     assert!(status_rows(&t.b).await.is_empty());
     for view in ["match_details", "backfill_status"] {
-        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT count(*) FROM {view}"
-        )))
-        .fetch_one(&t.b)
-        .await
-        .unwrap();
+        let n: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {view}")))
+                .fetch_one(&t.b)
+                .await
+                .unwrap();
         assert_eq!(n, 0, "{view}");
     }
     // The functions: b's calls on alice, carol and s1 reach nothing of a's, and are
@@ -453,8 +471,16 @@ async fn numbers_are_stored_canonical_whatever_their_scale() {
                 r#"{"eu": 0}"#.to_string(),
                 r#"{"a1": 0, "a2": 20.5}"#.to_string()
             ),
-            ("p1".to_string(), r#"{"eu": 0}"#.to_string(), "{}".to_string()),
-            ("p2".to_string(), r#"{"eu": 12}"#.to_string(), "{}".to_string()),
+            (
+                "p1".to_string(),
+                r#"{"eu": 0}"#.to_string(),
+                "{}".to_string()
+            ),
+            (
+                "p2".to_string(),
+                r#"{"eu": 12}"#.to_string(),
+                "{}".to_string()
+            ),
         ]
     );
     let members: String = sqlx::query_scalar("SELECT members::text FROM backfill_requests")
@@ -504,4 +530,39 @@ async fn party_and_player_ids_of_two_logins_do_not_meet_in_refusals() {
         "members[].player_id = 'alice', 'bob': is already queued in queue x (cancel it first)"
     );
     let _ = &t.b_name;
+}
+
+/// One match may hold both logins' alice: the round tells them apart, and each login's
+/// roster shows the other alice as another player.
+#[tokio::test]
+async fn one_match_may_hold_two_logins_alice() {
+    let mut t = Tenants::start().await;
+    solos(&t.a, "x", &["alice", "a1"]).await;
+    solos(&t.b, "x", &["alice", "b1"]).await;
+    let report = t.round("x").await;
+    assert_eq!((report.matches, report.matched), (1, 4), "{report:?}");
+    for login in [&t.a, &t.b] {
+        let (status, _, _) = status_of(login, "x", "alice").await;
+        assert_eq!(status, "matched");
+        let rows: Vec<(String, Vec<String>, Vec<String>)> = sqlx::query_as(
+            "SELECT player_id, teammates, opponents FROM match_details
+              WHERE player_id = 'alice' ORDER BY team",
+        )
+        .fetch_all(login)
+        .await
+        .unwrap();
+        // Both alices are in the roster; each row's others are the 3 other players.
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        for (_, mates, foes) in &rows {
+            let mut others: Vec<&String> = mates.iter().chain(foes).collect();
+            others.sort();
+            assert_eq!(others.len(), 3, "{rows:?}");
+            assert_eq!(
+                others.iter().filter(|p| **p == "alice").count(),
+                1,
+                "{rows:?}"
+            );
+        }
+    }
+    assert_contract_invariants(t.db()).await;
 }
