@@ -221,7 +221,11 @@ fn may_join(model: &QueueModel, session: &[&Player], p: &Player) -> bool {
         return false;
     }
     if let Some(attr) = &f.crossplay {
-        let off = |q: &Player| q.attributes.get("crossplay").is_some_and(|a| a.values() == ["off"]);
+        let off = |q: &Player| {
+            q.attributes
+                .get("crossplay")
+                .is_some_and(|a| a.values() == ["off"])
+        };
         let platform = |q: &Player| q.attributes.get(attr).map(|a| a.values().to_vec());
         let mine = platform(p);
         if session
@@ -689,6 +693,57 @@ mod tests {
         assert_eq!(f.evaluated, 3);
         let rest: Vec<&str> = out.rest.players.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(rest, ["far", "other"]);
+    }
+
+    #[test]
+    fn filters_avoids_and_floors_hold_in_backfill() {
+        use crate::model::{AvoidScope, FloorStep};
+        use crate::pool::Attribute;
+        let build = |mut pl: Player, b: &str| {
+            pl.attributes
+                .insert("build".into(), Attribute::One(b.into()));
+            pl
+        };
+        let mut s = session();
+        for pl in s.teams.iter_mut().flatten() {
+            *pl = build(pl.clone(), "1.4");
+        }
+        let mut model = QueueModel::default();
+        model.filters.same = vec!["build".into()];
+        // the nearest in skill has another build: the farther one of the session's
+        // build fills
+        let pl = pool(vec![
+            build(p("other", 1500.0), "1.3"),
+            build(p("same", 1450.0), "1.4"),
+        ]);
+        let out = fill_sessions(&[s.clone()], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert_eq!(out.fills[0].outcome.teams[1], vec!["same".to_string()]);
+        // a member avoids the nearest: the next fills, in either scope (the open slot is
+        // on the avoider's team)
+        for scope in [AvoidScope::Match, AvoidScope::Team] {
+            let mut s = s.clone();
+            s.teams[1][0].avoids = vec!["same".into()];
+            model.avoids.scope = scope;
+            let pl = pool(vec![
+                build(p("same", 1500.0), "1.4"),
+                build(p("next", 1450.0), "1.4"),
+            ]);
+            let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
+            assert_eq!(
+                out.fills[0].outcome.teams[1],
+                vec!["next".to_string()],
+                "{scope:?}"
+            );
+        }
+        // a floor on the team gap: a candidate that would break it is not taken
+        model.floors = vec![FloorStep {
+            max_team_gap: Some(100.0),
+            ..FloorStep::default()
+        }];
+        let pl = pool(vec![build(p("strong", 2000.0), "1.4")]);
+        let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert!(out.fills.is_empty(), "{out:?}");
+        assert_eq!(out.unfilled.len(), 1);
     }
 
     #[test]

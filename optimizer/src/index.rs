@@ -633,7 +633,11 @@ fn build_meet(
                         .unwrap_or_default();
                     let next = ids.len() as u32;
                     *ids.entry(v.clone()).or_insert_with(|| {
-                        names.push(if v.is_empty() { format!("{attr} unset") } else { v });
+                        names.push(if v.is_empty() {
+                            format!("{attr} unset")
+                        } else {
+                            v
+                        });
                         next
                     })
                 })

@@ -190,7 +190,9 @@ pub fn explain_left_over(
                     model.alliance.short_match_min_score
                 ),
             )
-        } else if let Some((count, what)) = meets.clone().filter(|(count, _)| count + size < per_match) {
+        } else if let Some((count, what)) =
+            meets.clone().filter(|(count, _)| count + size < per_match)
+        {
             (
                 LeftOverKind::Filtered,
                 format!(
@@ -198,14 +200,9 @@ pub fn explain_left_over(
                     if count == 1 { "" } else { "s" }
                 ),
             )
-        } else if let Some((swapped, m, score)) = in_place_of(
-            &sc,
-            &matches,
-            u,
-            unit.skill,
-            &mut evaluations,
-            &mut seen,
-        ) {
+        } else if let Some((swapped, m, score)) =
+            in_place_of(&sc, &matches, u, unit.skill, &mut evaluations, &mut seen)
+        {
             let out: Vec<String> = swapped.iter().map(|&v| name(v)).collect();
             // the match, named by a player who stays in it
             let stays = matches[m]
@@ -454,7 +451,10 @@ impl Seen {
 /// Whether the filters (`same`, crossplay) let the players of units a and b meet.
 fn may_meet(ix: &IndexedPool, a: u32, b: u32) -> bool {
     let m = &ix.meet;
-    let (pa, pb) = (ix.units[a as usize].members[0], ix.units[b as usize].members[0]);
+    let (pa, pb) = (
+        ix.units[a as usize].members[0],
+        ix.units[b as usize].members[0],
+    );
     if !m.same_key.is_empty() && m.same_key[pa as usize] != m.same_key[pb as usize] {
         return false;
     }
@@ -493,7 +493,12 @@ fn may_meet_count(ix: &IndexedPool, u: u32) -> Option<(usize, String)> {
     if !m.same_key.is_empty() {
         what.push(m.same_names[m.same_key[first] as usize].clone());
     }
-    if !m.platform.is_empty() && ix.units[u as usize].members.iter().any(|&p| m.crossplay_off[p as usize]) {
+    if !m.platform.is_empty()
+        && ix.units[u as usize]
+            .members
+            .iter()
+            .any(|&p| m.crossplay_off[p as usize])
+    {
         what.push(format!(
             "crossplay off on {}",
             m.platform_names[m.platform[first] as usize]
@@ -503,7 +508,14 @@ fn may_meet_count(ix: &IndexedPool, u: u32) -> Option<(usize, String)> {
         .filter(|&v| v != u && may_meet(ix, u, v))
         .map(|v| ix.units[v as usize].size())
         .sum();
-    Some((count, if what.is_empty() { "filters".into() } else { what.join(", ") }))
+    Some((
+        count,
+        if what.is_empty() {
+            "filters".into()
+        } else {
+            what.join(", ")
+        },
+    ))
 }
 
 /// `m` minutes and seconds as a short duration: "2m", "45s", "1m30s".

@@ -436,7 +436,10 @@ impl QueueModel {
                 return bad("filters.same", &format!("attribute {a:?} listed twice"));
             }
         }
-        for (key, v) in [("filters.crossplay", &f.crossplay), ("filters.language", &f.language)] {
+        for (key, v) in [
+            ("filters.crossplay", &f.crossplay),
+            ("filters.language", &f.language),
+        ] {
             if v.as_deref() == Some("") {
                 return bad(key, "empty attribute name");
             }
@@ -488,8 +491,18 @@ impl QueueModel {
                 };
                 for (k, now, before, up) in [
                     ("max_team_gap", s.max_team_gap, p.max_team_gap, true),
-                    ("max_enemy_ping_ms", s.max_enemy_ping_ms, p.max_enemy_ping_ms, true),
-                    ("min_match_score", s.min_match_score, p.min_match_score, false),
+                    (
+                        "max_enemy_ping_ms",
+                        s.max_enemy_ping_ms,
+                        p.max_enemy_ping_ms,
+                        true,
+                    ),
+                    (
+                        "min_match_score",
+                        s.min_match_score,
+                        p.min_match_score,
+                        false,
+                    ),
                 ] {
                     if !looser(now, before, up) {
                         return bad(&key(k), "must not tighten the previous step's limit");

@@ -175,7 +175,9 @@ fn same_parts(pool: &Pool, model: &QueueModel) -> Result<Vec<Pool>, PoolError> {
         if k == parts.len() {
             parts.push(Pool {
                 queue: pool.queue.clone(),
-                now: pool.now.or_else(|| pool.players.iter().filter_map(|p| p.enqueued_at).max()),
+                now: pool
+                    .now
+                    .or_else(|| pool.players.iter().filter_map(|p| p.enqueued_at).max()),
                 players: Vec::new(),
                 history: pool.history.clone(),
             });
@@ -186,7 +188,12 @@ fn same_parts(pool: &Pool, model: &QueueModel) -> Result<Vec<Pool>, PoolError> {
 }
 
 /// One round's outcome from its parts' (`same_parts`).
-fn merge(pool: &Pool, model: &QueueModel, outs: Vec<RoundOutcome>, elapsed: Duration) -> RoundOutcome {
+fn merge(
+    pool: &Pool,
+    model: &QueueModel,
+    outs: Vec<RoundOutcome>,
+    elapsed: Duration,
+) -> RoundOutcome {
     let order: HashMap<&str, usize> = pool
         .players
         .iter()
@@ -238,7 +245,10 @@ fn merge(pool: &Pool, model: &QueueModel, outs: Vec<RoundOutcome>, elapsed: Dura
     let score = if matches.is_empty() {
         0.0
     } else {
-        let m = matches.iter().map(|m| m.score.max(0.0).powf(power)).sum::<f64>()
+        let m = matches
+            .iter()
+            .map(|m| m.score.max(0.0).powf(power))
+            .sum::<f64>()
             / matches.len() as f64;
         if power == 1.0 { m } else { m.powf(1.0 / power) }
     };
@@ -544,7 +554,10 @@ fn outcome(
         }
         *valid
     });
-    debug_assert!(broken.is_empty(), "the search returned a match breaking a rule");
+    debug_assert!(
+        broken.is_empty(),
+        "the search returned a match breaking a rule"
+    );
     let score = sc.round_score(details.iter().map(|d| d.0.score));
     let matches = details
         .iter()

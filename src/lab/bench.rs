@@ -522,7 +522,13 @@ pub fn large_meet(pool: &mut Pool, model: &mut QueueModel, seed: u64) {
     let ids: Vec<String> = pool.players.iter().map(|p| p.id.clone()).collect();
     let mut platform_of: HashMap<String, &'static str> = HashMap::new();
     for p in &mut pool.players {
-        let mut draw = || if rng.random_bool(0.6) { "pc" } else { "console" };
+        let mut draw = || {
+            if rng.random_bool(0.6) {
+                "pc"
+            } else {
+                "console"
+            }
+        };
         let platform = match &p.party {
             Some(x) => *platform_of.entry(x.clone()).or_insert_with(draw),
             None => draw(),
@@ -578,7 +584,9 @@ fn large_target(args: &BenchOptions, population: &Population) -> anyhow::Result<
         })
         .collect::<anyhow::Result<_>>()?;
     if args.large_meet {
-        println!("with --large-meet: one build under filters.same, crossplay (10% opted out), avoids (20% of players, 3 each)");
+        println!(
+            "with --large-meet: one build under filters.same, crossplay (10% opted out), avoids (20% of players, 3 each)"
+        );
     }
     let mut rates: Vec<String> = Vec::new();
     // scores[budget][pool]; the reference is run first so that each row can show its gap
@@ -616,7 +624,10 @@ fn large_target(args: &BenchOptions, population: &Population) -> anyhow::Result<
         println!("{line}");
     }
     if args.large_meet {
-        println!("  moves/s (budget, per pool in order): {}", rates.join(", "));
+        println!(
+            "  moves/s (budget, per pool in order): {}",
+            rates.join(", ")
+        );
     }
     let at = |d: Duration| all[..reference].iter().position(|&b| b == d);
     let secs = Duration::from_secs;

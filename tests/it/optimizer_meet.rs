@@ -63,18 +63,28 @@ fn with_rules(mut pool: Pool, seed: u64) -> Pool {
         let draw = |rng: &mut Xoshiro256PlusPlus| {
             (
                 if rng.random_bool(0.8) { "1.4" } else { "1.3" }.to_string(),
-                if rng.random_bool(0.6) { "pc" } else { "console" }.to_string(),
+                if rng.random_bool(0.6) {
+                    "pc"
+                } else {
+                    "console"
+                }
+                .to_string(),
                 rng.random_bool(0.2),
             )
         };
         let (build, platform, off) = match &p.party {
-            Some(x) => by_party.entry(x.clone()).or_insert_with(|| draw(&mut rng)).clone(),
+            Some(x) => by_party
+                .entry(x.clone())
+                .or_insert_with(|| draw(&mut rng))
+                .clone(),
             None => draw(&mut rng),
         };
         p.attributes.insert("build".into(), Attribute::One(build));
-        p.attributes.insert("platform".into(), Attribute::One(platform));
+        p.attributes
+            .insert("platform".into(), Attribute::One(platform));
         if off {
-            p.attributes.insert("crossplay".into(), Attribute::One("off".into()));
+            p.attributes
+                .insert("crossplay".into(), Attribute::One("off".into()));
         }
         if rng.random_bool(0.3) {
             p.avoids = (0..3)
@@ -111,7 +121,12 @@ fn check_floors(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> f64 {
     let max_wait = model.max_wait.as_secs_f64() / 60.0;
     let mut worst_young = 0.0f64;
     for m in &out.matches {
-        let longest = m.teams.iter().flatten().map(|id| waits[id.as_str()]).fold(0.0, f64::max);
+        let longest = m
+            .teams
+            .iter()
+            .flatten()
+            .map(|id| waits[id.as_str()])
+            .fold(0.0, f64::max);
         let step = model
             .floors
             .iter()
@@ -121,12 +136,20 @@ fn check_floors(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> f64 {
         let means: Vec<f64> = m
             .teams
             .iter()
-            .map(|t| t.iter().map(|id| ix.skill[index[id.as_str()] as usize]).sum::<f64>() / t.len() as f64)
+            .map(|t| {
+                t.iter()
+                    .map(|id| ix.skill[index[id.as_str()] as usize])
+                    .sum::<f64>()
+                    / t.len() as f64
+            })
             .collect();
         let gap = means.iter().cloned().fold(f64::MIN, f64::max)
             - means.iter().cloned().fold(f64::MAX, f64::min);
         if let Some(max) = step.max_team_gap {
-            assert!(gap <= max + 1e-9, "gap {gap} > {max} at {longest:.1} min: {m:?}");
+            assert!(
+                gap <= max + 1e-9,
+                "gap {gap} > {max} at {longest:.1} min: {m:?}"
+            );
         }
         if let Some(min) = step.min_match_score {
             assert!(m.score >= min - 1e-12, "score {} < {min}: {m:?}", m.score);
@@ -147,7 +170,11 @@ fn check_floors(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> f64 {
                 }
             }
         }
-        if m.teams.iter().flatten().all(|id| waits[id.as_str()] < max_wait) {
+        if m.teams
+            .iter()
+            .flatten()
+            .all(|id| waits[id.as_str()] < max_wait)
+        {
             worst_young = worst_young.max(gap);
         }
     }
@@ -163,23 +190,44 @@ fn check_meeting(pool: &Pool, model: &QueueModel, out: &RoundOutcome) {
             let pa = by_id[a.as_str()];
             for b in &ids {
                 let pb = by_id[b.as_str()];
-                assert_eq!(pa.attributes["build"], pb.attributes["build"], "{a} met {b}");
+                assert_eq!(
+                    pa.attributes["build"], pb.attributes["build"],
+                    "{a} met {b}"
+                );
                 if pa.attributes.contains_key("crossplay") {
-                    assert_eq!(pa.attributes["platform"], pb.attributes["platform"], "{a} opted out, met {b}");
+                    assert_eq!(
+                        pa.attributes["platform"], pb.attributes["platform"],
+                        "{a} opted out, met {b}"
+                    );
                 }
                 let team_of = |id: &String| m.teams.iter().position(|t| t.contains(id));
                 let apart = model.avoids.scope == AvoidScope::Team && team_of(a) != team_of(b);
-                if !apart {
-                    assert!(!pa.avoids.iter().take(model.avoids.max_per_player).any(|x| x == *b), "{a} avoids {b}");
+                // a player's own id on their list means nothing
+                if !apart && a != b {
+                    assert!(
+                        !pa.avoids
+                            .iter()
+                            .take(model.avoids.max_per_player)
+                            .any(|x| x == *b),
+                        "{a} avoids {b}"
+                    );
                 }
             }
         }
     }
 }
 
-fn check_reasons(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Vec<matchmaker_optimizer::LeftOver> {
+fn check_reasons(
+    pool: &Pool,
+    model: &QueueModel,
+    out: &RoundOutcome,
+) -> Vec<matchmaker_optimizer::LeftOver> {
     let why = explain_left_over(pool, model, out).unwrap();
-    assert_eq!(why.len(), out.unmatched.len(), "every left-over player has a reason");
+    assert_eq!(
+        why.len(),
+        out.unmatched.len(),
+        "every left-over player has a reason"
+    );
     for w in &why {
         assert!(!w.reason.is_empty());
         assert!(out.unmatched.contains(&w.player));
@@ -190,13 +238,18 @@ fn check_reasons(pool: &Pool, model: &QueueModel, out: &RoundOutcome) -> Vec<mat
 #[test]
 fn realistic_pools_keep_the_floors_and_every_left_over_has_a_reason() {
     let model = ranked();
-    let first = model.floors[0].max_team_gap.expect("the first step limits the gap");
+    let first = model.floors[0]
+        .max_team_gap
+        .expect("the first step limits the gap");
     let mut matches = 0;
     for seed in 0..3u64 {
         let pool = realistic(300, 40 + seed, false);
         let out = solve(&pool, &model, &options(seed)).unwrap();
         let worst = check_floors(&pool, &model, &out);
-        assert!(worst <= first, "seed {seed}: worst young gap {worst} > {first}");
+        assert!(
+            worst <= first,
+            "seed {seed}: worst young gap {worst} > {first}"
+        );
         check_reasons(&pool, &model, &out);
         matches += out.matches.len();
     }
@@ -216,7 +269,11 @@ fn filters_and_avoids_hold_on_realistic_pools_in_both_scopes() {
             check_meeting(&pool, &model, &out);
             check_floors(&pool, &model, &out);
             check_reasons(&pool, &model, &out);
-            assert!(out.matches.len() >= 20, "{scope:?} seed {seed}: {} matches", out.matches.len());
+            assert!(
+                out.matches.len() >= 20,
+                "{scope:?} seed {seed}: {} matches",
+                out.matches.len()
+            );
         }
     }
 }
@@ -246,13 +303,25 @@ fn with_a_relay_step_nobody_past_it_is_left_over_for_want_of_a_host() {
                     w.player,
                     w.reason
                 );
-                assert!(w.reason.contains("a relay step applies from 10m"), "{}", w.reason);
+                assert!(
+                    w.reason.contains("a relay step applies from 10m"),
+                    "{}",
+                    w.reason
+                );
             }
         }
         for m in out.matches.iter().filter(|m| m.relay) {
             assert_eq!(m.hosts, Some(Vec::new()));
-            let longest = m.teams.iter().flatten().map(|id| waits[id.as_str()]).fold(0.0, f64::max);
-            assert!(longest >= 10.0, "a relay match before the relay step: {m:?}");
+            let longest = m
+                .teams
+                .iter()
+                .flatten()
+                .map(|id| waits[id.as_str()])
+                .fold(0.0, f64::max);
+            assert!(
+                longest >= 10.0,
+                "a relay match before the relay step: {m:?}"
+            );
         }
     }
 }

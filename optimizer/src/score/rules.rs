@@ -384,7 +384,11 @@ mod tests {
         let players: Vec<Player> = (0..12)
             .map(|i| {
                 let build = if i % 2 == 0 { "1.0" } else { "1.1" };
-                with(player(&format!("p{i:02}"), 1500.0 + i as f64 * 10.0), "build", build)
+                with(
+                    player(&format!("p{i:02}"), 1500.0 + i as f64 * 10.0),
+                    "build",
+                    build,
+                )
             })
             .collect();
         let (out, pool) = run(players, &model);
@@ -424,10 +428,16 @@ mod tests {
             .collect();
         players[0].party = Some("x".into());
         players[1].party = Some("x".into());
-        players[1].attributes.insert("build".into(), Attribute::One("0.9".into()));
+        players[1]
+            .attributes
+            .insert("build".into(), Attribute::One("0.9".into()));
         let (out, _) = run(players, &model);
         assert_eq!(out.rejected.len(), 2);
-        assert!(out.rejected[0].reason.contains("mixes build"), "{:?}", out.rejected);
+        assert!(
+            out.rejected[0].reason.contains("mixes build"),
+            "{:?}",
+            out.rejected
+        );
     }
 
     #[test]
@@ -437,7 +447,11 @@ mod tests {
         let mut players = Vec::new();
         for i in 0..12 {
             let platform = if i < 6 { "pc" } else { "console" };
-            let mut p = with(player(&format!("p{i:02}"), 1500.0 + (i * 37 % 12) as f64), "platform", platform);
+            let mut p = with(
+                player(&format!("p{i:02}"), 1500.0 + (i * 37 % 12) as f64),
+                "platform",
+                platform,
+            );
             if i % 3 == 0 {
                 p = with(p, "crossplay", "off");
             }
@@ -449,7 +463,7 @@ mod tests {
             let ids: Vec<&String> = m.teams.iter().flatten().collect();
             for a in &ids {
                 let pa = find(&pool, a);
-                if pa.attributes.get("crossplay").is_some() {
+                if pa.attributes.contains_key("crossplay") {
                     for b in &ids {
                         assert_eq!(
                             find(&pool, b).attributes["platform"],
@@ -499,7 +513,10 @@ mod tests {
         assert!(out.matches.is_empty());
         let why = explain_left_over(&pool, &model, &out).unwrap();
         assert_eq!(why.len(), 6);
-        assert!(why.iter().all(|w| w.kind == LeftOverKind::Avoided), "{why:?}");
+        assert!(
+            why.iter().all(|w| w.kind == LeftOverKind::Avoided),
+            "{why:?}"
+        );
         // honoured only up to max_per_player (the first listed)
         let mut model = QueueModel::default();
         model.avoids.max_per_player = 1;
@@ -563,7 +580,8 @@ mod tests {
         for w in &why {
             assert_eq!(w.kind, LeftOverKind::Floor, "{w:?}");
             assert!(
-                w.reason.contains("team gap 920 > 150 until 2m of wait (in 45s)"),
+                w.reason
+                    .contains("team gap 920 > 150 until 2m of wait (in 45s)"),
                 "{}",
                 w.reason
             );
@@ -621,8 +639,9 @@ mod tests {
         assert!(out.matches.is_empty(), "the relay step is not in force yet");
         let why = explain_left_over(&pool, &model, &out).unwrap();
         assert!(
-            why.iter()
-                .all(|w| w.reason.contains("a relay step applies from 15m of wait (in 5m)")),
+            why.iter().all(|w| w
+                .reason
+                .contains("a relay step applies from 15m of wait (in 5m)")),
             "{why:?}"
         );
         model.floors[0].after = Duration::from_secs(300);
@@ -646,7 +665,8 @@ mod tests {
             p.enqueued_at = Some(at(-600));
             for j in 0..12 {
                 if j != i {
-                    p.peer_pings.insert(format!("p{j}"), if j >= 6 { 50.0 } else { 400.0 });
+                    p.peer_pings
+                        .insert(format!("p{j}"), if j >= 6 { 50.0 } else { 400.0 });
                 }
             }
             players.push(p);
@@ -691,14 +711,44 @@ mod tests {
             ..FloorStep::default()
         };
         let p2p = || Network::PeerToPeer;
-        assert_eq!(check(vec![step(0, Some(100.0), false), step(60, None, true)], p2p()), None);
+        assert_eq!(
+            check(
+                vec![step(0, Some(100.0), false), step(60, None, true)],
+                p2p()
+            ),
+            None
+        );
         for (floors, network, want) in [
-            (vec![step(60, None, false), step(0, None, false)], p2p(), "floors[1].after"),
-            (vec![step(0, Some(300.0), false), step(60, Some(200.0), false)], p2p(), "floors[1].max_team_gap"),
-            (vec![step(0, None, false), step(60, Some(200.0), false)], p2p(), "floors[1].max_team_gap"),
-            (vec![step(0, Some(f64::NAN), false)], p2p(), "floors[0].max_team_gap"),
-            (vec![step(0, None, true), step(60, None, false)], p2p(), "floors[1].relay"),
-            (vec![step(0, None, true)], Network::Dedicated, "floors[0].relay"),
+            (
+                vec![step(60, None, false), step(0, None, false)],
+                p2p(),
+                "floors[1].after",
+            ),
+            (
+                vec![step(0, Some(300.0), false), step(60, Some(200.0), false)],
+                p2p(),
+                "floors[1].max_team_gap",
+            ),
+            (
+                vec![step(0, None, false), step(60, Some(200.0), false)],
+                p2p(),
+                "floors[1].max_team_gap",
+            ),
+            (
+                vec![step(0, Some(f64::NAN), false)],
+                p2p(),
+                "floors[0].max_team_gap",
+            ),
+            (
+                vec![step(0, None, true), step(60, None, false)],
+                p2p(),
+                "floors[1].relay",
+            ),
+            (
+                vec![step(0, None, true)],
+                Network::Dedicated,
+                "floors[0].relay",
+            ),
         ] {
             let e = check(floors, network).expect("refused");
             assert!(e.contains(want), "{e} should name {want}");
