@@ -327,7 +327,7 @@ async fn a_bounded_login_cannot_hoard_connections() {
 
 #[tokio::test]
 async fn a_bounded_login_cannot_hold_a_transaction_open_or_run_long() {
-    let mut w = World::new().await;
+    let w = World::new().await;
     let login = bounded_login(&w.tdb, 5).await;
     let mut conn = connect_as(&w.tdb, &login).await.unwrap();
     // The settings are the login's own (a group role's would not reach it).
