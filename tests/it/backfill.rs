@@ -342,7 +342,6 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
         let mut w = World::new().await;
         let (_, client) = client_login(&w.tdb, 2).await;
         let (_, server) = server_login(&w.tdb, 2).await;
-    let (_, server) = server_login(&w.tdb, 2).await;
         solo(&client, "near", 1500.0, 30.0).await;
         let id = request(&server, "game-10", &lost_one(), &[0, 1], "30 seconds")
             .await
@@ -507,7 +506,6 @@ async fn an_expired_request_says_why() {
 #[tokio::test]
 async fn malformed_requests_are_refused_readably_and_touch_nothing() {
     let w = World::new().await;
-    let (_, client) = client_login(&w.tdb, 2).await;
     let (_, server) = server_login(&w.tdb, 2).await;
     let m = |id: &str, team: Value| json!({"player_id": id, "team": team, "skill": 1500});
     let five = lost_one();

@@ -853,7 +853,11 @@ enqueue_burst = 3.0
 async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    publish(db, &Config::from_toml_str(QUOTA_QUEUES).expect("valid config")).await;
+    publish(
+        db,
+        &Config::from_toml_str(QUOTA_QUEUES).expect("valid config"),
+    )
+    .await;
     let (_, client) = client_server_login(&tdb, 1).await;
     let (_, other) = client_server_login(&tdb, 1).await;
     for sql in [
@@ -864,7 +868,10 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
                                                     {"player_id": "c", "skill": 1}]')"#,
         r#"SELECT request_backfill('l', 's1', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#,
     ] {
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&client).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&client)
+            .await
+            .unwrap();
     }
     let cases = [
         (
@@ -904,7 +911,7 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
         .await
         .unwrap();
     assert_eq!(cancelled, 1);
-    sqlx::query("SELECT enqueue('l', 'c', 1500)")
+    sqlx::query("SELECT enqueue('l', 'e', 1500)")
         .execute(&client)
         .await
         .unwrap();

@@ -56,9 +56,17 @@ impl World {
 
     /// The next scheduled round.
     async fn round(&mut self) -> RoundReport {
+        self.try_round()
+            .await
+            .unwrap_or_else(|| panic!("expected a round"))
+    }
+
+    /// The next scheduled round, if the pool holds a match's worth of players.
+    async fn try_round(&mut self) -> Option<RoundReport> {
         self.clock.advance(Duration::from_secs(601));
         match self.worker.step().await.unwrap() {
-            StepOutcome::Ran(r) => r,
+            StepOutcome::Ran(r) => Some(r),
+            StepOutcome::Waiting { .. } => None,
             other => panic!("expected a round, got {other:?}"),
         }
     }
@@ -90,13 +98,11 @@ async fn ghosts(client: &PgPool, n: usize) {
 
 /// How many of `login`'s entries are matched.
 async fn matched_of(db: &PgPool, login: &str) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM queue_entries WHERE owner = $1 AND status = 'matched'",
-    )
-    .bind(login)
-    .fetch_one(db)
-    .await
-    .unwrap()
+    sqlx::query_scalar("SELECT count(*) FROM queue_entries WHERE owner = $1 AND status = 'matched'")
+        .bind(login)
+        .fetch_one(db)
+        .await
+        .unwrap()
 }
 
 /// A's players matched after each of `rounds` rounds, with B's ghosts (enqueued first,
@@ -109,7 +115,7 @@ async fn honest_matched_per_round(with_ghosts: usize, rounds: usize) -> Vec<i64>
     honest(&honest_login, "a", 24).await;
     let mut matched = Vec::new();
     for _ in 0..rounds {
-        w.round().await;
+        w.try_round().await;
         matched.push(matched_of(w.db(), &a).await);
     }
     assert_nobody_matched_twice(w.db()).await;
@@ -147,7 +153,10 @@ async fn entries_nobody_could_take_for_a_few_rounds_wait_behind_the_others() {
     .fetch_one(w.db())
     .await
     .unwrap();
-    assert_eq!(left_over.as_deref(), Some("no_host"));
+    assert!(
+        matches!(left_over.as_deref(), Some("no_host" | "no_valid_match")),
+        "{left_over:?}"
+    );
     let reason = reason.unwrap_or_default();
     assert!(
         reason.contains("left over so for 3 rounds: waits behind the other entries"),
@@ -191,7 +200,10 @@ async fn a_login_at_its_quota_is_refused_and_the_other_is_served() {
         .unwrap_err();
     let (code, message) = db_error(&err);
     assert_eq!(code, "22023");
-    assert!(message.starts_with("queue = 'q': this login has 5 of its 5"), "{message}");
+    assert!(
+        message.starts_with("queue = 'q': this login has 5 of its 5"),
+        "{message}"
+    );
     honest(&honest_login, "a", 5).await;
 }
 
@@ -235,7 +247,10 @@ async fn backfill_is_a_game_servers_and_its_requests_take_a_share_of_a_round() {
         .unwrap_err();
     let (code, message) = db_error(&err);
     assert_eq!(code, "22023");
-    assert!(message.starts_with("session_id = 'fake-20': this login has 20"), "{message}");
+    assert!(
+        message.starts_with("session_id = 'fake-20': this login has 20"),
+        "{message}"
+    );
 
     // 24 players: the round's fills take at most half of them (max_fill_share 0.5, five
     // slots a request: two requests), new matches the rest.
@@ -257,7 +272,10 @@ async fn backfill_is_a_game_servers_and_its_requests_take_a_share_of_a_round() {
     .fetch_one(w.db())
     .await
     .unwrap();
-    assert!(in_new_matches >= 12, "{in_new_matches} in new matches: {r:?}");
+    assert!(
+        in_new_matches >= 12,
+        "{in_new_matches} in new matches: {r:?}"
+    );
     assert_eq!(matched_of(w.db(), &a).await, filled + in_new_matches);
 }
 
@@ -295,7 +313,11 @@ async fn a_bounded_login_cannot_hoard_connections() {
     let _one = connect_as(&w.tdb, &login).await.unwrap();
     let _two = connect_as(&w.tdb, &login).await.unwrap();
     let err = connect_as(&w.tdb, &login).await.unwrap_err();
-    assert_eq!(db_error(&err).0, "53300", "too many connections for the role");
+    assert_eq!(
+        db_error(&err).0,
+        "53300",
+        "too many connections for the role"
+    );
     // Another login, and the daemon, still connect.
     let (_, other) = client_login(&w.tdb, 1).await;
     honest(&other, "b", 1).await;
@@ -305,7 +327,7 @@ async fn a_bounded_login_cannot_hoard_connections() {
 
 #[tokio::test]
 async fn a_bounded_login_cannot_hold_a_transaction_open_or_run_long() {
-    let mut w = World::new().await;
+    let w = World::new().await;
     let login = bounded_login(&w.tdb, 5).await;
     let mut conn = connect_as(&w.tdb, &login).await.unwrap();
     // The settings are the login's own (a group role's would not reach it).
@@ -333,13 +355,12 @@ async fn a_bounded_login_cannot_hold_a_transaction_open_or_run_long() {
     let mut ended = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let open: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1",
-        )
-        .bind(&login)
-        .fetch_one(w.db())
-        .await
-        .unwrap();
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE usename = $1")
+                .bind(&login)
+                .fetch_one(w.db())
+                .await
+                .unwrap();
         if open == 0 {
             ended = true;
             break;
@@ -348,7 +369,6 @@ async fn a_bounded_login_cannot_hold_a_transaction_open_or_run_long() {
     assert!(ended, "the idle transaction was not ended");
     assert!(sqlx::query("SELECT 1").execute(&mut conn).await.is_err());
     assert_eq!(count(w.db(), "SELECT count(*) FROM queue_entries").await, 0);
-    w.round().await;
 }
 
 #[tokio::test]
@@ -362,12 +382,14 @@ async fn a_notification_flood_does_not_stop_rounds() {
         .await
         .unwrap();
     for i in 0..200 {
-        sqlx::query("SELECT pg_notify('matchmaker_enqueue', 'q'), pg_notify($1, repeat('x', 7000) || $2)")
-            .bind(&channel)
-            .bind(i.to_string())
-            .execute(&client)
-            .await
-            .unwrap();
+        sqlx::query(
+            "SELECT pg_notify('matchmaker_enqueue', 'q'), pg_notify($1, repeat('x', 7000) || $2)",
+        )
+        .bind(&channel)
+        .bind(i.to_string())
+        .execute(&client)
+        .await
+        .unwrap();
     }
     let r = w.round().await;
     assert_eq!(r.matched, 12, "{r:?}");
