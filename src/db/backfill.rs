@@ -12,8 +12,8 @@ use sqlx::PgPool;
 
 use super::DbError;
 use super::snapshot::{Snapshot, read_avoids};
-use matchmaker_optimizer::{Attribute, Player};
 use matchmaker_optimizer::backfill::Session;
+use matchmaker_optimizer::{Attribute, Player};
 
 /// Most open requests one round considers (the oldest first); the rest wait a round.
 pub const MAX_REQUESTS_PER_ROUND: i64 = 200;

@@ -86,8 +86,14 @@ pub async fn snapshot_pool(
     max_players: usize,
     history_matches: usize,
 ) -> Result<Snapshot, DbError> {
-    snapshot_pool_with_avoids(db, queue, max_players, history_matches, default_max_avoids())
-        .await
+    snapshot_pool_with_avoids(
+        db,
+        queue,
+        max_players,
+        history_matches,
+        default_max_avoids(),
+    )
+    .await
 }
 
 /// [`snapshot_pool`], with each player's newest `max_avoids` avoids (the queue's
@@ -389,7 +395,12 @@ impl Snapshot {
         let pool_id: HashMap<(&str, &str), &str> = self
             .entries
             .iter()
-            .map(|e| ((e.owner.as_str(), e.player_id.as_str()), e.player_id.as_str()))
+            .map(|e| {
+                (
+                    (e.owner.as_str(), e.player_id.as_str()),
+                    e.player_id.as_str(),
+                )
+            })
             .collect();
         let mut of: HashMap<&str, Vec<String>> = HashMap::new();
         for (owner, player, avoided) in &self.avoids {
