@@ -88,7 +88,6 @@ impl BackfillRequest {
                 peer_pings: m.peer_pings,
                 roles: m.roles,
                 side: m.side,
-                ..Default::default()
             });
         }
         Ok(Session {

@@ -398,6 +398,9 @@ fn stats() -> SolveStats {
     }
 }
 
+/// player_id, status, relay, left_over, reason of player_status.
+type StatusRow = (String, String, bool, Option<String>, Option<String>);
+
 #[tokio::test]
 async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
     let tdb = fresh_db().await;
@@ -506,7 +509,7 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
             .await
             .unwrap();
     assert_eq!((relay, host), (true, None));
-    let status: Vec<(String, String, bool, Option<String>, Option<String>)> = sqlx::query_as(
+    let status: Vec<StatusRow> = sqlx::query_as(
         "SELECT player_id, status, relay, left_over, reason FROM player_status ORDER BY player_id",
     )
     .fetch_all(&client)
