@@ -134,7 +134,6 @@ impl BackfillRequest {
                 peer_pings,
                 roles: m.roles,
                 side: m.side,
-                ..Default::default()
             });
         }
         Ok(Session {

@@ -234,8 +234,8 @@ pub fn replay_round(
         p.avoids.truncate(config.model.avoids.max_per_player);
     }
     let started = std::time::Instant::now();
-    let (outcome, malformed, pool) =
-        solve_rejecting_malformed(pool, &config.model, &options).map_err(|e| {
+    let (outcome, malformed, pool) = solve_rejecting_malformed(pool, &config.model, &options)
+        .map_err(|e| {
             anyhow::anyhow!(
                 "round {}: the core refused the replay: {e}",
                 stored.round_id

@@ -166,12 +166,11 @@ async fn attributes_are_stored_and_reach_the_pool() {
     assert_eq!(by_id["dave"].attributes["build"], one("1.4.2"));
 
     // A queue's same_attributes and max_avoids are published for clients.
-    let (same, max): (Vec<String>, i32) = sqlx::query_as(
-        "SELECT same_attributes, max_avoids FROM queue_catalog WHERE queue = 'q'",
-    )
-    .fetch_one(&client)
-    .await
-    .unwrap();
+    let (same, max): (Vec<String>, i32) =
+        sqlx::query_as("SELECT same_attributes, max_avoids FROM queue_catalog WHERE queue = 'q'")
+            .fetch_one(&client)
+            .await
+            .unwrap();
     assert_eq!((same, max), (vec!["build".to_string()], 3));
 }
 
@@ -290,23 +289,19 @@ async fn avoid_unavoid_and_avoid_list_work_and_a_login_sees_only_its_own() {
         .execute(&client)
         .await
         .unwrap();
-    let expires: Option<chrono::DateTime<chrono::Utc>> = sqlx::query_scalar(
-        "SELECT expires_at FROM avoid_list WHERE player_id = 'bob'",
+    let expires: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("SELECT expires_at FROM avoid_list WHERE player_id = 'bob'")
+            .fetch_one(&client)
+            .await
+            .unwrap();
+    assert!(expires.is_some());
+    sqlx::query(
+        "UPDATE avoids SET expires_at = now() - interval '1 second' WHERE player_id = 'bob'",
     )
-    .fetch_one(&client)
+    .execute(db)
     .await
     .unwrap();
-    assert!(expires.is_some());
-    sqlx::query("UPDATE avoids SET expires_at = now() - interval '1 second' WHERE player_id = 'bob'")
-        .execute(db)
-        .await
-        .unwrap();
-    assert!(
-        !avoid_list(&client)
-            .await
-            .iter()
-            .any(|(p, _)| p == "bob")
-    );
+    assert!(!avoid_list(&client).await.iter().any(|(p, _)| p == "bob"));
     let owners: Vec<String> =
         sqlx::query_scalar("SELECT DISTINCT owner FROM avoids WHERE player_id = 'alice' AND avoided_player_id LIKE 'p%'")
             .fetch_all(db)
@@ -424,6 +419,9 @@ fn stats() -> SolveStats {
     }
 }
 
+/// player_id, status, relay, left_over, reason of player_status.
+type StatusRow = (String, String, bool, Option<String>, Option<String>);
+
 #[tokio::test]
 async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
     let tdb = fresh_db().await;
@@ -432,7 +430,14 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
     publish(db, &config).await;
     let (_, client) = client_login(&tdb, 1).await;
     for i in 0..8 {
-        solo(&client, "q", &format!("f{i}"), 1500.0, json!({"build": "1"})).await;
+        solo(
+            &client,
+            "q",
+            &format!("f{i}"),
+            1500.0,
+            json!({"build": "1"}),
+        )
+        .await;
     }
     let queue = &config.queues["q"];
     let now = chrono::Utc::now().trunc_subsecs(6);
@@ -525,7 +530,7 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
             .await
             .unwrap();
     assert_eq!((relay, host), (true, None));
-    let status: Vec<(String, String, bool, Option<String>, Option<String>)> = sqlx::query_as(
+    let status: Vec<StatusRow> = sqlx::query_as(
         "SELECT player_id, status, relay, left_over, reason FROM player_status ORDER BY player_id",
     )
     .fetch_all(&client)
@@ -611,8 +616,22 @@ async fn after_core_two_builds_never_share_a_match() {
     // Two builds of six players each; skills that pair across builds best.
     for i in 0..6 {
         let skill = 1000.0 + 200.0 * (i / 2) as f64;
-        solo(&client, "q", &format!("old{i}"), skill, json!({"build": "1.4"})).await;
-        solo(&client, "q", &format!("new{i}"), skill + 5.0, json!({"build": "1.5"})).await;
+        solo(
+            &client,
+            "q",
+            &format!("old{i}"),
+            skill,
+            json!({"build": "1.4"}),
+        )
+        .await;
+        solo(
+            &client,
+            "q",
+            &format!("new{i}"),
+            skill + 5.0,
+            json!({"build": "1.5"}),
+        )
+        .await;
     }
     w.round().await;
     let placed = placements(&client).await;
@@ -625,7 +644,10 @@ async fn after_core_two_builds_never_share_a_match() {
             .push(if p.starts_with("old") { "1.4" } else { "1.5" });
     }
     for (m, b) in builds {
-        assert!(b.iter().all(|x| *x == b[0]), "match {m} mixes builds: {b:?}");
+        assert!(
+            b.iter().all(|x| *x == b[0]),
+            "match {m} mixes builds: {b:?}"
+        );
     }
 }
 
@@ -669,7 +691,14 @@ async fn after_core_nobody_meets_a_player_they_avoid() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 1).await;
     for i in 0..12 {
-        solo(&client, "q", &format!("p{i}"), 1500.0 + i as f64, json!({"build": "1"})).await;
+        solo(
+            &client,
+            "q",
+            &format!("p{i}"),
+            1500.0 + i as f64,
+            json!({"build": "1"}),
+        )
+        .await;
     }
     // Neighbours in skill (whom the search would put together) avoid each other.
     let mut pairs = Vec::new();

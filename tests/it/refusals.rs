@@ -137,7 +137,8 @@ fn checked() -> Vec<(String, String)> {
             format!("attributes.build = '{x65}': is longer than 64 characters"),
         ),
         (
-            r#"SELECT enqueue('q', 'p1', 1500, attributes => '{"build": "a"}')"#.into(),
+            r"SELECT enqueue('q', 'p1', 1500, attributes => jsonb_build_object('build', E'a\x01'))"
+                .into(),
             "attributes.build = 'a\u{1}': contains control characters".into(),
         ),
         (

@@ -460,14 +460,16 @@ async fn read_catalog(db: &PgPool, queue: &str) -> Result<Option<CatalogQueue>, 
     .bind(queue)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(secs, max_party_size, roles, max_avoids)| CatalogQueue {
-        max_avoids: usize::try_from(max_avoids).unwrap_or(0),
-        keep_alive_every: secs
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map_or(DEFAULT_KEEP_ALIVE_EVERY, Duration::from_secs_f64),
-        max_party_size: usize::try_from(max_party_size).unwrap_or(1),
-        roles,
-    }))
+    Ok(
+        row.map(|(secs, max_party_size, roles, max_avoids)| CatalogQueue {
+            max_avoids: usize::try_from(max_avoids).unwrap_or(0),
+            keep_alive_every: secs
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map_or(DEFAULT_KEEP_ALIVE_EVERY, Duration::from_secs_f64),
+            max_party_size: usize::try_from(max_party_size).unwrap_or(1),
+            roles,
+        }),
+    )
 }
 
 /// Waits until `queue_catalog` lists the queue (the daemon publishes a queue when its
@@ -1017,7 +1019,9 @@ impl<'p> Simulation<'p> {
         }
         for (_, a) in &ours {
             if a.get("crossplay") == Some(&Attribute::One("off".into()))
-                && ours.iter().any(|(_, b)| b.get("platform") != a.get("platform"))
+                && ours
+                    .iter()
+                    .any(|(_, b)| b.get("platform") != a.get("platform"))
             {
                 self.report.crossplay_breaks += 1;
             }
@@ -1265,7 +1269,11 @@ mod tests {
         let mut sim = Simulation::new(&population, &options);
         let build = |sim: &Simulation, k: usize| sim.attributes[k]["build"].clone();
         for g in &sim.groups {
-            assert!(g.members.iter().all(|&m| build(&sim, m) == build(&sim, g.members[0])));
+            assert!(
+                g.members
+                    .iter()
+                    .all(|&m| build(&sim, m) == build(&sim, g.members[0]))
+            );
         }
         let old = (0..1000)
             .filter(|&k| build(&sim, k) == Attribute::One("1.4".into()))
@@ -1273,7 +1281,11 @@ mod tests {
         assert!((100..300).contains(&old), "{old} players on the old build");
         let off = |sim: &Simulation, k: usize| sim.attributes[k].contains_key("crossplay");
         assert!((0..1000).any(|k| off(&sim, k)));
-        assert!((0..1000).all(|k| !off(&sim, k) || sim.attributes[k]["platform"] != Attribute::One("pc".into())));
+        assert!(
+            (0..1000)
+                .all(|k| !off(&sim, k)
+                    || sim.attributes[k]["platform"] != Attribute::One("pc".into()))
+        );
         // The same base and arrivals without attributes.
         let plain = Simulation::new(
             &population,
@@ -1293,7 +1305,9 @@ mod tests {
         // another platform, and a player with someone they avoid.
         let ids: Vec<String> = sim.profiles.iter().map(|p| p.id.clone()).collect();
         let id = |k: usize| ids[k].clone();
-        let same: Vec<usize> = (0..1000).filter(|&k| build(&sim, k) == build(&sim, 0)).collect();
+        let same: Vec<usize> = (0..1000)
+            .filter(|&k| build(&sim, k) == build(&sim, 0))
+            .collect();
         let pc: Vec<usize> = same
             .iter()
             .copied()
@@ -1303,7 +1317,12 @@ mod tests {
         let roster: Vec<(String, i32)> = pc.iter().map(|&k| (id(k), (k % 2) as i32)).collect();
         sim.check_meet(&roster);
         assert_eq!(
-            (sim.report.meet_checked, sim.report.build_mixes, sim.report.crossplay_breaks, sim.report.avoid_breaks),
+            (
+                sim.report.meet_checked,
+                sim.report.build_mixes,
+                sim.report.crossplay_breaks,
+                sim.report.avoid_breaks
+            ),
             (1, 0, 0, 0)
         );
         let other = (0..1000)
