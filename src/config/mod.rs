@@ -223,6 +223,25 @@ pub struct QueueConfig {
     pub round: RoundConfig,
     pub tickets: TicketConfig,
     pub backfill: BackfillConfig,
+    /// `[queues.NAME.ready_check]`; None (no table): a round's matches are final.
+    pub ready_check: Option<ReadyCheckConfig>,
+}
+
+/// `[queues.NAME.ready_check]`: every player of a match accepts it (`accept_match`)
+/// before it is final. A match a round commits is pending until all accept (ready), or
+/// someone declines or `timeout` passes (cancelled: the players who accepted are queued
+/// again with their original enqueue time, the others end declined).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyCheckConfig {
+    /// How long players have to accept. 1s to 10m.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// A player who declined or did not answer may not enqueue in the queue again for
+    /// this long (`enqueue` refuses with the time left). 0s (the default): no cooldown.
+    /// At most 24h.
+    #[serde(with = "humantime_serde", default)]
+    pub decline_cooldown: Duration,
 }
 
 /// `[queues.NAME.backfill]`: backfill requests of running sessions (`request_backfill`).
@@ -405,6 +424,11 @@ impl QueueConfig {
                     serde_json::to_value(&self.backfill).expect("backfill config serializes");
                 map.insert("backfill".into(), backfill);
             }
+            if let Some(ready_check) = &self.ready_check {
+                let ready_check =
+                    serde_json::to_value(ready_check).expect("ready check config serializes");
+                map.insert("ready_check".into(), ready_check);
+            }
         }
         value
     }
@@ -529,6 +553,10 @@ impl Config {
                 None => BackfillConfig::default(),
                 Some(v) => typed(&format!("{key}.backfill"), v)?,
             };
+            let ready_check: Option<ReadyCheckConfig> = match queue_table.remove("ready_check") {
+                None => None,
+                Some(v) => Some(typed(&format!("{key}.ready_check"), v)?),
+            };
             let model: QueueModel = typed(&key, toml::Value::Table(queue_table))?;
             queues.insert(
                 name,
@@ -537,6 +565,7 @@ impl Config {
                     round,
                     tickets,
                     backfill,
+                    ready_check,
                 },
             );
         }
@@ -723,6 +752,20 @@ impl QueueConfig {
         }
         if !(0.0..=1.0).contains(&b.min_score) {
             return Err(invalid(key("backfill.min_score"), "must be in [0, 1]"));
+        }
+        if let Some(rc) = &self.ready_check {
+            if rc.timeout < Duration::from_secs(1) || rc.timeout > Duration::from_secs(600) {
+                return Err(invalid(
+                    key("ready_check.timeout"),
+                    "must be between 1s and 10m",
+                ));
+            }
+            if rc.decline_cooldown > Duration::from_secs(24 * 3600) {
+                return Err(invalid(
+                    key("ready_check.decline_cooldown"),
+                    "must be at most 24h (0s: no cooldown)",
+                ));
+            }
         }
         for role in &self.model.roles {
             if role.chars().count() > 64 {

@@ -25,6 +25,12 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
             regions: &config.tickets.regions,
             ticket_ttl: config.tickets.ttl,
             config_hash: config.hash(),
+            ready_timeout: config.ready_check.as_ref().map(|r| r.timeout),
+            decline_cooldown: config
+                .ready_check
+                .as_ref()
+                .map(|r| r.decline_cooldown)
+                .filter(|d| !d.is_zero()),
         }
     }
 }

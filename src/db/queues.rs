@@ -19,6 +19,10 @@ pub struct QueuePublication<'a> {
     pub regions: &'a [String],
     pub ticket_ttl: std::time::Duration,
     pub config_hash: String,
+    /// The ready check: how long players have to accept (None: matches are final), and
+    /// the decline cooldown (None: none).
+    pub ready_timeout: Option<std::time::Duration>,
+    pub decline_cooldown: Option<std::time::Duration>,
 }
 
 /// Insert or update the published row of `queue` (active again if it was retired).
@@ -39,9 +43,11 @@ pub async fn publish_queue<'a>(
     sqlx::query(
         "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
-                             published_at, min_teams, min_team_size, formats)
+                             published_at, min_teams, min_team_size, formats,
+                             ready_timeout, decline_cooldown)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
-                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14)
+                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14,
+                 make_interval(secs => $15), make_interval(secs => $16))
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -50,6 +56,8 @@ pub async fn publish_queue<'a>(
              published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
              min_teams = EXCLUDED.min_teams, min_team_size = EXCLUDED.min_team_size,
              formats = EXCLUDED.formats,
+             ready_timeout = EXCLUDED.ready_timeout,
+             decline_cooldown = EXCLUDED.decline_cooldown,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -72,6 +80,8 @@ pub async fn publish_queue<'a>(
     .bind(min_teams as i32)
     .bind(min_team_size as i32)
     .bind(&formats)
+    .bind(config.ready_timeout.map(|d| d.as_secs_f64()))
+    .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
     .execute(db)
     .await?;
     Ok(())

@@ -32,6 +32,7 @@ mod optimizer_factors;
 mod optimizer_formats;
 mod optimizer_search;
 mod peak;
+mod ready_check;
 mod recent_matches;
 mod refusals;
 mod replay;

@@ -29,10 +29,12 @@ regions = ["eu-west", "us-east"]
 "#;
 
 /// The client functions (section 4 of the schema and the client's grants, section 7).
-const CLIENT_FUNCTIONS: [&str; 7] = [
+const CLIENT_FUNCTIONS: [&str; 9] = [
     "enqueue",
     "enqueue_party",
     "cancel",
+    "accept_match",
+    "decline_match",
     "keep_alive",
     "request_backfill",
     "cancel_backfill",
@@ -333,6 +335,20 @@ fn checked() -> Vec<(String, String)> {
         (
             "SELECT cancel_backfill(NULL)".into(),
             "request_id = NULL: is required".into(),
+        ),
+        // accept_match, decline_match: the refusals that need no pending match (those
+        // of a ready check itself are asserted whole in ready_check.rs).
+        (
+            "SELECT accept_match(NULL, 1)".into(),
+            "player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            "SELECT accept_match('alice', NULL)".into(),
+            "match_id = NULL: is required".into(),
+        ),
+        (
+            "SELECT decline_match('alice', 999)".into(),
+            "match_id = 999: is not a match of player 'alice' of this login".into(),
         ),
         // request_backfill: the queue, the session, the slots, the lifetime, the members.
         (
