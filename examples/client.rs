@@ -400,7 +400,9 @@ async fn check_status(
                     Ok(answer) => println!("ready check: {player} {answer} match {match_id}"),
                     // Refused (class 22): too late, or the match was cancelled meanwhile;
                     // player_status tells what follows.
-                    Err(sqlx::Error::Database(e)) if e.code().is_some_and(|c| c.starts_with("22")) => {
+                    Err(sqlx::Error::Database(e))
+                        if e.code().is_some_and(|c| c.starts_with("22")) =>
+                    {
                         println!("ready check: {player} could not accept: {}", e.message())
                     }
                     Err(e) => return Err(e.into()),

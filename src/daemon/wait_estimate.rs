@@ -53,7 +53,11 @@ impl WaitModel {
     /// matched players; None before any round. `interval_s`: the schedule's spacing,
     /// used until two rounds are remembered. `max_rounds` caps a cell nobody left (at
     /// the queue's max wait, in rounds).
-    pub fn to_json(&self, interval_s: f64, max_rounds: f64) -> Option<(serde_json::Value, Option<f64>)> {
+    pub fn to_json(
+        &self,
+        interval_s: f64,
+        max_rounds: f64,
+    ) -> Option<(serde_json::Value, Option<f64>)> {
         if self.rounds.is_empty() {
             return None;
         }
@@ -116,7 +120,10 @@ impl WaitModel {
                     }
                 })
                 .collect();
-            regions.insert(name, serde_json::json!({ "edges": edges, "rounds": rounds }));
+            regions.insert(
+                name,
+                serde_json::json!({ "edges": edges, "rounds": rounds }),
+            );
         }
         let mut waits: Vec<f64> = all
             .iter()
@@ -162,9 +169,7 @@ mod tests {
         let mut m = WaitModel::default();
         let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
         for i in 0..4 {
-            let pooled = (0..20)
-                .map(|k| obs(1500.0, "eu", k % 2 == 0))
-                .collect();
+            let pooled = (0..20).map(|k| obs(1500.0, "eu", k % 2 == 0)).collect();
             m.observe(t0 + chrono::Duration::seconds(30 * i), pooled);
         }
         let (json, median) = m.to_json(60.0, 20.0).unwrap();

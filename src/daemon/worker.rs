@@ -172,8 +172,7 @@ impl QueueWorker {
             .unwrap_or(120.0);
         let max_rounds = (self.config.model.max_wait.as_secs_f64() / interval_s).max(1.0);
         if let Some((model, median)) = self.wait_model.to_json(interval_s, max_rounds) {
-            db::queue_state::write_wait_model(&self.runner.db, &self.queue, &model, median)
-                .await?;
+            db::queue_state::write_wait_model(&self.runner.db, &self.queue, &model, median).await?;
         }
         Ok(())
     }

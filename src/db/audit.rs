@@ -126,7 +126,10 @@ impl Audit {
             ("  withdrawn", self.withdrawn),
             ("  declined (ready check)", self.declined),
             ("matches pending their ready check", self.pending_matches),
-            ("matches cancelled by their ready check", self.cancelled_matches),
+            (
+                "matches cancelled by their ready check",
+                self.cancelled_matches,
+            ),
             ("entries checked (returned to clients)", self.checked),
         ]
     }

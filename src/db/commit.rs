@@ -1059,7 +1059,12 @@ async fn write_matches(
     let pending: Vec<bool> = matches
         .iter()
         .map(|(m, _)| {
-            r.ready_timeout.is_some() && !r.backfill.fills.iter().any(|f| std::ptr::eq(&f.outcome, *m))
+            r.ready_timeout.is_some()
+                && !r
+                    .backfill
+                    .fills
+                    .iter()
+                    .any(|f| std::ptr::eq(&f.outcome, *m))
         })
         .collect();
     let pending_ids: Vec<i64> = matches

@@ -260,12 +260,12 @@ pub async fn resolve_ready_checks(
 
 /// Matches of `queue` waiting for their ready check.
 pub async fn count_pending(db: &PgPool, queue: &str) -> Result<i64, DbError> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM matches WHERE queue = $1 AND status = 'pending'",
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM matches WHERE queue = $1 AND status = 'pending'")
+            .bind(queue)
+            .fetch_one(db)
+            .await?,
     )
-    .bind(queue)
-    .fetch_one(db)
-    .await?)
 }
 
 /// At most five names, then how many more.

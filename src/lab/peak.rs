@@ -178,7 +178,10 @@ impl PeakOutcome {
         ) {
             rows.push((
                 "wait estimate |error|, p50 / p90 (actual wait left p50)".into(),
-                format!("{med:.1} / {p90:.1} s ({actual:.1} s), {} samples", e.samples),
+                format!(
+                    "{med:.1} / {p90:.1} s ({actual:.1} s), {} samples",
+                    e.samples
+                ),
             ));
             rows.push((
                 "wait estimates within 50% (or 15 s) of the wait".into(),
@@ -479,15 +482,14 @@ async fn estimate_error(
     samples: &[(i64, DateTime<Utc>, i32)],
 ) -> Result<EstimateError, db::DbError> {
     let ids: Vec<i64> = samples.iter().map(|s| s.0).collect();
-    let matched: HashMap<i64, DateTime<Utc>> =
-        sqlx::query_as::<_, (i64, DateTime<Utc>)>(
-            "SELECT entry_id, matched_at FROM match_players WHERE entry_id = ANY($1)",
-        )
-        .bind(&ids)
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .collect();
+    let matched: HashMap<i64, DateTime<Utc>> = sqlx::query_as::<_, (i64, DateTime<Utc>)>(
+        "SELECT entry_id, matched_at FROM match_players WHERE entry_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .collect();
     let pairs: Vec<(f64, f64)> = samples
         .iter()
         .filter_map(|(id, at, est)| {

@@ -152,7 +152,10 @@ fn ready_check_table(page: &mut String, input: &ReportInput) {
             cell("ready", Some(r.ready as f64), count),
             cell("cancelled", Some(r.cancelled as f64), count),
             cell("pending", Some(r.pending as f64), count),
-            cell("accept_rate", r.accept_rate, |v| format!("{:.1}%", 100.0 * v)),
+            cell("accept_rate", r.accept_rate, |v| format!(
+                "{:.1}%",
+                100.0 * v
+            )),
             cell("median_accept_s", r.median_accept_s, seconds),
         );
     }

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "43f1c671083b49232ab91f030cc1a0a7286267ede2acb39c4749723396603fcf7ecad7d9d3057faf13152baa8b520fd1",
+    "87dc3cae90a456937934f08af6855aa9167e755db01c51d6386fbe75b600dd60a7602c41ce0cbe0f304567ba8d471dc1",
 )];
 
 /// The last migration of 1.0.

@@ -51,7 +51,8 @@ impl Running {
             stop: Some(stop),
             task: Some(task),
         };
-        r.wait_for("SELECT count(*) FROM queues WHERE active", 1).await;
+        r.wait_for("SELECT count(*) FROM queues WHERE active", 1)
+            .await;
         r.wait_for(
             "SELECT count(*) FROM pg_stat_activity
               WHERE datname = current_database() AND state = 'idle'
@@ -74,7 +75,10 @@ impl Running {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("waited for `{sql}` to be {want} (is {})", count(self.db(), sql).await);
+        panic!(
+            "waited for `{sql}` to be {want} (is {})",
+            count(self.db(), sql).await
+        );
     }
 
     /// Wait until every one of `players` reads `status` in player_status.
@@ -82,7 +86,10 @@ impl Running {
         let start = Instant::now();
         loop {
             let now = statuses_of(client, players).await;
-            if players.iter().all(|p| now.get(p).map(|s| s.0.as_str()) == Some(status)) {
+            if players
+                .iter()
+                .all(|p| now.get(p).map(|s| s.0.as_str()) == Some(status))
+            {
                 return;
             }
             assert!(
@@ -104,10 +111,29 @@ impl Running {
 }
 
 /// player -> (status, match_id, enqueued_at, reason, estimated_wait_s) as the client reads it.
-type Seen = BTreeMap<String, (String, Option<i64>, DateTime<Utc>, Option<String>, Option<i32>)>;
+type Seen = BTreeMap<
+    String,
+    (
+        String,
+        Option<i64>,
+        DateTime<Utc>,
+        Option<String>,
+        Option<i32>,
+    ),
+>;
 
 async fn statuses_of(client: &PgPool, players: &[String]) -> Seen {
-    sqlx::query_as::<_, (String, String, Option<i64>, DateTime<Utc>, Option<String>, Option<i32>)>(
+    sqlx::query_as::<
+        _,
+        (
+            String,
+            String,
+            Option<i64>,
+            DateTime<Utc>,
+            Option<String>,
+            Option<i32>,
+        ),
+    >(
         "SELECT player_id, status, match_id, enqueued_at, reason, estimated_wait_s
            FROM player_status WHERE queue = 'q' AND player_id = ANY($1)",
     )
@@ -128,7 +154,12 @@ async fn enqueue(client: &PgPool, player: &str, skill: f64) -> Result<i64, sqlx:
         .await
 }
 
-async fn answer(client: &PgPool, f: &str, player: &str, match_id: i64) -> Result<String, sqlx::Error> {
+async fn answer(
+    client: &PgPool,
+    f: &str,
+    player: &str,
+    match_id: i64,
+) -> Result<String, sqlx::Error> {
     let sql = if f == "accept" {
         "SELECT accept_match($1, $2)"
     } else {
@@ -166,7 +197,10 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     d.wait_status(&client, &first, "pending").await;
     let before = statuses_of(&client, &first).await;
     let m1 = before["a0"].1.expect("a pending match names its match");
-    assert!(before.values().all(|s| s.1 == Some(m1)), "one match: {before:?}");
+    assert!(
+        before.values().all(|s| s.1 == Some(m1)),
+        "one match: {before:?}"
+    );
     let answer_by: Option<DateTime<Utc>> =
         sqlx::query_scalar("SELECT answer_by FROM player_status WHERE player_id = 'a0'")
             .fetch_one(&client)
@@ -188,29 +222,48 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
         "already_accepted",
         "answering twice changes nothing"
     );
-    assert_eq!(answer(&client, "decline", "a0", m1).await.unwrap(), "declined");
+    assert_eq!(
+        answer(&client, "decline", "a0", m1).await.unwrap(),
+        "declined"
+    );
 
     let five: Vec<String> = first[1..].to_vec();
     d.wait_status(&client, &five, "queued").await;
     d.wait_status(&client, &first[..1], "declined").await;
     let after = statuses_of(&client, &first).await;
     for p in &five {
-        assert_eq!(after[p].2, before[p].2, "{p} keeps the original enqueued_at");
+        assert_eq!(
+            after[p].2, before[p].2,
+            "{p} keeps the original enqueued_at"
+        );
         assert!(
-            after[p].3.as_deref().is_some_and(|r| r.contains("declined by a0")),
+            after[p]
+                .3
+                .as_deref()
+                .is_some_and(|r| r.contains("declined by a0")),
             "{p}: {:?}",
             after[p].3
         );
-        assert!(after[p].4.is_some(), "{p} reads a wait estimate: {:?}", after[p]);
+        assert!(
+            after[p].4.is_some(),
+            "{p} reads a wait estimate: {:?}",
+            after[p]
+        );
     }
-    assert_eq!(after["a0"].3.as_deref(), Some(&*format!("declined match {m1}")));
+    assert_eq!(
+        after["a0"].3.as_deref(),
+        Some(&*format!("declined match {m1}"))
+    );
     let (status, reason): (String, String) =
         sqlx::query_as("SELECT status, cancel_reason FROM matches WHERE match_id = $1")
             .bind(m1)
             .fetch_one(d.db())
             .await
             .unwrap();
-    assert_eq!((status.as_str(), reason.as_str()), ("cancelled", "declined by a0"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("cancelled", "declined by a0")
+    );
     assert_eq!(
         count(d.db(), "SELECT count(*) FROM recent_matches").await,
         0,
@@ -228,7 +281,9 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     let cancelled = refusal(answer(&client, "accept", "a1", m1).await);
     assert_eq!(
         cancelled,
-        format!("match_id = {m1}: was cancelled (declined by a0); read player_status for player 'a1'")
+        format!(
+            "match_id = {m1}: was cancelled (declined by a0); read player_status for player 'a1'"
+        )
     );
 
     // ---- The next round places them, and all accept --------------------------------
@@ -269,13 +324,22 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     let silent = statuses_of(&client, &third).await;
     assert_eq!(
         silent["c0"].3.as_deref(),
-        Some(&*format!("did not answer the ready check of match {m3} in time"))
+        Some(&*format!(
+            "did not answer the ready check of match {m3} in time"
+        ))
     );
     let late = refusal(answer(&client, "accept", "c0", m3).await);
-    assert!(late.starts_with(&format!("match_id = {m3}: was cancelled (no answer in time from c0)")), "{late}");
-    assert!(db_error(&enqueue(&client, "c0", 1400.0).await.unwrap_err())
-        .1
-        .contains("(decline_cooldown)"));
+    assert!(
+        late.starts_with(&format!(
+            "match_id = {m3}: was cancelled (no answer in time from c0)"
+        )),
+        "{late}"
+    );
+    assert!(
+        db_error(&enqueue(&client, "c0", 1400.0).await.unwrap_err())
+            .1
+            .contains("(decline_cooldown)")
+    );
 
     // ---- Cancel while pending counts as a decline -----------------------------------
     enqueue(&client, "d0", 1450.0).await.unwrap();
@@ -492,8 +556,14 @@ async fn kills_and_restarts_during_ready_checks_resolve_every_match_once() {
         .collect();
     assert!(bad.is_empty(), "violations: {bad:?}\n{audit}");
     assert_eq!(audit.pending_matches, 0, "every pending match was resolved");
-    assert!(audit.cancelled_matches > 0, "some ready checks failed: {audit}");
-    assert!(faults_while_pending >= 4, "faults while matches were pending: {faults_while_pending}");
+    assert!(
+        audit.cancelled_matches > 0,
+        "some ready checks failed: {audit}"
+    );
+    assert!(
+        faults_while_pending >= 4,
+        "faults while matches were pending: {faults_while_pending}"
+    );
     let ready: i64 = count(db, "SELECT count(*) FROM matches WHERE status = 'ready'").await;
     assert!(ready > 0, "some ready checks passed");
     drop(fleet);
