@@ -346,6 +346,9 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     let fourth: Vec<String> = back.iter().cloned().chain(["d0".to_string()]).collect();
     d.wait_status(&client, &fourth, "pending").await;
     let m4 = statuses_of(&client, &fourth).await["d0"].1.unwrap();
+    for p in &fourth[..5] {
+        answer(&client, "accept", p, m4).await.unwrap();
+    }
     let n: i32 = sqlx::query_scalar("SELECT cancel('d0')")
         .fetch_one(&client)
         .await
