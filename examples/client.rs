@@ -21,11 +21,14 @@
 //!    naming one of its players, confirm it in `match_details` (any role may NOTIFY, so a
 //!    payload is a hint, not a proof) and print it;
 //! 4. meanwhile call `keep_alive` every `keep_alive_every`, and read `player_status` every
-//!    `--poll` as the fallback: a notification is lost while the connection is down.
+//!    `--poll` as the fallback: a notification is lost while the connection is down;
+//! 5. in a queue with a ready check, a player whose status is `pending` accepts the match
+//!    (`accept_match`; the game would ask the player first); a `cancelled` match puts the
+//!    players who accepted back in the queue, and the example keeps waiting for them.
 //!
 //! Output, one line each: `listening on "matchmaker:ranked_3v3"`, `enqueued alice (entry
-//! 17)`, `countdown: ...`, `matched: alice is in match 42 (round 7), team 1; teammates: ...;
-//! opponents: ...`. Exit status: 0 when every player is matched, 1 when one left the queue
+//! 17)`, `countdown: ...; estimated wait 45 s`, `ready check: alice accepted match 42`,
+//! `matched: alice is in match 42 (round 7), team 1; teammates: ...; opponents: ...`. Exit status: 0 when every player is matched, 1 when one left the queue
 //! without a match (the reason is printed) or on an error, 2 on `--timeout` (the players
 //! are cancelled first).
 //!
@@ -305,7 +308,15 @@ async fn on_notification(
             );
             Ok(None)
         }
-        Some("match" | "backfill") => {
+        Some("cancelled") => {
+            println!(
+                "match {} cancelled: {}",
+                note["match_id"],
+                note["reason"].as_str().unwrap_or("?")
+            );
+            check_status(db, &args.queue, waiting, false).await
+        }
+        Some("match" | "backfill" | "ready_check" | "ready") => {
             // Ours? The payload names the players of its part (or omits them when the
             // match is too large to describe: then ask the database).
             let ours = note["players_omitted"].as_bool() == Some(true)
@@ -336,7 +347,7 @@ async fn check_status(
     let ids: Vec<String> = waiting.iter().cloned().collect();
     let rows = sqlx::query(
         "SELECT player_id, status, match_id, seconds_to_next_round, waiting_for,
-                players_missing_for_early_start, reason
+                players_missing_for_early_start, reason, estimated_wait_s, answer
            FROM player_status WHERE queue = $1 AND player_id = ANY ($2)",
     )
     .bind(queue)
@@ -352,8 +363,12 @@ async fn check_status(
             "queued" => {
                 if first && !countdown_printed {
                     countdown_printed = true;
+                    let estimate = row
+                        .get::<Option<i32>, _>("estimated_wait_s")
+                        .map(|s| format!("; estimated wait {s} s"))
+                        .unwrap_or_default();
                     println!(
-                        "countdown: {}",
+                        "countdown: {}{estimate}",
                         countdown_text(
                             row.get::<Option<i32>, _>("seconds_to_next_round")
                                 .map(i64::from),
@@ -370,6 +385,30 @@ async fn check_status(
                 print_match(db, &player, match_id).await?;
                 waiting.remove(&player);
             }
+            // The ready check: a game asks the player; this example accepts for them.
+            // A second accept (a status read before the first one's NOTIFY) answers
+            // already_accepted and changes nothing.
+            "pending" if row.get::<Option<String>, _>("answer").is_none() => {
+                let match_id: i64 = row.get("match_id");
+                let answer: Result<String, sqlx::Error> =
+                    sqlx::query_scalar("SELECT accept_match($1, $2)")
+                        .bind(&player)
+                        .bind(match_id)
+                        .fetch_one(&mut *db)
+                        .await;
+                match answer {
+                    Ok(answer) => println!("ready check: {player} {answer} match {match_id}"),
+                    // Refused (class 22): too late, or the match was cancelled meanwhile;
+                    // player_status tells what follows.
+                    Err(sqlx::Error::Database(e))
+                        if e.code().is_some_and(|c| c.starts_with("22")) =>
+                    {
+                        println!("ready check: {player} could not accept: {}", e.message())
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            "pending" => {}
             _ => {
                 let reason: Option<String> = row.get("reason");
                 println!(

@@ -69,6 +69,11 @@ CREATE TABLE queues (
     -- The newest avoids of a player the queue honours ([queues.NAME.avoids]
     -- max_per_player): avoid() keeps at most the largest of the active queues'.
     max_avoids     integer NOT NULL DEFAULT 10,
+    -- The ready check ([queues.NAME.ready_check]): how long players have to accept a
+    -- match (NULL: matches are final when the round commits), and how long a player who
+    -- declined or did not answer may not enqueue again (NULL: no cooldown).
+    ready_timeout    interval NULL,
+    decline_cooldown interval NULL,
     CONSTRAINT retired_queue_has_reason CHECK (active OR retired_reason IS NOT NULL),
     CONSTRAINT queue_team_range CHECK (min_teams BETWEEN 2 AND teams),
     CONSTRAINT queue_team_size_range CHECK (min_team_size BETWEEN 1 AND team_size),
@@ -147,6 +152,10 @@ CREATE TABLE queue_entries (
     -- no_host or no_valid_match for limits.sit_out_after rounds waits behind the others
     -- when a round's pool is capped.
     left_over_since  bigint NULL,
+    -- declined: a player who declined the ready check (or did not answer) may not
+    -- enqueue in this queue again before this time (their party mates sent out with
+    -- them have none).
+    declined_until   timestamptz NULL,
 
     CONSTRAINT queue_must_not_be_empty CHECK (queue <> ''),
     CONSTRAINT player_id_must_not_be_empty CHECK (player_id <> ''),
@@ -182,16 +191,19 @@ CREATE TABLE queue_entries (
         AND NOT jsonb_path_exists(
             attributes, 'strict $.* ? (@.type() == "array")[*] ? (@.type() != "string")')),
     -- expired: no keep-alive within the queue's ticket_ttl; withdrawn: the player (or a
-    -- party member) was matched in another queue (match_id names that match).
+    -- party member) was matched in another queue (match_id names that match); declined:
+    -- the player (or a party member) declined a ready check or did not answer in time
+    -- (match_id names the cancelled match).
     CONSTRAINT status_must_be_known
-        CHECK (status IN ('queued', 'matched', 'cancelled', 'rejected', 'expired', 'withdrawn')),
+        CHECK (status IN ('queued', 'matched', 'cancelled', 'rejected', 'expired', 'withdrawn',
+                          'declined')),
     -- The daemon's own invariants: a matched row says where it went; a row that left
     -- without a match says why (so do cancelled rows from cancel()).
     CONSTRAINT matched_entry_has_match CHECK (status <> 'matched' OR match_id IS NOT NULL),
     CONSTRAINT rejected_entry_has_reason
         CHECK (status <> 'rejected' OR reject_reason IS NOT NULL),
     CONSTRAINT ended_entry_has_reason
-        CHECK (status NOT IN ('expired', 'withdrawn') OR reject_reason IS NOT NULL)
+        CHECK (status NOT IN ('expired', 'withdrawn', 'declined') OR reject_reason IS NOT NULL)
 );
 COMMENT ON TABLE queue_entries IS
     'One row per player per enqueue, written by the client functions (enqueue, '
@@ -298,6 +310,23 @@ CREATE TABLE matches (
     -- player).
     relay                 boolean NOT NULL DEFAULT false,
     CONSTRAINT relay_match_has_no_host CHECK (NOT relay OR host_player_id IS NULL),
+    -- The ready check: ready (final: no ready check, or every player accepted), pending
+    -- (players answer with accept_match / decline_match until answer_by), cancelled (a
+    -- player declined or did not answer: cancel_reason says who). The queue's leader
+    -- resolves a pending match once, in one transaction fenced by its lease: ready, or
+    -- cancelled with its match_players rows deleted, their answers kept in `answers`,
+    -- the players who accepted (with their parties) queued again on their own entries,
+    -- with their original enqueue time, and the others declined.
+    status                text NOT NULL DEFAULT 'ready'
+        CONSTRAINT match_status_must_be_known
+        CHECK (status IN ('pending', 'ready', 'cancelled')),
+    answer_by             timestamptz NULL,
+    resolved_at           timestamptz NULL,
+    cancel_reason         text NULL,
+    -- Cancelled matches: each player's answer ({"alice": "accepted", "bob": null}).
+    answers               jsonb NULL,
+    CONSTRAINT pending_match_has_answer_by CHECK (status <> 'pending' OR answer_by IS NOT NULL),
+    CONSTRAINT cancelled_match_has_reason CHECK (status <> 'cancelled' OR cancel_reason IS NOT NULL),
     CONSTRAINT backup_host_needs_a_host
         CHECK (backup_host_player_id IS NULL OR host_player_id IS NOT NULL),
     CONSTRAINT backup_host_is_another_player
@@ -338,6 +367,10 @@ CREATE TABLE match_players (
     skill        double precision NOT NULL,
     enqueued_at  timestamptz NOT NULL,
     matched_at   timestamptz NOT NULL,
+    -- The ready check: the player's answer (NULL: none yet, or no ready check).
+    answer       text NULL
+        CONSTRAINT answer_must_be_known CHECK (answer IN ('accepted', 'declined')),
+    answered_at  timestamptz NULL,
     -- By entry, not player id: player ids are per login, and two logins' "alice" may
     -- play in one match.
     PRIMARY KEY (match_id, entry_id)
@@ -462,7 +495,16 @@ CREATE TABLE queue_state (
     -- written by a round's commit until the leader's next look, right after it).
     latest_round_at   timestamptz NULL,
     -- When the running round started (waiting_for = 'round' only).
-    round_started_at  timestamptz NULL
+    round_started_at  timestamptz NULL,
+    -- The wait estimate, written by the leader after each round (see player_status):
+    -- per region (a player's lowest-latency one, "*" for all) the skill edges of its
+    -- buckets and, per bucket, how many rounds after the next a player of that skill and
+    -- region is expected to wait, from how the pooled players of the queue's recent
+    -- rounds fared; round_interval_s the recent rounds' spacing.
+    -- {"round_interval_s": 30, "regions": {"*": {"edges": [1400, 1600], "rounds": [0.2, 0.1, 0.5]}}}
+    wait_model        jsonb NULL,
+    -- The median wait, enqueue to match, of the players the recent rounds matched.
+    median_wait_s     double precision NULL
 );
 
 -- ---- leases: who runs each queue's rounds -----------------------------------------------
@@ -652,6 +694,8 @@ CREATE INDEX rounds_by_queue_age ON rounds (queue, committed_at, round_id);
 
 -- Also the foreign-key check of every round retention deletes.
 CREATE INDEX matches_by_round ON matches (round_id);
+-- The leader's look for ready checks to resolve; small: only pending matches are in it.
+CREATE INDEX matches_pending ON matches (queue, answer_by) WHERE status = 'pending';
 -- Retention: the next old matches of a queue, oldest first, from where the last batch
 -- stopped.
 CREATE INDEX matches_by_queue_age ON matches (queue, created_at, match_id);
@@ -1021,6 +1065,121 @@ BEGIN
 END
 $$;
 
+-- The ready check's gate before an enqueue into a queue that has one: a player of this
+-- login who declined a match (or did not answer) waits out the queue's decline_cooldown,
+-- and a player whose match waits for answers answers it first (queued again meanwhile,
+-- they would be matched twice). Reads the player's latest entry in the queue
+-- (queue_entries_player_latest).
+CREATE FUNCTION matchmaker_check_ready_gate(q queues, player_id text, field text)
+RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_variable
+DECLARE
+    e record;
+BEGIN
+    SELECT x.status, x.declined_until, x.match_id, m.status AS match_status, m.answer_by
+      INTO e
+      FROM queue_entries x
+      LEFT JOIN matches m ON m.match_id = x.match_id
+     WHERE x.player_id = player_id AND x.queue = q.queue AND x.owner = session_user
+     ORDER BY x.entry_id DESC
+     LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF e.status = 'declined' AND e.declined_until > now() THEN
+        PERFORM matchmaker_refuse(field, quote_literal(player_id),
+            format('declined match %s in queue %s; may enqueue again in %s s (decline_cooldown)',
+                   e.match_id, q.queue,
+                   ceil(extract(epoch FROM e.declined_until - now()))::integer));
+    END IF;
+    IF e.status = 'matched' AND e.match_status = 'pending' THEN
+        PERFORM matchmaker_refuse(field, quote_literal(player_id),
+            format('is in match %s of queue %s, waiting for the ready check until %s (accept_match or decline_match first)',
+                   e.match_id, q.queue,
+                   to_char(e.answer_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')));
+    END IF;
+END
+$$;
+
+-- accept_match / decline_match (and cancel's decline): record a player's answer to a
+-- pending match. The match row is locked FOR SHARE: the leader resolves a match under
+-- FOR UPDATE (skipping a locked one until its next look), so an answer either lands
+-- before the resolution or sees the match resolved. Returns what the player's answer is
+-- now: 'accepted', 'declined', 'already_accepted' or 'already_declined' (the same answer
+-- twice changes nothing). A decline wins over an earlier accept; an accept after a
+-- decline is refused. Refuses: a bad player_id; a NULL match_id; a match without this
+-- login's player (another login's player reads the same: nothing leaks); a match
+-- without a ready check; a match already ready (a decline) or cancelled; an answer after
+-- answer_by.
+CREATE FUNCTION matchmaker_answer_match(player_id text, match_id bigint, answer text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    m matches;
+    given text;
+    seat bigint;
+BEGIN
+    PERFORM matchmaker_check_id('player_id', player_id);
+    IF match_id IS NULL THEN
+        PERFORM matchmaker_refuse('match_id', 'NULL', 'is required');
+    END IF;
+    SELECT x.* INTO m FROM matches x WHERE x.match_id = match_id FOR SHARE;
+    -- A cancelled match has no match_players rows: its players are named in answers.
+    IF FOUND AND m.status = 'cancelled' AND m.answers ? player_id
+       AND EXISTS (SELECT 1 FROM queue_entries e
+                    WHERE e.player_id = player_id AND e.queue = m.queue
+                      AND (e.owner = session_user OR matchmaker_sees_all())) THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            format('was cancelled (%s); read player_status for player %s', m.cancel_reason,
+                   quote_literal(player_id)));
+    END IF;
+    -- This login's player: another login's player of the same id in the match is another
+    -- player (player ids are per login).
+    SELECT mp.answer, mp.entry_id INTO given, seat
+      FROM match_players mp
+      JOIN queue_entries e ON e.entry_id = mp.entry_id
+     WHERE mp.match_id = match_id AND mp.player_id = player_id
+       AND (e.owner = session_user OR matchmaker_sees_all())
+     ORDER BY (e.owner = session_user) DESC
+     LIMIT 1;
+    IF NOT FOUND OR m.match_id IS NULL THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            format('is not a match of player %s of this login', quote_literal(player_id)));
+    END IF;
+    IF m.answer_by IS NULL THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+                                  'has no ready check: the match is final');
+    END IF;
+    IF m.status = 'ready' THEN
+        IF answer = 'accepted' THEN
+            RETURN 'already_accepted';
+        END IF;
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            'is ready: every player accepted (too late to decline)');
+    END IF;
+    IF m.answer_by <= now() THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            format('the time to answer ended at %s; the match is being cancelled',
+                   to_char(m.answer_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')));
+    END IF;
+    IF given = answer THEN
+        RETURN 'already_' || answer;
+    END IF;
+    IF given = 'declined' THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            format('player %s has declined this match already', quote_literal(player_id)));
+    END IF;
+    UPDATE match_players mp SET answer = matchmaker_answer_match.answer, answered_at = now()
+     WHERE mp.match_id = match_id AND mp.entry_id = seat;
+    -- Wakes the queue's leader, which resolves the match at once when this answer
+    -- decides it (the enqueue channel: its worker listens there already).
+    PERFORM pg_notify('matchmaker_enqueue', m.queue);
+    RETURN answer;
+END
+$$;
+
 
 -- The calling login's quotas in queue q before it adds `players` entries: this
 -- connection's enqueue rate, then the login's queued entries in the queue. The daemon
@@ -1067,6 +1226,8 @@ $$;
 --   enqueue(queue, player_id, skill, ...)    one solo player -> entry_id
 --   enqueue_party(queue, party_id, members)  a whole party in one call -> (player_id, entry_id)
 --   cancel(player_id, queue)                 a player's queued entries, and their party's
+--   accept_match(player_id, match_id)        answer a pending match's ready check -> text
+--   decline_match(player_id, match_id)       decline it (the match is cancelled) -> text
 --   keep_alive(player_ids, queue)            refresh tickets before they expire
 --   request_backfill(queue, session_id, members, open_slots, expires_in) -> request_id
 --   cancel_backfill(request_id)              -> boolean
@@ -1088,9 +1249,11 @@ $$;
 -- once (the commit that matches them withdraws their other entries).
 -- Refuses: an unknown or retired queue; a field that breaks an input rule (the first one
 -- broken); a player already queued in the queue by this login; a login over its quota
--- or a connection over its rate (matchmaker_check_quota). A player id belongs to the
--- login that enqueued it, as a party id does: another login's "alice" is another player,
--- which this login can neither block, see, cancel nor withdraw.
+-- or a connection over its rate (matchmaker_check_quota); in a queue with a ready check,
+-- a player of this login in their decline cooldown (with the time left) or in a pending
+-- match. A player id belongs to the login that enqueued it, as a party id does: another
+-- login's "alice" is another player, which this login can neither block, see, cancel nor
+-- withdraw.
 --
 -- The fast route reads the queue's row and checks the fields with the inlined
 -- matchmaker_member_ok; only when that fails does the slow route find out why (and raise
@@ -1128,6 +1291,9 @@ BEGIN
     IF enqueue.attributes IS DISTINCT FROM '{}' THEN
         PERFORM matchmaker_check_attributes('attributes', enqueue.attributes);
     END IF;
+    IF q.ready_timeout IS NOT NULL OR q.decline_cooldown IS NOT NULL THEN
+        PERFORM matchmaker_check_ready_gate(q, enqueue.player_id, 'player_id');
+    END IF;
     PERFORM matchmaker_check_quota(q, 1);
     INSERT INTO queue_entries AS e (queue, player_id, skill, skill_sigma, latencies,
                                     peer_pings, roles, side, attributes, enqueued_at,
@@ -1159,7 +1325,8 @@ $$;
 -- queue's same_attributes (a missing attribute is a value of its own); a party_id this
 -- login already has queued in the queue, or is enqueueing in another call right now; a
 -- login over its quota or a connection over its rate; a member this login already has
--- queued in the queue.
+-- queued in the queue; in a queue with a ready check, a member of this login in their
+-- decline cooldown or in a pending match.
 CREATE FUNCTION enqueue_party(queue text, party_id text, members jsonb)
 RETURNS TABLE (player_id text, entry_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
@@ -1195,6 +1362,9 @@ BEGIN
                                       'appears twice in the party');
         END IF;
         ids := ids || pid;
+        IF q.ready_timeout IS NOT NULL OR q.decline_cooldown IS NOT NULL THEN
+            PERFORM matchmaker_check_ready_gate(q, pid, 'members[].player_id');
+        END IF;
     END LOOP;
     -- Players who may not share a match cannot share a party.
     FOREACH same IN ARRAY q.same_attributes LOOP
@@ -1264,15 +1434,19 @@ END
 $$;
 
 -- Cancel a player's queued entries (in one queue, or in every queue when queue is NULL),
--- and the entries of their party with them: a party is never split. Returns how many
--- entries were cancelled (0: nothing queued; a round may have matched them already).
--- Only the caller's own entries (daemon and ops: any). Refuses: a bad player_id.
+-- and the entries of their party with them: a party is never split. A player in a match
+-- still waiting for its ready check declines it (decline_match): the leader cancels the
+-- match, the player and their party end declined. Returns how many entries were
+-- cancelled, plus the pending matches declined (0: nothing queued; a round may have
+-- matched them already). Only the caller's own entries (daemon and ops: any). Refuses: a
+-- bad player_id.
 CREATE FUNCTION cancel(player_id text, queue text DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 #variable_conflict use_variable
 DECLARE
     n integer;
+    pending bigint;
 BEGIN
     PERFORM matchmaker_check_id('player_id', player_id);
     WITH own AS (
@@ -1292,7 +1466,51 @@ BEGIN
       FROM target
      WHERE e.entry_id = target.entry_id AND e.status = 'queued';
     GET DIAGNOSTICS n = ROW_COUNT;
+    FOR pending IN
+        SELECT mp.match_id FROM match_players mp
+          JOIN queue_entries e ON e.entry_id = mp.entry_id
+          JOIN matches m ON m.match_id = mp.match_id
+         WHERE mp.player_id = player_id AND e.status = 'matched' AND m.status = 'pending'
+           AND m.answer_by > now() AND mp.answer IS DISTINCT FROM 'declined'
+           AND (queue IS NULL OR e.queue = queue)
+           AND (e.owner = session_user OR matchmaker_sees_all())
+    LOOP
+        BEGIN
+            PERFORM matchmaker_answer_match(player_id, pending, 'declined');
+            n := n + 1;
+        -- Resolved meanwhile (ready, or past its time): nothing to decline.
+        EXCEPTION WHEN invalid_parameter_value THEN NULL;
+        END;
+    END LOOP;
     RETURN n;
+END
+$$;
+
+-- Answer a pending match's ready check for one of this login's players (a party member
+-- answers for themself). Returns 'accepted', or 'already_accepted' when the player had
+-- accepted already (nothing changes). When every player has accepted, the queue's leader
+-- makes the match ready (player_status: matched). Refuses (class 22, nothing changes): a
+-- match that is not one of this login's player's, has no ready check, was cancelled, or
+-- whose answer_by has passed; a player who declined it already.
+CREATE FUNCTION accept_match(player_id text, match_id bigint)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    RETURN matchmaker_answer_match(player_id, match_id, 'accepted');
+END
+$$;
+
+-- Decline a pending match for one of this login's players (cancel() does the same). The
+-- queue's leader cancels the match at once: the players who accepted, with their
+-- parties, are queued again with their original enqueue time; the decliner and their
+-- party end declined, and the decliner may not enqueue in the queue during its
+-- decline_cooldown. Returns 'declined', or 'already_declined'. Refuses as accept_match,
+-- and a match already ready.
+CREATE FUNCTION decline_match(player_id text, match_id bigint)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    RETURN matchmaker_answer_match(player_id, match_id, 'declined');
 END
 $$;
 
@@ -1613,13 +1831,39 @@ SELECT s.queue,
        CASE WHEN s.latest_round_at IS NOT NULL
             THEN ceil(greatest(0, extract(epoch FROM s.latest_round_at - now())))::integer
        END AS seconds_to_latest_round,
-       s.round_started_at
+       s.round_started_at,
+       s.wait_model,
+       s.median_wait_s
   FROM queue_state s;
+
+-- A queued player's estimated wait left, in seconds, from the leader's wait model (see
+-- queue_state.wait_model): the time to the next round, plus the rounds after it that
+-- players of this skill in this region (their lowest-latency one; "*" when the model has
+-- none for it) were expected to wait, times the recent rounds' spacing. NULL: no model
+-- yet (no round since the leader started). A few JSON look-ups: cheap enough for every
+-- poll of player_status.
+CREATE FUNCTION matchmaker_estimate_wait(model jsonb, skill double precision,
+                                         latencies jsonb, seconds_to_next integer)
+RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ceil(greatest(0, seconds_to_next)
+                + coalesce((model ->> 'round_interval_s')::double precision, 0)
+                  * coalesce((b.r -> 'rounds' ->> (
+                        SELECT count(*)::integer
+                          FROM jsonb_array_elements_text(b.r -> 'edges') x
+                         WHERE x::double precision <= skill))::double precision, 0))::integer
+      FROM (SELECT coalesce(model -> 'regions' -> (SELECT key FROM jsonb_each(latencies)
+                                                    ORDER BY value::numeric, key LIMIT 1),
+                            model -> 'regions' -> '*') AS r) b
+     WHERE model IS NOT NULL AND b.r IS NOT NULL
+$$;
 
 -- A player's latest entry per queue: the countdown while queued, the assignment once
 -- matched (the match's host and backup host, the session a backfilled player joins), the
 -- reason otherwise. A queued entry past its expiry reads as expired at once; a queued
--- entry's reason is why the last round left it over.
+-- entry's reason is why the last round left it over. A matched entry whose match waits
+-- for its ready check reads pending (answer_by, the player's answer); declined: the
+-- player or a party member declined it or did not answer.
 --   SELECT * FROM player_status WHERE player_id = $1;
 CREATE VIEW player_status WITH (security_barrier) AS
 SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
@@ -1627,6 +1871,7 @@ SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
        e.player_id,
        e.entry_id,
        CASE WHEN e.status = 'queued' AND e.expires_at <= now() THEN 'expired'
+            WHEN e.status = 'matched' AND m.status = 'pending' THEN 'pending'
             ELSE e.status END AS status,
        e.enqueued_at,
        CASE WHEN e.status = 'queued' THEN c.seconds_to_next_round END
@@ -1659,7 +1904,18 @@ SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
        CASE WHEN e.status = 'queued' THEN c.round_started_at END AS round_started_at,
        -- Matched into a match nobody in it can host: the game backend routes it through
        -- its relay (host_player_id and backup_host_player_id are NULL).
-       coalesce(m.relay, false) AS relay
+       coalesce(m.relay, false) AS relay,
+       -- pending: the match waits for every player's accept_match until answer_by;
+       -- answer is this player's (NULL: not yet).
+       CASE WHEN m.status = 'pending' AND e.status = 'matched' THEN m.answer_by END AS answer_by,
+       CASE WHEN m.status = 'pending' AND e.status = 'matched'
+            THEN (SELECT mp.answer FROM match_players mp
+                   WHERE mp.match_id = e.match_id AND mp.entry_id = e.entry_id) END AS answer,
+       -- queued: the estimated wait left (matchmaker_estimate_wait).
+       CASE WHEN e.status = 'queued' AND e.expires_at > now()
+            THEN matchmaker_estimate_wait(c.wait_model, e.skill, e.latencies,
+                                          coalesce(c.seconds_to_next_round, 0))
+       END AS estimated_wait_s
   FROM queue_entries e
   LEFT JOIN queue_countdown c ON c.queue = e.queue AND e.status = 'queued'
   LEFT JOIN matches m ON m.match_id = e.match_id
@@ -1736,7 +1992,12 @@ SELECT q.queue,
        -- Attributes a match's players share (a party's members must agree on them), and
        -- how many of a player's newest avoids the queue honours.
        q.same_attributes,
-       q.max_avoids
+       q.max_avoids,
+       -- The median wait, enqueue to match, of the players the recent rounds matched.
+       round(c.median_wait_s)::integer AS recent_median_wait_s,
+       -- The ready check: how long players have to accept a match (NULL: none).
+       q.ready_timeout,
+       q.decline_cooldown
   FROM queues q
   LEFT JOIN queue_countdown c ON c.queue = q.queue
  WHERE q.active;
@@ -1808,7 +2069,12 @@ SELECT r.round_id,
        r.seed,
        r.config_hash,
        r.leader,
-       r.term
+       r.term,
+       -- The ready check of the round's matches: still waiting, and cancelled.
+       (SELECT count(*) FROM matches m
+         WHERE m.round_id = r.round_id AND m.status = 'pending')::integer AS pending_matches,
+       (SELECT count(*) FROM matches m
+         WHERE m.round_id = r.round_id AND m.status = 'cancelled')::integer AS cancelled_matches
   FROM rounds r;
 
 -- A player's rounds, newest first: the queue and round, the pool's size, matched (match,
@@ -1877,6 +2143,13 @@ COMMENT ON VIEW replica_leadership IS
 --                party_id and role appear only when the player has one. Teams count from
 --                0, as in player_status. event "backfill" (same layout, the whole roster)
 --                is for players added to a match that already exists.
+--     ready_check  a match of a queue with a ready check, pending: the "match" layout
+--                plus "answer_by" (the time to accept_match by). Then, once:
+--     ready      every player accepted (the "match" layout): the match is final;
+--     cancelled  {"event":"cancelled","queue":"q","match_id":42,"reason":"...",
+--                 "requeued":["alice",..],"declined":["bob",..]}: queued again with
+--                their original enqueue time, or declined ("players_omitted":true
+--                instead of both lists when they do not fit; read player_status).
 --     countdown  one per change of a queue's next round time or of what it waits for (a
 --                round, a reload, the pool reaching min_pool, the max-wait fallback), sent
 --                by whoever writes queue_state, in its transaction:
@@ -1993,12 +2266,13 @@ DECLARE
     fits boolean;
     sent integer := 0;
 BEGIN
-    IF event IS NULL OR event NOT IN ('match', 'backfill') THEN
+    IF event IS NULL OR event NOT IN ('match', 'backfill', 'ready_check', 'ready') THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = format('event = %s: must be match or backfill', quote_nullable(event));
+            MESSAGE = format('event = %s: must be match, backfill, ready_check or ready',
+                             quote_nullable(event));
     END IF;
     FOR m IN
-        SELECT x.match_id, x.round_id, x.queue, x.relay,
+        SELECT x.match_id, x.round_id, x.queue, x.relay, x.answer_by,
                -- One JSON object per player, written out by hand: compact (json_build_object
                -- puts spaces around every colon) and with the keys in a fixed order.
                array_agg(format('{"player_id":%s,"team":%s%s%s}',
@@ -2012,8 +2286,11 @@ BEGIN
          GROUP BY x.match_id
          ORDER BY x.match_id
     LOOP
-        head := format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s',
+        head := format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s%s',
                        to_json(event), to_json(m.queue), m.round_id, m.match_id,
+                       CASE WHEN event = 'ready_check' THEN format(',"answer_by":%s', to_json(
+                           to_char(m.answer_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')))
+                       END,
                        CASE WHEN m.relay THEN ',"relay":true' ELSE '' END);
         -- What a part adds around its players, with part numbers as long as they can be.
         budget := max_bytes - octet_length(head)
@@ -2073,14 +2350,18 @@ DECLARE
     sent integer;
     long bigint[];
 BEGIN
-    IF event IS NULL OR event NOT IN ('match', 'backfill') THEN
+    IF event IS NULL OR event NOT IN ('match', 'backfill', 'ready_check', 'ready') THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = format('event = %s: must be match or backfill', quote_nullable(event));
+            MESSAGE = format('event = %s: must be match, backfill, ready_check or ready',
+                             quote_nullable(event));
     END IF;
     WITH payloads AS MATERIALIZED (
         SELECT x.match_id, x.queue,
-               format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s,"part":1,"parts":1,"players":[',
+               format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s%s,"part":1,"parts":1,"players":[',
                       to_json(event), to_json(x.queue), x.round_id, x.match_id,
+                      CASE WHEN event = 'ready_check' THEN format(',"answer_by":%s', to_json(
+                          to_char(x.answer_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')))
+                      END,
                       CASE WHEN x.relay THEN ',"relay":true' ELSE '' END)
                -- One JSON object per player, written out by hand as in
                -- matchmaker_notify_matches_in_parts: compact and with the keys in a fixed
@@ -2251,10 +2532,15 @@ REVOKE ALL ON FUNCTION
                          text[], double precision),
     matchmaker_active_queue(text),
     matchmaker_check_quota(queues, integer),
+    matchmaker_check_ready_gate(queues, text, text),
+    matchmaker_answer_match(text, bigint, text),
+    matchmaker_estimate_wait(jsonb, double precision, jsonb, integer),
     enqueue(text, text, double precision, jsonb, jsonb, text[], double precision,
             double precision, jsonb),
     enqueue_party(text, text, jsonb),
     cancel(text, text),
+    accept_match(text, bigint),
+    decline_match(text, bigint),
     keep_alive(text[], text),
     request_backfill(text, text, jsonb, integer[], interval),
     cancel_backfill(bigint),
@@ -2273,7 +2559,8 @@ GRANT USAGE ON SCHEMA public
 
 -- Functions in a view run with the privileges of the view's reader; the countdown
 -- trigger runs as the writer of queue_state (the daemon) and calls queue_channel.
-GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text)
+GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text),
+                          matchmaker_estimate_wait(jsonb, double precision, jsonb, integer)
     TO matchmaker_client, matchmaker_daemon, matchmaker_ops, matchmaker_server;
 
 -- ---- matchmaker_client: the client API and the client views, no table -------------------
@@ -2282,6 +2569,8 @@ GRANT EXECUTE ON FUNCTION
             double precision, jsonb),
     enqueue_party(text, text, jsonb),
     cancel(text, text),
+    accept_match(text, bigint),
+    decline_match(text, bigint),
     keep_alive(text[], text),
     avoid(text, text, interval),
     unavoid(text, text)

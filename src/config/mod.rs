@@ -224,6 +224,25 @@ pub struct QueueConfig {
     pub tickets: TicketConfig,
     pub backfill: BackfillConfig,
     pub limits: LimitsConfig,
+    /// `[queues.NAME.ready_check]`; None (no table): a round's matches are final.
+    pub ready_check: Option<ReadyCheckConfig>,
+}
+
+/// `[queues.NAME.ready_check]`: every player of a match accepts it (`accept_match`)
+/// before it is final. A match a round commits is pending until all accept (ready), or
+/// someone declines or `timeout` passes (cancelled: the players who accepted are queued
+/// again with their original enqueue time, the others end declined).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyCheckConfig {
+    /// How long players have to accept. 1s to 10m.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// A player who declined or did not answer may not enqueue in the queue again for
+    /// this long (`enqueue` refuses with the time left). 0s (the default): no cooldown.
+    /// At most 24h.
+    #[serde(with = "humantime_serde", default)]
+    pub decline_cooldown: Duration,
 }
 
 /// `[queues.NAME.limits]`: what one client login may take of the queue, so that no login
@@ -447,6 +466,11 @@ impl QueueConfig {
                 let limits = serde_json::to_value(&self.limits).expect("limits serialize");
                 map.insert("limits".into(), limits);
             }
+            if let Some(ready_check) = &self.ready_check {
+                let ready_check =
+                    serde_json::to_value(ready_check).expect("ready check config serializes");
+                map.insert("ready_check".into(), ready_check);
+            }
         }
         value
     }
@@ -575,6 +599,10 @@ impl Config {
                 None => LimitsConfig::default(),
                 Some(v) => typed(&format!("{key}.limits"), v)?,
             };
+            let ready_check: Option<ReadyCheckConfig> = match queue_table.remove("ready_check") {
+                None => None,
+                Some(v) => Some(typed(&format!("{key}.ready_check"), v)?),
+            };
             let model: QueueModel = typed(&key, toml::Value::Table(queue_table))?;
             queues.insert(
                 name,
@@ -584,6 +612,7 @@ impl Config {
                     tickets,
                     backfill,
                     limits,
+                    ready_check,
                 },
             );
         }
@@ -805,6 +834,20 @@ impl QueueConfig {
         }
         if !(l.max_fill_share > 0.0 && l.max_fill_share <= 1.0) {
             return Err(invalid(key("limits.max_fill_share"), "must be in (0, 1]"));
+        }
+        if let Some(rc) = &self.ready_check {
+            if rc.timeout < Duration::from_secs(1) || rc.timeout > Duration::from_secs(600) {
+                return Err(invalid(
+                    key("ready_check.timeout"),
+                    "must be between 1s and 10m",
+                ));
+            }
+            if rc.decline_cooldown > Duration::from_secs(24 * 3600) {
+                return Err(invalid(
+                    key("ready_check.decline_cooldown"),
+                    "must be at most 24h (0s: no cooldown)",
+                ));
+            }
         }
         for role in &self.model.roles {
             if role.chars().count() > 64 {

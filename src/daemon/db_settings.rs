@@ -31,6 +31,12 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
                 config.limits.enqueue_rate,
                 config.limits.enqueue_burst,
             ),
+            ready_timeout: config.ready_check.as_ref().map(|r| r.timeout),
+            decline_cooldown: config
+                .ready_check
+                .as_ref()
+                .map(|r| r.decline_cooldown)
+                .filter(|d| !d.is_zero()),
         }
     }
 }

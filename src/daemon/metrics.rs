@@ -46,6 +46,10 @@ pub const BUILD_INFO: &str = "matchmaker_build_info";
 pub const SOLVER_CORES_BUSY: &str = "matchmaker_solver_cores_busy";
 pub const SOLVER_CORES: &str = "matchmaker_solver_cores";
 pub const SOLVES_BEYOND_BUDGET: &str = "matchmaker_solves_beyond_core_budget_total";
+pub const READY_CHECKS: &str = "matchmaker_ready_checks_total";
+pub const READY_ANSWERS: &str = "matchmaker_ready_check_answers_total";
+pub const ACCEPT_TIME: &str = "matchmaker_ready_check_accept_seconds";
+pub const PENDING_MATCHES: &str = "matchmaker_pending_matches";
 
 /// Seconds: a snapshot or commit takes milliseconds, a solve up to its budget (seconds).
 const PHASE_BUCKETS: &[f64] = &[
@@ -256,6 +260,44 @@ fn describe() {
         "1 if the last config reload was applied (or none was tried), 0 if it was refused."
     );
     describe_gauge!(BUILD_INFO, "Always 1; the version in its label.");
+    describe_counter!(
+        READY_CHECKS,
+        "Ready checks resolved, by queue and outcome (ready, cancelled)."
+    );
+    describe_counter!(
+        READY_ANSWERS,
+        "Players of resolved ready checks by answer (accepted, declined, unanswered): the \
+         accept rate is accepted over their sum."
+    );
+    describe_histogram!(
+        ACCEPT_TIME,
+        "Seconds from a match to each player's accept, of resolved ready checks."
+    );
+    describe_gauge!(
+        PENDING_MATCHES,
+        "Matches waiting for their ready check, as the queue's leader last counted them."
+    );
+}
+
+/// A resolution of a queue's ready checks.
+pub fn record_ready_checks(queue: &str, r: &crate::db::ready_check::Resolved) {
+    let q = queue.to_string();
+    counter!(READY_CHECKS, "queue" => q.clone(), "outcome" => "ready")
+        .increment(r.ready.len() as u64);
+    counter!(READY_CHECKS, "queue" => q.clone(), "outcome" => "cancelled")
+        .increment(r.cancelled.len() as u64);
+    for (answer, n) in [
+        ("accepted", r.accepted),
+        ("declined", r.declined),
+        ("unanswered", r.unanswered),
+    ] {
+        counter!(READY_ANSWERS, "queue" => q.clone(), "answer" => answer).increment(n as u64);
+    }
+    let accept = histogram!(ACCEPT_TIME, "queue" => q.clone());
+    for s in &r.accept_seconds {
+        accept.record(*s);
+    }
+    gauge!(PENDING_MATCHES, "queue" => q).set(r.pending as f64);
 }
 
 pub fn record_error(kind: ErrorKind) {

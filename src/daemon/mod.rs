@@ -43,6 +43,7 @@ pub mod reload;
 pub mod retention;
 pub mod round;
 pub mod trigger;
+pub mod wait_estimate;
 pub mod worker;
 
 use std::collections::HashMap;

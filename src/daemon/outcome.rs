@@ -53,4 +53,6 @@ pub struct RoundReport {
     pub commit_ms: f64,
     pub elapsed_ms: f64,
     pub next_round_at: Option<DateTime<Utc>>,
+    /// The round's pooled players as the wait estimate learns from them.
+    pub pooled: Vec<super::wait_estimate::WaitObservation>,
 }

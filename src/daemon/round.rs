@@ -327,6 +327,7 @@ impl RoundRunner {
                 backfill: &solved.backfill,
                 keep_countdown: p.trigger == RoundTrigger::Backfill,
                 history_matches: p.config.history_matches(),
+                ready_timeout: p.config.ready_check.as_ref().map(|r| r.timeout),
             },
         )
         .await?;
@@ -350,6 +351,7 @@ impl RoundRunner {
             commit_ms: report.commit_ms,
             elapsed_ms: p.started.elapsed().as_secs_f64() * 1000.0,
             next_round_at: next_state.next_round_at,
+            pooled: pooled_players(&p.snapshot, &solved.outcome, committed_at),
         };
         tracing::info!(
             queue = %report.queue,
@@ -487,4 +489,29 @@ fn derive_seed(queue: &str, started_at: DateTime<Utc>) -> u64 {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
     h ^ started_at.timestamp_micros() as u64
+}
+
+/// The round's pooled players, for the wait estimate (`wait_estimate`): skill, region,
+/// whether the round matched them and how long they had waited.
+fn pooled_players(
+    snapshot: &db::Snapshot,
+    outcome: &matchmaker_optimizer::RoundOutcome,
+    at: DateTime<Utc>,
+) -> Vec<super::wait_estimate::WaitObservation> {
+    let matched: std::collections::HashSet<&str> = outcome
+        .matches
+        .iter()
+        .flat_map(|m| m.teams.iter().flatten())
+        .map(String::as_str)
+        .collect();
+    snapshot
+        .entries
+        .iter()
+        .map(|e| super::wait_estimate::WaitObservation {
+            skill: e.skill,
+            region: super::wait_estimate::best_region(&e.latencies),
+            matched: matched.contains(e.player_id.as_str()),
+            waited_s: ((at - e.enqueued_at).num_milliseconds() as f64 / 1000.0).max(0.0),
+        })
+        .collect()
 }

@@ -74,6 +74,8 @@ pub struct QueueWorker {
     last_tidy: Option<std::time::Instant>,
     /// The highest entry id seen by this leader's enqueue count (see `db::entries_since`).
     enqueue_mark: Option<i64>,
+    /// The pooled players of this leader's recent rounds, for the wait estimate.
+    wait_model: super::wait_estimate::WaitModel,
 }
 
 /// How often a leader expires tickets and closes broken parties between rounds.
@@ -104,6 +106,7 @@ impl QueueWorker {
             published: None,
             last_tidy: None,
             enqueue_mark: None,
+            wait_model: Default::default(),
         }
     }
 
@@ -123,6 +126,53 @@ impl QueueWorker {
                 party_closed = tidied.party_closed,
                 "tickets closed"
             );
+        }
+        Ok(())
+    }
+
+    /// Resolve this queue's decided ready checks (see `db::ready_check`).
+    async fn resolve_ready_checks(&self, lease: &Lease) -> Result<(), DbError> {
+        let rules = db::ready_check::ReadyCheckRules {
+            history_matches: self.config.history_matches(),
+            decline_cooldown: self.config.ready_check.as_ref().map(|r| r.decline_cooldown),
+        };
+        let resolved = db::ready_check::resolve_ready_checks(
+            &self.runner.db,
+            &self.queue,
+            lease,
+            self.runner.clock.lease_now(),
+            rules,
+        )
+        .await?;
+        metrics::record_ready_checks(&self.queue, &resolved);
+        if !resolved.ready.is_empty() {
+            tracing::info!(queue = %self.queue, matches = ?resolved.ready, "matches ready: every player accepted");
+        }
+        for c in &resolved.cancelled {
+            tracing::info!(
+                queue = %self.queue,
+                match_id = c.match_id,
+                reason = %c.reason,
+                requeued = c.requeued.len(),
+                declined = c.declined.len(),
+                "match cancelled by its ready check"
+            );
+        }
+        Ok(())
+    }
+
+    /// Learn from a scheduled round's pool and publish the wait estimate's model.
+    async fn learn_waits(&mut self, report: &RoundReport) -> Result<(), DbError> {
+        let now = self.runner.clock.now();
+        self.wait_model.observe(now, report.pooled.clone());
+        let interval_s = report
+            .next_round_at
+            .map(|at| (at - now).num_milliseconds() as f64 / 1000.0)
+            .filter(|s| *s > 0.0)
+            .unwrap_or(120.0);
+        let max_rounds = (self.config.model.max_wait.as_secs_f64() / interval_s).max(1.0);
+        if let Some((model, median)) = self.wait_model.to_json(interval_s, max_rounds) {
+            db::queue_state::write_wait_model(&self.runner.db, &self.queue, &model, median).await?;
         }
         Ok(())
     }
@@ -211,6 +261,19 @@ impl QueueWorker {
         if self.last_tidy.is_none_or(|at| at.elapsed() >= TIDY_EVERY) {
             self.tidy().await?;
         }
+        // Pending matches are resolved at every look (a decline's NOTIFY wakes the
+        // worker), also when the config no longer has a ready check.
+        match self.resolve_ready_checks(&lease).await {
+            Ok(()) => {}
+            Err(DbError::LeaseLost { .. }) => {
+                metrics::record_error(ErrorKind::LeaseLost);
+                metrics::record_lease(&self.queue, false);
+                *self.lease.0.lease.lock().await = None;
+                self.term = None;
+                return Ok(StepOutcome::Standby);
+            }
+            Err(e) => return Err(e.into()),
+        }
         if self.term != Some(lease.term) {
             // Newly leading: continue the countdown players already see.
             self.term = Some(lease.term);
@@ -278,6 +341,7 @@ impl QueueWorker {
                     Ok(report) => {
                         self.next_due = report.next_round_at;
                         self.last_round_at = Some(self.runner.clock.now());
+                        self.learn_waits(&report).await?;
                         self.pooled_until = Some(started_at);
                         let left = db::pool_stats(&self.runner.db, &self.queue, None)
                             .await?

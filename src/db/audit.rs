@@ -35,10 +35,14 @@ pub struct Audit {
     pub rejected: i64,
     pub expired: i64,
     pub withdrawn: i64,
+    pub declined: i64,
     pub rounds: i64,
     pub matches: i64,
     /// Expected entries checked.
     pub checked: i64,
+    /// Matches by ready check state: still pending, cancelled.
+    pub pending_matches: i64,
+    pub cancelled_matches: i64,
 
     // ---- violations ----
     /// Expected entries without a row in a known status.
@@ -63,6 +67,11 @@ pub struct Audit {
     pub rows_without_reason: i64,
     /// Players whose `cancel()` reported entries cancelled, found in a match.
     pub cancelled_then_matched: i64,
+    /// Ready checks resolved both ways, or not at all for their players: a cancelled
+    /// match that still holds players (match_players rows, or `matched` entries); a
+    /// `declined` entry whose match is not cancelled; a ready match with a player who
+    /// did not accept.
+    pub ready_checks_resolved_wrong: i64,
     /// Leases taken while the previous holder's was live (by the database's clock).
     /// None: no lease log installed.
     pub live_leases_taken: Option<i64>,
@@ -90,6 +99,10 @@ impl Audit {
             ("split parties", self.split_parties),
             ("rows without reason", self.rows_without_reason),
             ("cancelled, then matched", self.cancelled_then_matched),
+            (
+                "ready checks resolved wrong",
+                self.ready_checks_resolved_wrong,
+            ),
             ("live leases taken", self.live_leases_taken.unwrap_or(0)),
         ]
     }
@@ -111,6 +124,12 @@ impl Audit {
             ("  rejected", self.rejected),
             ("  expired", self.expired),
             ("  withdrawn", self.withdrawn),
+            ("  declined (ready check)", self.declined),
+            ("matches pending their ready check", self.pending_matches),
+            (
+                "matches cancelled by their ready check",
+                self.cancelled_matches,
+            ),
             ("entries checked (returned to clients)", self.checked),
         ]
     }
@@ -150,6 +169,7 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
         a.rejected,
         a.expired,
         a.withdrawn,
+        a.declined,
     ) = sqlx::query_as(
         "SELECT count(*),
                 count(*) FILTER (WHERE status = 'queued'),
@@ -157,7 +177,8 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
                 count(*) FILTER (WHERE status = 'cancelled'),
                 count(*) FILTER (WHERE status = 'rejected'),
                 count(*) FILTER (WHERE status = 'expired'),
-                count(*) FILTER (WHERE status = 'withdrawn')
+                count(*) FILTER (WHERE status = 'withdrawn'),
+                count(*) FILTER (WHERE status = 'declined')
            FROM queue_entries",
     )
     .fetch_one(&mut *tx)
@@ -174,7 +195,7 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
                 SELECT 1 FROM queue_entries e
                  WHERE e.entry_id = x.entry_id
                    AND e.status IN ('queued', 'matched', 'cancelled', 'rejected', 'expired',
-                                    'withdrawn'))",
+                                    'withdrawn', 'declined'))",
     )
     .bind(expected.entries)
     .fetch_one(&mut *tx)
@@ -285,6 +306,32 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
           WHERE mp.player_id = ANY($1)",
     )
     .bind(expected.cancelled_players)
+    .fetch_one(&mut *tx)
+    .await?;
+
+    (a.pending_matches, a.cancelled_matches) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE status = 'pending'),
+                count(*) FILTER (WHERE status = 'cancelled')
+           FROM matches",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    a.ready_checks_resolved_wrong = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM matches m
+                  WHERE m.status = 'cancelled'
+                    AND (EXISTS (SELECT 1 FROM match_players mp WHERE mp.match_id = m.match_id)
+                         OR EXISTS (SELECT 1 FROM queue_entries e
+                                     WHERE e.match_id = m.match_id AND e.status = 'matched')))
+              + (SELECT count(*) FROM queue_entries e
+                  WHERE e.status = 'declined'
+                    AND EXISTS (SELECT 1 FROM matches m
+                                 WHERE m.match_id = e.match_id AND m.status <> 'cancelled'))
+              + (SELECT count(*) FROM matches m
+                  WHERE m.status = 'ready' AND m.answer_by IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM match_players mp
+                                 WHERE mp.match_id = m.match_id
+                                   AND mp.answer IS DISTINCT FROM 'accepted'))",
+    )
     .fetch_one(&mut *tx)
     .await?;
 

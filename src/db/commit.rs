@@ -94,6 +94,9 @@ pub struct RoundRecord<'a> {
     /// The queue's `round.history_matches`: how many recent matches per player
     /// `recent_matches` keeps (the snapshot reads them, retention keeps them).
     pub history_matches: usize,
+    /// The queue's ready check timeout: the round's new matches are pending until their
+    /// players accept (see `ready_check`); None: final at once.
+    pub ready_timeout: Option<std::time::Duration>,
 }
 
 /// The backfill side of a round (see `matchmaker_optimizer::backfill`).
@@ -187,7 +190,11 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     let fills = close_fills(&mut tx, r, round_id, &written).await?;
     record_unfilled(&mut tx, r, &open_requests, &fills.requests).await?;
     // Each standing match's players, on its queue's channel: sent at COMMIT, or never.
-    notify_matches(&mut tx, &fills.new_ids, MatchEvent::Match).await?;
+    let new_event = match r.ready_timeout {
+        Some(_) => MatchEvent::ReadyCheck,
+        None => MatchEvent::Match,
+    };
+    notify_matches(&mut tx, &fills.new_ids, new_event).await?;
     notify_matches(&mut tx, &fills.match_ids, MatchEvent::Backfill).await?;
     let matched: usize = kept.iter().map(|m| m.teams.iter().flatten().count()).sum();
     let left_over = pool_size - matched - rejected.len();
@@ -1102,18 +1109,42 @@ async fn write_matches(
     // Each player's row of recent_matches gets the new match id, the oldest beyond the
     // queue's depth dropped: an update in place (HOT: no indexed column changes), so a
     // player who has played before adds no index key; only a first match inserts one.
+    // A match pending its ready check is in nobody's history until it is ready (a
+    // cancelled match never is): `ready_check` writes it then. A fill (its session runs)
+    // has no ready check.
+    let pending: Vec<bool> = matches
+        .iter()
+        .map(|(m, _)| {
+            r.ready_timeout.is_some()
+                && !r
+                    .backfill
+                    .fills
+                    .iter()
+                    .any(|f| std::ptr::eq(&f.outcome, *m))
+        })
+        .collect();
+    let pending_ids: Vec<i64> = matches
+        .iter()
+        .zip(&pending)
+        .filter(|(_, p)| **p)
+        .map(|((_, id), _)| *id)
+        .collect();
+    let answer_secs = r.ready_timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
     sqlx::query(
         "WITH new_matches AS (
              INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
                                   region, hosts, host_player_id, backup_host_player_id,
-                                  relay)
+                                  relay, status, answer_by)
              OVERRIDING SYSTEM VALUE
              SELECT u.id, $5, $8, $6, u.score, u.factors, u.region,
                     ARRAY(SELECT jsonb_array_elements_text(u.hosts)), u.host, u.backup,
-                    u.relay
+                    u.relay,
+                    CASE WHEN u.pending THEN 'pending' ELSE 'ready' END,
+                    -- The database's clock, which accept_match compares against.
+                    CASE WHEN u.pending THEN now() + make_interval(secs => $17) END
                FROM unnest($7::bigint[], $9::float8[], $10::jsonb[], $11::text[], $12::jsonb[],
-                           $13::text[], $14::text[], $16::boolean[])
-                    AS u(id, score, factors, region, hosts, host, backup, relay)),
+                           $13::text[], $14::text[], $16::bool[], $19::boolean[])
+                    AS u(id, score, factors, region, hosts, host, backup, pending, relay)),
          placed AS (
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
                       AS u(match_id, entry_id, team, role)),
@@ -1134,7 +1165,7 @@ async fn write_matches(
          INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
          SELECT m.queue, m.owner, m.player_id, ARRAY[recorded.match_id]
            FROM recorded JOIN matched m USING (entry_id)
-          WHERE $15 > 0
+          WHERE $15 > 0 AND recorded.match_id <> ALL($18)
           ORDER BY m.queue, m.owner, m.player_id
              ON CONFLICT (queue, owner, player_id) DO UPDATE
                 -- The last $15 of the old ids and the new one (match ids ascend).
@@ -1156,6 +1187,9 @@ async fn write_matches(
     .bind(&host)
     .bind(&backup)
     .bind(r.history_matches as i32)
+    .bind(&pending)
+    .bind(answer_secs)
+    .bind(&pending_ids)
     .bind(&relay)
     .execute(&mut *conn)
     .await?;

@@ -15,6 +15,7 @@ pub mod local_pg;
 pub mod notify;
 pub mod queue_state;
 pub mod queues;
+pub mod ready_check;
 pub mod replicas;
 pub mod report;
 pub mod retention;

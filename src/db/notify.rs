@@ -20,6 +20,10 @@ pub enum MatchEvent {
     Match,
     /// Players added to a match that already exists; the payload names the whole roster.
     Backfill,
+    /// A match committed pending its ready check; the payload adds `answer_by`.
+    ReadyCheck,
+    /// A pending match every player accepted: final.
+    Ready,
 }
 
 impl MatchEvent {
@@ -27,6 +31,8 @@ impl MatchEvent {
         match self {
             MatchEvent::Match => "match",
             MatchEvent::Backfill => "backfill",
+            MatchEvent::ReadyCheck => "ready_check",
+            MatchEvent::Ready => "ready",
         }
     }
 }

@@ -234,3 +234,21 @@ pub async fn read_queue_state(db: &PgPool, queue: &str) -> Result<Option<StoredS
     .fetch_optional(db)
     .await?)
 }
+
+/// The wait estimate's model and the recent median wait (see `daemon::wait_estimate`),
+/// written by the leader after a round. Outside the round's commit and unfenced: an
+/// estimate from a deposed leader is as good as the next one, which replaces it.
+pub async fn write_wait_model(
+    db: &PgPool,
+    queue: &str,
+    model: &serde_json::Value,
+    median_wait_s: Option<f64>,
+) -> Result<(), DbError> {
+    sqlx::query("UPDATE queue_state SET wait_model = $2, median_wait_s = $3 WHERE queue = $1")
+        .bind(queue)
+        .bind(model)
+        .bind(median_wait_s)
+        .execute(db)
+        .await?;
+    Ok(())
+}

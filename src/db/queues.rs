@@ -22,6 +22,10 @@ pub struct QueuePublication<'a> {
     /// The client logins' quotas: (max_queued_per_login, max_backfill_per_login,
     /// enqueue_rate, enqueue_burst).
     pub quotas: (u32, u32, f64, f64),
+    /// The ready check: how long players have to accept (None: matches are final), and
+    /// the decline cooldown (None: none).
+    pub ready_timeout: Option<std::time::Duration>,
+    pub decline_cooldown: Option<std::time::Duration>,
 }
 
 /// Insert or update the published row of `queue` (active again if it was retired).
@@ -44,10 +48,11 @@ pub async fn publish_queue<'a>(
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
                              published_at, min_teams, min_team_size, formats,
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
-                             enqueue_burst, same_attributes, max_avoids)
+                             enqueue_burst, same_attributes, max_avoids, ready_timeout,
+                             decline_cooldown)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20)
+                 $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22))
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -60,6 +65,8 @@ pub async fn publish_queue<'a>(
              max_backfill_per_login = EXCLUDED.max_backfill_per_login,
              enqueue_rate = EXCLUDED.enqueue_rate, enqueue_burst = EXCLUDED.enqueue_burst,
              same_attributes = EXCLUDED.same_attributes, max_avoids = EXCLUDED.max_avoids,
+             ready_timeout = EXCLUDED.ready_timeout,
+             decline_cooldown = EXCLUDED.decline_cooldown,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -88,6 +95,8 @@ pub async fn publish_queue<'a>(
     .bind(config.quotas.3)
     .bind(&m.filters.same)
     .bind(m.avoids.max_per_player.min(i32::MAX as usize) as i32)
+    .bind(config.ready_timeout.map(|d| d.as_secs_f64()))
+    .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
     .execute(db)
     .await?;
     Ok(())

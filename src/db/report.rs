@@ -30,6 +30,9 @@ pub struct ReportInput {
     pub matches: Vec<MatchRow>,
     /// Opponent repeats per round (rounds without matches are absent).
     pub repeats: Vec<RepeatRow>,
+    /// Per queue with a ready check: its matches of the window by outcome, the accept
+    /// rate and the time to accept.
+    pub ready_checks: Vec<super::ready_check::ReadyCheckStats>,
 }
 
 /// One committed round (`rounds`).
@@ -149,6 +152,7 @@ pub async fn read_report(
     let matches = read_matches(&mut tx, window).await?;
     let players = read_players(&mut tx, window).await?;
     let repeats = read_repeats(&mut tx, window).await?;
+    let ready_checks = super::ready_check::ready_check_stats(&mut *tx, window).await?;
     tx.commit().await?;
     Ok(ReportInput {
         from: window.from,
@@ -159,6 +163,7 @@ pub async fn read_report(
         players,
         matches,
         repeats,
+        ready_checks,
     })
 }
 

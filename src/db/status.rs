@@ -20,6 +20,8 @@ pub struct QueueLine {
     pub min_pool: Option<i32>,
     /// The replica holding the queue's lease, if the lease is live.
     pub leader: Option<String>,
+    /// Matches waiting for their ready check.
+    pub pending_matches: i64,
 }
 
 /// One finished round.
@@ -83,7 +85,10 @@ pub async fn read_queue_lines(
                 coalesce(s.waiting_for, 'no daemon') AS waiting_for,
                 s.target_pool,
                 s.min_pool,
-                l.holder || ' (term ' || l.term || ')' AS leader
+                l.holder || ' (term ' || l.term || ')' AS leader,
+                (SELECT count(*) FROM matches m
+                  WHERE m.queue = coalesce(s.queue, p.queue) AND m.status = 'pending')
+                    AS pending_matches
            FROM queue_state s
            FULL JOIN pools p ON p.queue = s.queue
            -- Only a live lease names a leader; an expired one is up for grabs.
@@ -106,6 +111,7 @@ pub async fn read_queue_lines(
                 target_pool: r.try_get("target_pool")?,
                 min_pool: r.try_get("min_pool")?,
                 leader: r.try_get("leader")?,
+                pending_matches: r.try_get("pending_matches")?,
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()

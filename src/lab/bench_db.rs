@@ -354,6 +354,7 @@ async fn timed_round(
             backfill: &crate::db::BackfillRecord::default(),
             keep_countdown: false,
             history_matches: config.history_matches(),
+            ready_timeout: None,
         },
     )
     .await?;

@@ -87,6 +87,49 @@ pub struct PeakOutcome {
     /// Replica exits we did not cause.
     pub replica_exits: u32,
     pub elapsed: Duration,
+    /// The wait estimate against the waits that followed (see [`EstimateError`]).
+    pub estimate: EstimateError,
+}
+
+/// How far `player_status.estimated_wait_s` was from the wait that followed: every
+/// queued player with an estimate, sampled every 5 s, whose entry was then matched
+/// (players who cancelled or expired have no wait to compare with).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EstimateError {
+    pub samples: usize,
+    /// Median of |estimate - actual wait left|, seconds.
+    pub median_abs_error_s: Option<f64>,
+    /// 90th percentile of the same.
+    pub p90_abs_error_s: Option<f64>,
+    /// Median of the actual wait left, seconds (the scale of the error).
+    pub median_actual_s: Option<f64>,
+    /// Share of samples whose estimate was within 50% (or 15 s) of the actual wait left.
+    pub within_half: Option<f64>,
+}
+
+impl EstimateError {
+    /// From (estimate, actual) pairs in seconds.
+    pub fn measure(pairs: &[(f64, f64)]) -> EstimateError {
+        if pairs.is_empty() {
+            return EstimateError::default();
+        }
+        let pct = |mut v: Vec<f64>, p: f64| {
+            v.sort_by(f64::total_cmp);
+            v[((v.len() - 1) as f64 * p).round() as usize]
+        };
+        let errors: Vec<f64> = pairs.iter().map(|(e, a)| (e - a).abs()).collect();
+        let within = pairs
+            .iter()
+            .filter(|(e, a)| (e - a).abs() <= (0.5 * a).max(15.0))
+            .count();
+        EstimateError {
+            samples: pairs.len(),
+            median_abs_error_s: Some(pct(errors.clone(), 0.5)),
+            p90_abs_error_s: Some(pct(errors, 0.9)),
+            median_actual_s: Some(pct(pairs.iter().map(|p| p.1).collect(), 0.5)),
+            within_half: Some(within as f64 / pairs.len() as f64),
+        }
+    }
 }
 
 impl PeakOutcome {
@@ -126,6 +169,25 @@ impl PeakOutcome {
             ));
         }
         rows.extend(self.figures.rows());
+        let e = &self.estimate;
+        if let (Some(med), Some(p90), Some(actual), Some(within)) = (
+            e.median_abs_error_s,
+            e.p90_abs_error_s,
+            e.median_actual_s,
+            e.within_half,
+        ) {
+            rows.push((
+                "wait estimate |error|, p50 / p90 (actual wait left p50)".into(),
+                format!(
+                    "{med:.1} / {p90:.1} s ({actual:.1} s), {} samples",
+                    e.samples
+                ),
+            ));
+            rows.push((
+                "wait estimates within 50% (or 15 s) of the wait".into(),
+                format!("{:.1}%", 100.0 * within),
+            ));
+        }
         rows.extend(self.load.iter().cloned());
         rows.iter()
             .map(|(k, v)| format!("  {k:<50} {v}\n"))
@@ -293,7 +355,8 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let before = DbLoad::read(&db).await?;
     let load_started = Instant::now();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let sampler = tokio::spawn(sample_countdowns(db.clone(), stop_rx));
+    let sampler = tokio::spawn(sample_countdowns(db.clone(), stop_rx.clone()));
+    let estimates = tokio::spawn(sample_estimates(db.clone(), stop_rx));
     let mut sims = Vec::new();
     for (k, plan) in plans.iter().enumerate() {
         let db = db.clone();
@@ -316,6 +379,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let load_time = load_started.elapsed();
     let _ = stop_tx.send(true);
     let samples = sampler.await.context("the countdown sampler")??;
+    let estimates = estimates.await.context("the estimate sampler")??;
     let after = DbLoad::read(&db).await?;
     let backend_cpu = backend_cpu_secs(&db).await?;
     let mut replica_exits = 0;
@@ -353,6 +417,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         .collect();
     let waits = read_waits(&db, &timing, &per_match).await?;
     let placements = read_placements(&db).await?;
+    let estimate = estimate_error(&db, &estimates).await?;
     let figures = PeakFigures::measure(&rounds, &samples, &waits, &placements, &timing);
     write_run_data(&options.work_dir, &rounds, &samples, &waits)?;
     let mut load = after.since(&before, load_time);
@@ -373,7 +438,67 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         sims: report,
         replica_exits,
         elapsed: started.elapsed(),
+        estimate,
     })
+}
+
+/// Every queued player's wait estimate every 5 s until `stop`: (entry, when, seconds),
+/// computed as player_status computes it (`matchmaker_estimate_wait`), without the view's
+/// latest-entry-per-player pass over the whole table.
+async fn sample_estimates(
+    db: PgPool,
+    mut stop: watch::Receiver<bool>,
+) -> Result<Vec<(i64, DateTime<Utc>, i32)>, db::DbError> {
+    let mut samples = Vec::new();
+    let mut every = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.changed() => {}
+        }
+        if *stop.borrow() {
+            return Ok(samples);
+        }
+        let rows: Vec<(i64, DateTime<Utc>, Option<i32>)> = sqlx::query_as(
+            "SELECT e.entry_id, now(),
+                    matchmaker_estimate_wait(c.wait_model, e.skill, e.latencies,
+                                             coalesce(c.seconds_to_next_round, 0))
+               FROM queue_entries e
+               JOIN queue_countdown c ON c.queue = e.queue
+              WHERE e.status = 'queued' AND e.expires_at > now()",
+        )
+        .fetch_all(&db)
+        .await?;
+        samples.extend(
+            rows.into_iter()
+                .filter_map(|(id, at, est)| est.map(|est| (id, at, est))),
+        );
+    }
+}
+
+/// The samples against the waits that followed: each sampled entry's match time.
+async fn estimate_error(
+    db: &PgPool,
+    samples: &[(i64, DateTime<Utc>, i32)],
+) -> Result<EstimateError, db::DbError> {
+    let ids: Vec<i64> = samples.iter().map(|s| s.0).collect();
+    let matched: HashMap<i64, DateTime<Utc>> = sqlx::query_as::<_, (i64, DateTime<Utc>)>(
+        "SELECT entry_id, matched_at FROM match_players WHERE entry_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .collect();
+    let pairs: Vec<(f64, f64)> = samples
+        .iter()
+        .filter_map(|(id, at, est)| {
+            let done = matched.get(id)?;
+            let actual = (*done - *at).num_milliseconds() as f64 / 1000.0;
+            (actual >= 0.0).then_some((f64::from(*est), actual))
+        })
+        .collect();
+    Ok(EstimateError::measure(&pairs))
 }
 
 /// The simulator of one queue: its region's players, their time of day, parties no larger

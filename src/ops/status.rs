@@ -77,6 +77,15 @@ pub fn render_for(view: &StatusView, out: &Output) -> String {
         ]);
     }
     text.push_str(&table_text(&queues));
+    for q in view.queues.iter().filter(|q| q.pending_matches > 0) {
+        let _ = writeln!(
+            text,
+            "{}: {} match{} waiting for the ready check",
+            q.queue,
+            q.pending_matches,
+            if q.pending_matches == 1 { "" } else { "es" }
+        );
+    }
     if view.queues.is_empty() {
         let _ = writeln!(
             text,
@@ -244,6 +253,7 @@ mod tests {
                 target_pool: Some(150),
                 min_pool: Some(6),
                 leader: Some("host-a-17 (term 2)".into()),
+                pending_matches: 0,
             }],
             rounds: vec![RoundLine {
                 round_id: 7,
@@ -320,6 +330,7 @@ mod tests {
             target_pool: Some(1_000_000),
             min_pool: Some(600),
             leader: Some("matchmaker-replica-eu-west-1b-7f9c4d-12345 (term 1234)".into()),
+            pending_matches: 0,
         };
         let round = |id: i64| RoundLine {
             round_id: id,

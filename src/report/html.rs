@@ -43,6 +43,7 @@ pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
         );
     } else {
         summary_table(&mut page, &queues);
+        ready_check_table(&mut page, input);
         for q in &queues {
             queue_section(&mut page, q)?;
         }
@@ -127,6 +128,35 @@ fn summary_table(page: &mut String, queues: &[QueueReport]) {
                 "{:.1}%",
                 100.0 * v
             )),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
+/// The ready checks of the window's matches, per queue that has one.
+fn ready_check_table(page: &mut String, input: &ReportInput) {
+    if input.ready_checks.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Ready checks</h2>\n<table class=\"summary\">\n<thead><tr><th>queue</th>\
+         <th>ready</th><th>cancelled</th><th>pending</th><th>accept rate</th>\
+         <th>median time to accept</th></tr></thead>\n<tbody>\n",
+    );
+    for r in &input.ready_checks {
+        let count = |v: f64| format!("{v:.0}");
+        let _ = writeln!(
+            page,
+            "<tr><th>{}</th>{}{}{}{}{}</tr>",
+            escape(&r.queue),
+            cell("ready", Some(r.ready as f64), count),
+            cell("cancelled", Some(r.cancelled as f64), count),
+            cell("pending", Some(r.pending as f64), count),
+            cell("accept_rate", r.accept_rate, |v| format!(
+                "{:.1}%",
+                100.0 * v
+            )),
+            cell("median_accept_s", r.median_accept_s, seconds),
         );
     }
     page.push_str("</tbody>\n</table>\n");
@@ -273,6 +303,7 @@ mod tests {
             players: Vec::new(),
             matches: Vec::new(),
             repeats: Vec::new(),
+            ready_checks: Vec::new(),
         };
         for i in 0..rounds as i64 {
             out.rounds.push(RoundRow {

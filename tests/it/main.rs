@@ -34,6 +34,7 @@ mod optimizer_formats;
 mod optimizer_meet;
 mod optimizer_search;
 mod peak;
+mod ready_check;
 mod recent_matches;
 mod refusals;
 mod replay;

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "7999e72efb8f24333bf96aa8c032cbd2a3c967937a27f7fad9c55f59f2d703308eddc1fdae62d641a72d9f17e0cdcd82",
+    "52e7ac68772a173e76dcb02239ddb68b901e3d88fdb6007250ef6b87685edb1bd56e73d1c4f0c51244a15d0dffe251a0",
 )];
 
 /// The last migration of 1.0.

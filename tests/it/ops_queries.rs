@@ -159,6 +159,7 @@ async fn every_ops_query_runs_and_answers() {
             backfill: &matchmaker::db::BackfillRecord::default(),
             keep_countdown: false,
             history_matches: model.history_matches(),
+            ready_timeout: None,
         },
     )
     .await

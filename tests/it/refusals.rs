@@ -35,6 +35,8 @@ const CLIENT_FUNCTIONS: [&str; 9] = [
     "enqueue",
     "enqueue_party",
     "cancel",
+    "accept_match",
+    "decline_match",
     "keep_alive",
     "request_backfill",
     "cancel_backfill",
@@ -439,6 +441,20 @@ fn checked() -> Vec<(String, String)> {
         (
             "SELECT cancel_backfill(NULL)".into(),
             "request_id = NULL: is required".into(),
+        ),
+        // accept_match, decline_match: the refusals that need no pending match (those
+        // of a ready check itself are asserted whole in ready_check.rs).
+        (
+            "SELECT accept_match(NULL, 1)".into(),
+            "player_id = NULL: is required (1-64 characters)".into(),
+        ),
+        (
+            "SELECT accept_match('alice', NULL)".into(),
+            "match_id = NULL: is required".into(),
+        ),
+        (
+            "SELECT decline_match('alice', 999)".into(),
+            "match_id = 999: is not a match of player 'alice' of this login".into(),
         ),
         // request_backfill: the queue, the session, the slots, the lifetime, the members.
         (

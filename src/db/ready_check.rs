@@ -1,0 +1,550 @@
+//! The ready check: the queue's leader resolves each pending match once.
+//!
+//! A round of a queue with `[queues.NAME.ready_check]` commits its matches `pending`
+//! (`commit`); players answer with `accept_match` / `decline_match` (or `cancel`, a
+//! decline). At each look at the queue its leader resolves the pending matches that are
+//! decided, in one transaction fenced by its lease like a round's commit:
+//!
+//! - every player accepted: the match is `ready` (final) and enters the players'
+//!   opponent-variation history (`recent_matches`), which a pending match is not in;
+//! - a player declined, or `answer_by` passed: the match is `cancelled` with its reason,
+//!   its `match_players` rows deleted (their answers kept in `matches.answers`). Every
+//!   player who accepted, with their party, is queued again on their own entry row, so
+//!   with their original `enqueued_at` and everything they enqueued with; their entries
+//!   in other queues that this match withdrew are queued again too. The others (and the
+//!   party mates of a decliner) end `declined`; the decliners themselves get the queue's
+//!   `decline_cooldown` (`declined_until`), which `enqueue` enforces.
+//!
+//! Exactly once: a match leaves `pending` only here, only from `pending`, under the
+//! match's row lock and the lease held FOR UPDATE, all in one transaction. A daemon
+//! killed halfway, a leader change or a PostgreSQL restart rolls the transaction back,
+//! and the next leader resolves the match from the rows as they are.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+
+use super::DbError;
+use super::lease::Lease;
+use super::notify::{MatchEvent, notify_matches};
+
+/// What the resolution needs from the queue's config.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadyCheckRules {
+    /// `round.history_matches`: the depth of `recent_matches`.
+    pub history_matches: usize,
+    /// `ready_check.decline_cooldown` (None or zero: none).
+    pub decline_cooldown: Option<Duration>,
+}
+
+/// One cancelled match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancelledMatch {
+    pub match_id: i64,
+    pub reason: String,
+    /// Queued again with their original enqueue time.
+    pub requeued: Vec<String>,
+    /// Declined, did not answer, or in the party of one who did.
+    pub declined: Vec<String>,
+}
+
+/// What one resolution did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resolved {
+    pub ready: Vec<i64>,
+    pub cancelled: Vec<CancelledMatch>,
+    /// Seconds from the match to each accept, of the matches resolved (for the metrics).
+    pub accept_seconds: Vec<f64>,
+    /// Answers given, of the matches resolved: accepted and declined (for the accept
+    /// rate; a player who did not answer counts in neither).
+    pub accepted: usize,
+    pub declined: usize,
+    pub unanswered: usize,
+    /// Matches of the queue still pending after this resolution.
+    pub pending: i64,
+}
+
+/// One player of a pending match, as the resolution reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct Seat {
+    match_id: i64,
+    entry_id: i64,
+    player_id: String,
+    answer: Option<String>,
+    party_key: Option<i64>,
+    accept_secs: Option<f64>,
+}
+
+fn accepted(s: &Seat) -> bool {
+    s.answer.as_deref() == Some("accepted")
+}
+
+/// How a seat ends when its match is cancelled.
+enum Fate {
+    Requeued,
+    /// With the decline cooldown (declined or did not answer).
+    Declined(String),
+    /// Sent out with a party mate who declined: no cooldown of their own.
+    PartyOut(String),
+}
+
+/// Resolve the decided pending matches of `queue`. Fails with [`DbError::LeaseLost`]
+/// (writing nothing) when `lease` is not the queue's current lease.
+pub async fn resolve_ready_checks(
+    db: &PgPool,
+    queue: &str,
+    lease: &Lease,
+    lease_now: Option<DateTime<Utc>>,
+    rules: ReadyCheckRules,
+) -> Result<Resolved, DbError> {
+    // Most looks find nothing to decide: one cheap read of the partial index, no
+    // transaction holding the lease row.
+    let decided: bool = sqlx::query_scalar(
+        "SELECT EXISTS (
+             SELECT 1 FROM matches m
+              WHERE m.queue = $1 AND m.status = 'pending'
+                AND (m.answer_by <= now()
+                     OR NOT EXISTS (SELECT 1 FROM match_players mp
+                                     WHERE mp.match_id = m.match_id
+                                       AND mp.answer IS DISTINCT FROM 'accepted')
+                     OR EXISTS (SELECT 1 FROM match_players mp
+                                 WHERE mp.match_id = m.match_id AND mp.answer = 'declined')))",
+    )
+    .bind(queue)
+    .fetch_one(db)
+    .await?;
+    if !decided {
+        return Ok(Resolved {
+            pending: count_pending(db, queue).await?,
+            ..Resolved::default()
+        });
+    }
+
+    let mut tx = db.begin().await?;
+    hold_lease(&mut tx, queue, lease, lease_now).await?;
+    // The pending matches, locked: a client answering one right now holds it FOR SHARE
+    // and it waits for the next look (the leader never waits for a client).
+    let locked: Vec<(i64, bool)> = sqlx::query_as(
+        "SELECT match_id, answer_by <= now() FROM matches
+          WHERE queue = $1 AND status = 'pending'
+          ORDER BY match_id
+          FOR UPDATE SKIP LOCKED",
+    )
+    .bind(queue)
+    .fetch_all(&mut *tx)
+    .await?;
+    let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
+    // Read after the lock: every answer committed before it is here.
+    let seats: Vec<Seat> = sqlx::query_as(
+        "SELECT mp.match_id, mp.entry_id, mp.player_id, mp.answer, e.party_key,
+                extract(epoch FROM mp.answered_at - m.created_at)::float8 AS accept_secs
+           FROM match_players mp
+           JOIN matches m ON m.match_id = mp.match_id
+           JOIN queue_entries e ON e.entry_id = mp.entry_id
+          WHERE mp.match_id = ANY($1)
+          ORDER BY mp.match_id, mp.player_id",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut by_match: BTreeMap<i64, Vec<&Seat>> = BTreeMap::new();
+    for s in &seats {
+        by_match.entry(s.match_id).or_default().push(s);
+    }
+
+    let mut out = Resolved::default();
+    let mut fates: Vec<(&Seat, Fate, String)> = Vec::new();
+    let mut cancel_rows: Vec<(i64, String, serde_json::Value)> = Vec::new();
+    for (match_id, timed_out) in &locked {
+        let Some(seats) = by_match.get(match_id) else {
+            continue;
+        };
+        let declined: Vec<&str> = seats
+            .iter()
+            .filter(|s| s.answer.as_deref() == Some("declined"))
+            .map(|s| s.player_id.as_str())
+            .collect();
+        let silent: Vec<&str> = seats
+            .iter()
+            .filter(|s| s.answer.is_none())
+            .map(|s| s.player_id.as_str())
+            .collect();
+        let all_accepted = seats.iter().all(|s| accepted(s));
+        if !all_accepted && declined.is_empty() && !timed_out {
+            continue; // still waiting for answers
+        }
+        out.accepted += seats.iter().filter(|s| accepted(s)).count();
+        out.declined += declined.len();
+        out.accept_seconds.extend(
+            seats
+                .iter()
+                .filter(|s| accepted(s))
+                .filter_map(|s| s.accept_secs.map(|x| x.max(0.0))),
+        );
+        if all_accepted {
+            out.ready.push(*match_id);
+            continue;
+        }
+        // The timeout counts only the players who had not answered by then.
+        let silent: Vec<&str> = if *timed_out { silent } else { Vec::new() };
+        out.unanswered += silent.len();
+        let mut why = Vec::new();
+        if !declined.is_empty() {
+            why.push(format!("declined by {}", name_list(&declined)));
+        }
+        if !silent.is_empty() {
+            why.push(format!("no answer in time from {}", name_list(&silent)));
+        }
+        if why.is_empty() {
+            // Timed out with every answer in and none a decline: cannot be (all
+            // accepted is ready above), but a reason is required.
+            why.push("the ready check timed out".into());
+        }
+        let reason = why.join("; ");
+        let out_parties: HashSet<i64> = seats
+            .iter()
+            .filter(|s| !accepted(s))
+            .filter_map(|s| s.party_key)
+            .collect();
+        let mut cancelled = CancelledMatch {
+            match_id: *match_id,
+            reason: reason.clone(),
+            requeued: Vec::new(),
+            declined: Vec::new(),
+        };
+        let mut answers = serde_json::Map::new();
+        for s in seats {
+            answers.insert(
+                s.player_id.clone(),
+                s.answer.clone().map_or(serde_json::Value::Null, Into::into),
+            );
+            let fate = match s.answer.as_deref() {
+                Some("accepted") if s.party_key.is_none_or(|k| !out_parties.contains(&k)) => {
+                    Fate::Requeued
+                }
+                Some("accepted") => Fate::PartyOut(format!(
+                    "match {match_id} was cancelled ({reason}): your party goes out with the \
+                     party member who did not accept"
+                )),
+                Some(_) => Fate::Declined(format!("declined match {match_id}")),
+                None if silent.contains(&s.player_id.as_str()) => Fate::Declined(format!(
+                    "did not answer the ready check of match {match_id} in time"
+                )),
+                // Cancelled by another's decline before this player answered: not theirs
+                // to be penalised for, and they did not accept.
+                None => Fate::PartyOut(format!(
+                    "match {match_id} was cancelled ({reason}) before you answered"
+                )),
+            };
+            match fate {
+                Fate::Requeued => cancelled.requeued.push(s.player_id.clone()),
+                _ => cancelled.declined.push(s.player_id.clone()),
+            }
+            fates.push((s, fate, reason.clone()));
+        }
+        cancel_rows.push((*match_id, reason, serde_json::Value::Object(answers)));
+        out.cancelled.push(cancelled);
+    }
+
+    make_ready(&mut tx, &out.ready, rules.history_matches).await?;
+    cancel_matches(&mut tx, queue, &cancel_rows, &fates, rules).await?;
+    for c in &out.cancelled {
+        notify_cancelled(&mut tx, queue, c).await?;
+    }
+    tx.commit().await?;
+    out.pending = count_pending(db, queue).await?;
+    Ok(out)
+}
+
+/// Matches of `queue` waiting for their ready check.
+pub async fn count_pending(db: &PgPool, queue: &str) -> Result<i64, DbError> {
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM matches WHERE queue = $1 AND status = 'pending'")
+            .bind(queue)
+            .fetch_one(db)
+            .await?,
+    )
+}
+
+/// At most five names, then how many more.
+fn name_list(names: &[&str]) -> String {
+    let mut text = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > 5 {
+        text.push_str(&format!(" and {} more", names.len() - 5));
+    }
+    text
+}
+
+/// The fence, as the round's commit holds it (`commit::check_lease`): the lease row
+/// FOR UPDATE, so a takeover waits until this transaction ends.
+async fn hold_lease(
+    tx: &mut PgConnection,
+    queue: &str,
+    lease: &Lease,
+    lease_now: Option<DateTime<Utc>>,
+) -> Result<(), DbError> {
+    let held: Option<i64> = sqlx::query_scalar(
+        "SELECT term FROM leases
+          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > coalesce($4, now())
+          FOR UPDATE",
+    )
+    .bind(queue)
+    .bind(&lease.holder)
+    .bind(lease.term)
+    .bind(lease_now)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if held.is_none() {
+        return Err(DbError::LeaseLost {
+            queue: queue.to_string(),
+            term: lease.term,
+        });
+    }
+    Ok(())
+}
+
+/// Every player accepted: final, and in the players' history from now on.
+async fn make_ready(tx: &mut PgConnection, ids: &[i64], history: usize) -> Result<(), DbError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE matches SET status = 'ready', resolved_at = now()
+          WHERE match_id = ANY($1) AND status = 'pending'",
+    )
+    .bind(ids)
+    .execute(&mut *tx)
+    .await?;
+    // As the round's commit writes it (see `commit::write_matches`).
+    sqlx::query(
+        "INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
+         SELECT mp.queue, e.owner, mp.player_id, ARRAY[mp.match_id]
+           FROM match_players mp JOIN queue_entries e USING (entry_id)
+          WHERE mp.match_id = ANY($1) AND $2 > 0
+          ORDER BY mp.queue, e.owner, mp.player_id
+             ON CONFLICT (queue, owner, player_id) DO UPDATE
+                SET match_ids = (r.match_ids || EXCLUDED.match_ids)
+                                [greatest(cardinality(r.match_ids) + 2 - $2, 1):]",
+    )
+    .bind(ids)
+    .bind(history as i32)
+    .execute(&mut *tx)
+    .await?;
+    notify_matches(tx, ids, MatchEvent::Ready).await?;
+    Ok(())
+}
+
+/// Cancel the matches, requeue who accepted, decline the others.
+async fn cancel_matches(
+    tx: &mut PgConnection,
+    queue: &str,
+    rows: &[(i64, String, serde_json::Value)],
+    fates: &[(&Seat, Fate, String)],
+    rules: ReadyCheckRules,
+) -> Result<(), DbError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let reasons: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    let answers: Vec<&serde_json::Value> = rows.iter().map(|r| &r.2).collect();
+    sqlx::query(
+        "UPDATE matches m
+            SET status = 'cancelled', resolved_at = now(), cancel_reason = u.reason,
+                answers = u.answers
+           FROM unnest($1::bigint[], $2::text[], $3::jsonb[]) AS u(match_id, reason, answers)
+          WHERE m.match_id = u.match_id AND m.status = 'pending'",
+    )
+    .bind(&ids)
+    .bind(&reasons)
+    .bind(&answers)
+    .execute(&mut *tx)
+    .await?;
+    // The entries go back to the pool: the rows that said they were in the match go.
+    sqlx::query("DELETE FROM match_players WHERE match_id = ANY($1)")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await?;
+
+    let (mut back, mut back_why, mut back_match) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut out, mut out_why, mut out_cooldown) = (Vec::new(), Vec::new(), Vec::new());
+    for (seat, fate, reason) in fates {
+        match fate {
+            Fate::Requeued => {
+                back.push(seat.entry_id);
+                back_why.push(format!(
+                    "match {} was cancelled ({reason}); queued again with your original \
+                     enqueue time",
+                    seat.match_id
+                ));
+                back_match.push(seat.match_id);
+            }
+            Fate::Declined(why) => {
+                out.push(seat.entry_id);
+                out_why.push(why.clone());
+                out_cooldown.push(true);
+            }
+            Fate::PartyOut(why) => {
+                out.push(seat.entry_id);
+                out_why.push(why.clone());
+                out_cooldown.push(false);
+            }
+        }
+    }
+    let cooldown = rules
+        .decline_cooldown
+        .filter(|d| !d.is_zero())
+        .map(|d| d.as_secs_f64());
+    // Queued again, on the same row: its enqueued_at, party and everything the client
+    // sent stay; a fresh ticket lifetime. A player queued again by another call
+    // meanwhile (one queued row per player and queue) keeps that row instead.
+    sqlx::query(
+        "WITH back AS (
+             UPDATE queue_entries e
+                SET status = 'queued', match_id = NULL, round_id = NULL, team = NULL,
+                    role = NULL, reject_reason = NULL, left_over = 'ready_check',
+                    left_over_reason = u.reason, expires_at = now() + q.ticket_ttl,
+                    updated_at = now()
+               FROM unnest($1::bigint[], $2::text[]) AS u(entry_id, reason), queues q
+              WHERE e.entry_id = u.entry_id AND e.status = 'matched' AND q.queue = e.queue
+                AND NOT EXISTS (SELECT 1 FROM queue_entries o
+                                 WHERE o.queue = e.queue AND o.owner = e.owner
+                                   AND o.player_id = e.player_id AND o.status = 'queued')
+          RETURNING e.entry_id)
+         UPDATE queue_entries e
+            SET status = 'cancelled', updated_at = now(),
+                reject_reason = 'match ' || e.match_id || ' was cancelled; the player was '
+                                || 'queued again by another call meanwhile'
+          WHERE e.entry_id = ANY($1) AND e.status = 'matched'
+            AND e.entry_id NOT IN (SELECT entry_id FROM back)",
+    )
+    .bind(&back)
+    .bind(&back_why)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE queue_entries e
+            SET status = 'declined', reject_reason = u.reason, updated_at = now(),
+                declined_until = CASE WHEN u.cooldown AND $3::float8 IS NOT NULL
+                                      THEN now() + make_interval(secs => $3) END
+           FROM unnest($1::bigint[], $2::text[], $4::bool[]) AS u(entry_id, reason, cooldown)
+          WHERE e.entry_id = u.entry_id AND e.status = 'matched'",
+    )
+    .bind(&out)
+    .bind(&out_why)
+    .bind(cooldown)
+    .bind(&out_cooldown)
+    .execute(&mut *tx)
+    .await?;
+    // Their entries in other queues that this match withdrew: queued again as well.
+    sqlx::query(
+        "UPDATE queue_entries e
+            SET status = 'queued', match_id = NULL, reject_reason = NULL,
+                left_over = 'ready_check',
+                left_over_reason = format('match %s in queue %s was cancelled; queued again',
+                                          u.match_id, $3::text),
+                expires_at = now() + q.ticket_ttl, updated_at = now()
+           FROM unnest($1::bigint[], $2::bigint[]) AS u(match_id, entry_id)
+           JOIN queue_entries seat ON seat.entry_id = u.entry_id, queues q
+          WHERE e.status = 'withdrawn' AND e.match_id = u.match_id
+            AND e.owner = seat.owner AND e.player_id = seat.player_id
+            AND e.queue <> $3 AND q.queue = e.queue AND q.active
+            AND NOT EXISTS (SELECT 1 FROM queue_entries o
+                             WHERE o.queue = e.queue AND o.owner = e.owner
+                               AND o.player_id = e.player_id AND o.status = 'queued')",
+    )
+    .bind(&back_match)
+    .bind(&back)
+    .bind(queue)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The cancellation on the queue's channel (layout in the migration, section 6).
+async fn notify_cancelled(
+    tx: &mut PgConnection,
+    queue: &str,
+    c: &CancelledMatch,
+) -> Result<(), DbError> {
+    let mut payload = serde_json::json!({
+        "event": "cancelled",
+        "queue": queue,
+        "match_id": c.match_id,
+        "reason": c.reason,
+        "requeued": c.requeued,
+        "declined": c.declined,
+    });
+    // PostgreSQL's payload limit (8000 bytes with the default block size).
+    if payload.to_string().len() >= 7800 {
+        payload = serde_json::json!({
+            "event": "cancelled",
+            "queue": queue,
+            "match_id": c.match_id,
+            "players_omitted": true,
+        });
+    }
+    sqlx::query("SELECT pg_notify(queue_channel($1), $2)")
+        .bind(queue)
+        .bind(payload.to_string())
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Ready checks answered and resolved over a period, for the report and `status`.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct ReadyCheckStats {
+    pub queue: String,
+    pub pending: i64,
+    pub ready: i64,
+    pub cancelled: i64,
+    /// Accepts over the answers due (accepted + declined + unanswered) of the resolved
+    /// matches; None: none resolved.
+    pub accept_rate: Option<f64>,
+    /// Median seconds from the match to an accept.
+    pub median_accept_s: Option<f64>,
+}
+
+/// Per queue with a ready-checked match in the report's window.
+pub async fn ready_check_stats(
+    db: &mut PgConnection,
+    w: &super::report::ReportWindow,
+) -> Result<Vec<ReadyCheckStats>, sqlx::Error> {
+    sqlx::query_as(
+        "WITH m AS (
+             SELECT * FROM matches
+              WHERE answer_by IS NOT NULL AND created_at >= $2 AND created_at < $3
+                AND ($1::text IS NULL OR queue = $1)),
+         answers AS (
+             -- Ready and pending matches keep their answers in match_players, cancelled
+             -- ones in matches.answers.
+             SELECT m.queue, mp.answer,
+                    extract(epoch FROM mp.answered_at - m.created_at)::float8 AS secs
+               FROM m JOIN match_players mp ON mp.match_id = m.match_id
+              WHERE m.status = 'ready'
+             UNION ALL
+             SELECT m.queue, a.value #>> '{}', NULL
+               FROM m CROSS JOIN LATERAL jsonb_each(m.answers) a
+              WHERE m.status = 'cancelled')
+         SELECT q.queue,
+                (SELECT count(*) FROM m WHERE m.queue = q.queue AND m.status = 'pending') AS pending,
+                (SELECT count(*) FROM m WHERE m.queue = q.queue AND m.status = 'ready') AS ready,
+                (SELECT count(*) FROM m WHERE m.queue = q.queue AND m.status = 'cancelled')
+                    AS cancelled,
+                (SELECT avg(CASE WHEN a.answer = 'accepted' THEN 1.0 ELSE 0.0 END)::float8
+                   FROM answers a WHERE a.queue = q.queue) AS accept_rate,
+                (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a.secs)
+                   FROM answers a WHERE a.queue = q.queue AND a.secs IS NOT NULL)
+                    AS median_accept_s
+           FROM (SELECT DISTINCT queue FROM m) q
+          ORDER BY q.queue",
+    )
+    .bind(w.queue.as_deref())
+    .bind(w.from)
+    .bind(w.to)
+    .fetch_all(db)
+    .await
+}
