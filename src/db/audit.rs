@@ -252,7 +252,8 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
                      SELECT mp.team, count(*) AS size FROM match_players mp
                       WHERE mp.match_id = m.match_id
                       GROUP BY mp.team) t ON true
-              WHERE m.session_id IS NULL
+              -- A cancelled match holds no players any more (its ready check failed).
+              WHERE m.session_id IS NULL AND m.status <> 'cancelled'
               GROUP BY m.match_id, q.formats
              HAVING coalesce(string_agg(t.size::text, 'v' ORDER BY t.size DESC), '')
                         <> ALL (q.formats)
