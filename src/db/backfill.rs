@@ -12,8 +12,8 @@ use sqlx::PgPool;
 
 use super::DbError;
 use super::snapshot::{PoolIds, Snapshot, read_avoids};
-use matchmaker_optimizer::{Attribute, Player};
 use matchmaker_optimizer::backfill::Session;
+use matchmaker_optimizer::{Attribute, Player};
 
 /// Most open requests one round considers (the oldest first); the rest wait a round.
 pub const MAX_REQUESTS_PER_ROUND: i64 = 200;
@@ -202,7 +202,9 @@ pub async fn load_member_avoids(
     let mut of: HashMap<(&str, &str), Vec<String>> = HashMap::new();
     for (owner, member, avoided) in &rows {
         if let Some(&them) = pooled.get(&(owner.as_str(), avoided.as_str())) {
-            of.entry((owner, member)).or_default().push(them.to_string());
+            of.entry((owner, member))
+                .or_default()
+                .push(them.to_string());
         }
     }
     for (owner, player, avoided) in &snapshot.avoids {

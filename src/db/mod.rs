@@ -32,9 +32,7 @@ pub use queue_state::{
     PoolStats, QueueStateRow, WaitingFor, entries_since, pool_stats, write_queue_state,
 };
 pub use round_snapshot::{BudgetRecord, ReplayRecord, StoredRound, load_round, rounds_between};
-pub use snapshot::{
-    PoolIds, QueuedEntry, Snapshot, SnapshotLimits, snapshot_pool, snapshot_round,
-};
+pub use snapshot::{PoolIds, QueuedEntry, Snapshot, SnapshotLimits, snapshot_pool, snapshot_round};
 
 use std::str::FromStr;
 use std::time::Duration;

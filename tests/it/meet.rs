@@ -348,8 +348,8 @@ async fn the_snapshot_gives_each_player_their_newest_avoids_of_pooled_players() 
             ..db::SnapshotLimits::new(100, 1)
         },
     )
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     let (pool, _) = snapshot.to_pool(chrono::Utc::now());
     let avoids: HashMap<&str, &Vec<String>> = pool
         .players
@@ -371,8 +371,8 @@ async fn the_snapshot_gives_each_player_their_newest_avoids_of_pooled_players() 
             ..db::SnapshotLimits::new(100, 1)
         },
     )
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     let (pool, _) = snapshot.to_pool(chrono::Utc::now());
     let a = pool.players.iter().find(|p| p.id == "a").unwrap();
     assert_eq!(a.avoids, ["d", "c"]);
@@ -385,8 +385,8 @@ async fn the_snapshot_gives_each_player_their_newest_avoids_of_pooled_players() 
             ..db::SnapshotLimits::new(100, 1)
         },
     )
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     assert!(snapshot.avoids.is_empty());
 
     // Retention deletes the expired avoid, and only it.
@@ -514,6 +514,7 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
             backfill: &db::BackfillRecord::default(),
             keep_countdown: false,
             history_matches: queue.history_matches(),
+            ready_timeout: None,
         },
     )
     .await

@@ -30,8 +30,8 @@ network = "dedicated"
 regions = ["eu-west", "us-east"]
 "#;
 
-/// The client functions (section 4 of the schema and the client's grants, section 7).
-const CLIENT_FUNCTIONS: [&str; 9] = [
+/// The client functions and the game server's (section 4 of the schema; grants, section 7).
+const CLIENT_FUNCTIONS: [&str; 11] = [
     "enqueue",
     "enqueue_party",
     "cancel",
