@@ -616,7 +616,7 @@ COMMENT ON TABLE avoids IS
 
 
 -- ---- call_buckets: each client connection's enqueue allowance ---------------------------
--- A token bucket per login and backend: enqueue and enqueue_party take a token per
+-- A token bucket per login, backend and queue: enqueue and enqueue_party take a token per
 -- player and refuse when the bucket is empty (limits.enqueue_rate, limits.enqueue_burst).
 -- Per connection, not per login: a row shared by a login's connections would hold each
 -- enqueue behind the previous one's commit. A login's rate is bounded by enqueue_rate
@@ -625,12 +625,15 @@ COMMENT ON TABLE avoids IS
 CREATE UNLOGGED TABLE call_buckets (
     login  text NOT NULL,
     pid    integer NOT NULL,
+    -- Each queue has its own limits.enqueue_rate: one bucket per queue.
+    queue  text NOT NULL,
     tokens double precision NOT NULL,
     at     timestamptz NOT NULL,
-    PRIMARY KEY (login, pid)
+    PRIMARY KEY (login, pid, queue)
 );
 COMMENT ON TABLE call_buckets IS
-    'Enqueue token buckets per client login and backend (written by the enqueue functions)';
+    'Enqueue token buckets per client login, backend and queue (written by the enqueue '
+    'functions)';
 
 
 -- =========================================================================================
@@ -1194,9 +1197,10 @@ BEGIN
     IF matchmaker_sees_all() THEN
         RETURN;
     END IF;
-    INSERT INTO call_buckets AS b (login, pid, tokens, at)
-    VALUES (session_user, pg_backend_pid(), q.enqueue_burst - players, clock_timestamp())
-    ON CONFLICT (login, pid) DO UPDATE
+    INSERT INTO call_buckets AS b (login, pid, queue, tokens, at)
+    VALUES (session_user, pg_backend_pid(), q.queue, q.enqueue_burst - players,
+            clock_timestamp())
+    ON CONFLICT (login, pid, queue) DO UPDATE
        SET tokens = least(q.enqueue_burst, b.tokens + q.enqueue_rate
                           * extract(epoch FROM clock_timestamp() - b.at)) - players,
            at = clock_timestamp()
@@ -2559,9 +2563,10 @@ GRANT USAGE ON SCHEMA public
 
 -- Functions in a view run with the privileges of the view's reader; the countdown
 -- trigger runs as the writer of queue_state (the daemon) and calls queue_channel.
-GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text),
-                          matchmaker_estimate_wait(jsonb, double precision, jsonb, integer)
+GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text)
     TO matchmaker_client, matchmaker_daemon, matchmaker_ops, matchmaker_server;
+GRANT EXECUTE ON FUNCTION matchmaker_estimate_wait(jsonb, double precision, jsonb, integer)
+    TO matchmaker_client, matchmaker_daemon, matchmaker_ops;
 
 -- ---- matchmaker_client: the client API and the client views, no table -------------------
 GRANT EXECUTE ON FUNCTION

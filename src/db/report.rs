@@ -32,7 +32,7 @@ pub struct ReportInput {
     pub repeats: Vec<RepeatRow>,
     /// Per queue with a ready check: its matches of the window by outcome, the accept
     /// rate and the time to accept.
-    pub ready_checks: Vec<super::ready_check::ReadyCheckStats>,
+    pub ready_checks: Vec<ReadyCheckStats>,
 }
 
 /// One committed round (`rounds`).
@@ -152,7 +152,7 @@ pub async fn read_report(
     let matches = read_matches(&mut tx, window).await?;
     let players = read_players(&mut tx, window).await?;
     let repeats = read_repeats(&mut tx, window).await?;
-    let ready_checks = super::ready_check::ready_check_stats(&mut *tx, window).await?;
+    let ready_checks = ready_check_stats(&mut tx, window).await?;
     tx.commit().await?;
     Ok(ReportInput {
         from: window.from,
@@ -351,4 +351,59 @@ async fn read_repeats(
             })
         })
         .collect()
+}
+
+/// Ready checks answered and resolved over a period, for the report and `status`.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct ReadyCheckStats {
+    pub queue: String,
+    pub pending: i64,
+    pub ready: i64,
+    pub cancelled: i64,
+    /// Accepts over the answers due (accepted + declined + unanswered) of the resolved
+    /// matches; None: none resolved.
+    pub accept_rate: Option<f64>,
+    /// Median seconds from the match to an accept.
+    pub median_accept_s: Option<f64>,
+}
+
+/// Per queue with a ready-checked match in the report's window.
+pub async fn ready_check_stats(
+    db: &mut PgConnection,
+    w: &ReportWindow,
+) -> Result<Vec<ReadyCheckStats>, sqlx::Error> {
+    sqlx::query_as(
+        "WITH m AS (
+             SELECT * FROM matches
+              WHERE answer_by IS NOT NULL AND created_at >= $2 AND created_at < $3
+                AND ($1::text IS NULL OR queue = $1)),
+         answers AS (
+             -- Ready and pending matches keep their answers in match_players, cancelled
+             -- ones in matches.answers.
+             SELECT m.queue, mp.answer,
+                    extract(epoch FROM mp.answered_at - m.created_at)::float8 AS secs
+               FROM m JOIN match_players mp ON mp.match_id = m.match_id
+              WHERE m.status = 'ready'
+             UNION ALL
+             SELECT m.queue, a.value #>> '{}', NULL
+               FROM m CROSS JOIN LATERAL jsonb_each(m.answers) a
+              WHERE m.status = 'cancelled')
+         SELECT q.queue,
+                (SELECT count(*) FROM m WHERE m.queue = q.queue AND m.status = 'pending') AS pending,
+                (SELECT count(*) FROM m WHERE m.queue = q.queue AND m.status = 'ready') AS ready,
+                (SELECT count(*) FROM m WHERE m.queue = q.queue AND m.status = 'cancelled')
+                    AS cancelled,
+                (SELECT avg(CASE WHEN a.answer = 'accepted' THEN 1.0 ELSE 0.0 END)::float8
+                   FROM answers a WHERE a.queue = q.queue) AS accept_rate,
+                (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a.secs)
+                   FROM answers a WHERE a.queue = q.queue AND a.secs IS NOT NULL)
+                    AS median_accept_s
+           FROM (SELECT DISTINCT queue FROM m) q
+          ORDER BY q.queue",
+    )
+    .bind(w.queue.as_deref())
+    .bind(w.from)
+    .bind(w.to)
+    .fetch_all(db)
+    .await
 }

@@ -235,13 +235,18 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
     assert_eq!(
         callable,
         [
+            // accept_match / decline_match: the ready check of a pending match.
+            "accept_match",
             // avoid / unavoid: the login's players' avoid lists.
             "avoid",
             "cancel",
+            "decline_match",
             // request_backfill / cancel_backfill belong to game servers (matchmaker_server).
             "enqueue",
             "enqueue_party",
             "keep_alive",
+            // matchmaker_estimate_wait: player_status calls it as its reader.
+            "matchmaker_estimate_wait",
             "matchmaker_sees_all",
             "queue_channel",
             "unavoid"

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "52e7ac68772a173e76dcb02239ddb68b901e3d88fdb6007250ef6b87685edb1bd56e73d1c4f0c51244a15d0dffe251a0",
+    "aac20c971d2daa8277776dc575529524108cc84a6a925466dc89b4885d3d2578d94790a2158db7521b010c2ecc8b9726",
 )];
 
 /// The last migration of 1.0.

@@ -532,7 +532,10 @@ async fn long_queue_names_get_valid_channels_and_oversized_headers_a_compact_for
         .unwrap_err();
     let (code, message) = db_error(&err);
     assert_eq!(code, "22023");
-    assert!(message.contains("must be match or backfill"), "{message}");
+    assert!(
+        message.contains("must be match, backfill, ready_check or ready"),
+        "{message}"
+    );
 
     // Sent in a transaction that rolls back: never delivered.
     let mut tx = db.begin().await.unwrap();

@@ -75,8 +75,10 @@ impl Tenants {
             assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
             workers.insert(name.clone(), w);
         }
-        let (a_name, a) = client_login(&tdb, 2).await;
-        let (b_name, b) = client_login(&tdb, 2).await;
+        // Each in both roles: a game backend that also runs its game servers, so the
+        // same login names players and backfill sessions.
+        let (a_name, a) = client_server_login(&tdb, 2).await;
+        let (b_name, b) = client_server_login(&tdb, 2).await;
         Tenants {
             tdb,
             clock,
