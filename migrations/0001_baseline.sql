@@ -1749,10 +1749,10 @@ BEGIN
     END IF;
     keep := least(100, greatest(1, coalesce(
         (SELECT max(q.max_avoids) FROM queues q WHERE q.active), 10)));
-    -- One call per login and player at a time: the count below holds under concurrent
-    -- calls. A wait, not a refusal: the calls are short.
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended('avoids' || E'\x1f' || session_user || E'\x1f' || player_id, 0));
+    -- No lock: an advisory key made of the login and player id could be computed and held
+    -- by another login. Two concurrent calls for one player may each keep `keep` rows for
+    -- a moment; the next call trims them, and the snapshot reads at most the queue's
+    -- max_per_player per player whatever the table holds.
     INSERT INTO avoids AS a (owner, player_id, avoided_player_id, created_at, expires_at)
     VALUES (session_user, player_id, avoided_player_id, clock_timestamp(), now() + duration)
     ON CONFLICT ON CONSTRAINT avoids_pkey DO UPDATE

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "aac20c971d2daa8277776dc575529524108cc84a6a925466dc89b4885d3d2578d94790a2158db7521b010c2ecc8b9726",
+    "395fc45d586fcaf0dc990d064601df3e01b8d55d17feec9270a9d84d9a9371aa450dcd26ffe09e70f99937ae25c5ffc3",
 )];
 
 /// The last migration of 1.0.

@@ -364,6 +364,45 @@ async fn no_lock_of_another_login_blocks_a_party() {
 }
 
 #[tokio::test]
+async fn no_lock_of_another_login_blocks_an_avoid() {
+    let t = Tenants::start().await;
+    // b holds the advisory key a per-login lock of a's player would use, and has its own
+    // alice's avoid in flight, uncommitted.
+    let mut held = t.b.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("avoids\u{1f}{}\u{1f}alice", t.a_name))
+        .execute(&mut *held)
+        .await
+        .unwrap();
+    sqlx::query("SELECT avoid('alice', 'bob')")
+        .execute(&mut *held)
+        .await
+        .unwrap();
+    let kept: i32 = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        sqlx::query_scalar("SELECT avoid('alice', 'bob')").fetch_one(&t.a),
+    )
+    .await
+    .expect("not blocked by b")
+    .expect("not refused because of b");
+    assert_eq!(kept, 1);
+    held.commit().await.unwrap();
+    // No function a client or game server may call takes an advisory lock: its key would
+    // be computable by another login.
+    let advisory: Vec<String> = sqlx::query_scalar(
+        "SELECT p.proname::text FROM pg_proc p
+          WHERE p.pronamespace = 'public'::regnamespace
+            AND p.prosrc LIKE '%pg_advisory%'
+            AND (has_function_privilege('matchmaker_client', p.oid, 'EXECUTE')
+                 OR has_function_privilege('matchmaker_server', p.oid, 'EXECUTE'))",
+    )
+    .fetch_all(t.db())
+    .await
+    .unwrap();
+    assert!(advisory.is_empty(), "{advisory:?}");
+}
+
+#[tokio::test]
 async fn nothing_b_can_call_or_read_shows_as_entries_matches_or_sessions() {
     let mut t = Tenants::start().await;
     solos(&t.a, "x", &["alice", "a1", "a2", "a3"]).await;
