@@ -54,27 +54,30 @@ SELECT queue, teams, team_size, formats, min_players_per_match, network, roles, 
 LISTEN matchmaker_round;
 
 -- name: queue_channel
--- The channel of a queue's own notifications: 'matchmaker:' and the queue's name (a name
--- longer than 52 bytes is shortened, with a hash). LISTEN on it in double quotes; any role
--- may LISTEN.
+-- This login's channel of a queue's notifications: 'matchmaker:' and 40 hex digits of a
+-- keyed hash of the login and the queue, which no other login can work out. LISTEN on it
+-- in double quotes. It carries the matches that hold this login's players and the
+-- queue's countdown while one of them waits.
 -- example: q
 SELECT queue_channel(queue => $1) AS channel;
 
 -- name: listen_queue
 -- Notifications of queue q, on the channel queue_channel gave (in double quotes: the name
--- has a colon, and may have capitals). Each payload is JSON with an "event":
---   match      one per committed match, sent when its round commits: queue, round_id,
+-- has a colon). Each payload is JSON with an "event":
+--   match      one per committed match holding a player of this login, sent when its
+--              round commits: queue, round_id,
 --              match_id, part / parts (a match too large for one 8000-byte payload
 --              comes in several parts, each naming some players), and players: a list of
---              {"player_id", "team", "party_id" and "role" when set}. Tell those players,
---              after confirming the match in match_details (any role may NOTIFY).
+--              {"player_id", "team", "party_id" and "role" when set}. Tell those players
+--              (match_details has the rest).
 --   countdown  the queue's countdown changed: next_round_at, seconds_to_next_round,
 --              waiting_for, players_missing, latest_round_at, seconds_to_latest_round,
 --              round_started_at (as in player_status), and cause: round (round_id,
 --              trigger), round_start, config, pool or start.
 -- As with matchmaker_round, a notification sent while the connection is down is lost:
 -- keep polling player_status, less often.
-LISTEN "matchmaker:q";
+-- LISTEN takes no parameter: write the name queue_channel gave between the quotes.
+LISTEN "{channel}";
 
 -- name: enqueue
 -- Queue one solo player; returns the new entry's id. Call it with named arguments: every

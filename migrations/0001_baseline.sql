@@ -636,6 +636,23 @@ COMMENT ON TABLE call_buckets IS
     'functions)';
 
 
+-- ---- channel_key: what makes a login's notification channels its own -------------------
+-- A login's channel for a queue is named by a hash of this key, the login and the queue
+-- (matchmaker_login_channel): LISTEN takes no privilege, so a channel name another login
+-- could work out would let it read this login's matches, or send it false ones. Random,
+-- made by the migration; only the schema's owner reads it. Replacing it (UPDATE
+-- channel_key SET key = ...) moves every login to new channels: clients ask
+-- queue_channel() again when they reconnect.
+CREATE TABLE channel_key (
+    only_row boolean PRIMARY KEY DEFAULT true CONSTRAINT channel_key_has_one_row CHECK (only_row),
+    key      text NOT NULL
+);
+-- gen_random_uuid() draws from PostgreSQL's strong random source: 244 random bits.
+INSERT INTO channel_key (key) VALUES (gen_random_uuid()::text || gen_random_uuid()::text);
+COMMENT ON TABLE channel_key IS
+    'The secret in each login''s notification channel names (matchmaker_login_channel)';
+
+
 -- =========================================================================================
 -- 2. Indexes
 -- =========================================================================================
@@ -1178,7 +1195,7 @@ BEGIN
      WHERE mp.match_id = match_id AND mp.entry_id = seat;
     -- Wakes the queue's leader, which resolves the match at once when this answer
     -- decides it (the enqueue channel: its worker listens there already).
-    PERFORM pg_notify('matchmaker_enqueue', m.queue);
+    PERFORM matchmaker_notify('matchmaker_enqueue', m.queue);
     RETURN answer;
 END
 $$;
@@ -1694,7 +1711,7 @@ BEGIN
                    q.queue));
     END;
     -- Wakes the queue's leader (the enqueue channel: its worker listens there already).
-    PERFORM pg_notify('matchmaker_enqueue', q.queue);
+    PERFORM matchmaker_notify('matchmaker_enqueue', q.queue);
     RETURN id;
 END
 $$;
@@ -2130,33 +2147,44 @@ COMMENT ON VIEW replica_leadership IS
 -- =========================================================================================
 -- NOTIFY only wakes listeners earlier; the daemon and clients also poll, so a lost
 -- notification delays, never loses. Notifications are sent at COMMIT, so a listener never
--- sees a row that is not there yet.
+-- sees a row that is not there yet. Every one goes through matchmaker_notify(), which
+-- sends nothing while PostgreSQL's notification queue is past its limit (below): a full
+-- queue fails every transaction that notifies, and enqueues and round commits must not
+-- depend on it.
 --
 --   matchmaker_enqueue   payload: the queue. An enqueue (or a backfill request) wakes the
 --                        queue's leader.
 --   matchmaker_round     payload: {"queue", "round_id", "match_count", "matched"}. A round
 --                        committed: wakes clients or a gateway waiting for assignments.
---   queue_channel(queue) per queue, so that a game backend holding one LISTEN connection
---                        tells each player at once, instead of polling player_status:
---     match      one per committed match, sent by the round's commit inside its
---                transaction:
+--   queue_channel(queue) per login and queue: the calling login's own channel, so that a
+--                        game backend holding one LISTEN connection tells each of its
+--                        players at once, instead of polling player_status. It carries
+--                        only what concerns the login's players (and a game server's
+--                        backfill requests): another login can neither work out its name
+--                        nor read or send on it (channel_key).
+--     match      one per committed match holding a player of the login, sent by the
+--                round's commit inside its transaction (the whole roster, as
+--                match_details shows it):
 --                {"event":"match","queue":"q","round_id":7,"match_id":42,"part":1,"parts":1,
 --                 "players":[{"player_id":"alice","team":0,"party_id":"crew","role":"tank"},..]}
 --                "relay":true follows match_id when nobody in the match can host it (the
 --                game backend routes it through its relay; absent otherwise).
 --                party_id and role appear only when the player has one. Teams count from
 --                0, as in player_status. event "backfill" (same layout, the whole roster)
---                is for players added to a match that already exists.
+--                is for players added to a match that already exists, sent to the
+--                players' logins and to the login that asked for the backfill.
 --     ready_check  a match of a queue with a ready check, pending: the "match" layout
 --                plus "answer_by" (the time to accept_match by). Then, once:
 --     ready      every player accepted (the "match" layout): the match is final;
 --     cancelled  {"event":"cancelled","queue":"q","match_id":42,"reason":"...",
---                 "requeued":["alice",..],"declined":["bob",..]}: queued again with
---                their original enqueue time, or declined ("players_omitted":true
---                instead of both lists when they do not fit; read player_status).
+--                 "requeued":["alice",..],"declined":["bob",..]}: the login's players of
+--                the match, queued again with their original enqueue time, or declined
+--                ("players_omitted":true instead of both lists when they do not fit;
+--                read player_status).
 --     countdown  one per change of a queue's next round time or of what it waits for (a
 --                round, a reload, the pool reaching min_pool, the max-wait fallback), sent
---                by whoever writes queue_state, in its transaction:
+--                by whoever writes queue_state, in its transaction, to every login with
+--                a player queued in the queue (a login with none reads queue_countdown):
 --                {"event":"countdown","queue":"q","next_round_at":"2026-01-01T12:00:00.000000Z",
 --                 "seconds_to_next_round":12,"waiting_for":"schedule","cause":"round",
 --                 "players_missing":0,"latest_round_at":"2026-01-01T12:00:00.000000Z",
@@ -2180,17 +2208,68 @@ COMMENT ON VIEW replica_leadership IS
 -- match is sent as {"event":"match","round_id":..,"match_id":..,"part":1,"parts":1,
 -- "players_omitted":true}: read match_details for that match.
 --
--- Privileges: LISTEN needs none, so matchmaker_client may listen on any channel; any
--- connected role may also NOTIFY on any channel (PostgreSQL has no privilege for it). So a
--- payload is a fast hint that names only ids, and a backend confirms a match in
--- match_details (which shows only matches of its own players) before acting on it.
+-- Privileges: LISTEN and NOTIFY take none: any login may listen or send on any channel
+-- whose name it knows. A login's queue channels are named by a hash of a secret key
+-- (channel_key), the login and the queue, so no other login knows them; the shared
+-- channels (matchmaker_enqueue, matchmaker_round) carry no player. A payload is still a
+-- fast hint that names only ids: a backend confirms a match in match_details before
+-- acting on it.
+--
+-- The queue's limit: PostgreSQL's notification queue (8 GB) holds every notification
+-- until each listening session has read it, so one session that listens and then stays
+-- inside a transaction keeps it growing; full, it fails every COMMIT of a transaction
+-- that notifies. matchmaker_notify() sends nothing once the queue is past
+-- matchmaker.notify_queue_limit (a fraction, default 0.5; set it per database or role)
+-- and the daemon reports the queue's usage (docs/operations.md, "Notifications").
+
+-- ---- Sending ----------------------------------------------------------------------------
+-- The limit as set, or 0.5 when unset or not a fraction: a bad setting must not fail
+-- every notifying transaction.
+CREATE FUNCTION matchmaker_notify_queue_limit() RETURNS double precision
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN v ~ '^\s*(0(\.[0-9]*)?|1(\.0*)?|\.[0-9]+)\s*$' THEN v::double precision
+                ELSE 0.5 END
+      FROM coalesce(current_setting('matchmaker.notify_queue_limit', true), '') AS v
+$$;
+COMMENT ON FUNCTION matchmaker_notify_queue_limit() IS
+    'The notification queue usage past which matchmaker_notify() sends nothing '
+    '(matchmaker.notify_queue_limit, default 0.5)';
+
+-- pg_notify(channel, payload), unless the notification queue is past its limit; returns
+-- whether it sent. Past the limit listeners get nothing and poll, as for any lost
+-- notification, while enqueues and rounds commit.
+CREATE FUNCTION matchmaker_notify(channel text, payload text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_notification_queue_usage() >= matchmaker_notify_queue_limit() THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify(channel, payload);
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION matchmaker_notify(text, text) IS
+    'pg_notify() unless the notification queue is past matchmaker.notify_queue_limit';
+
+-- A login's channel for a queue: 'matchmaker:' and 40 hex digits of the SHA-256 of the
+-- key, the login (with its length, so that no two pairs of login and queue read alike)
+-- and the queue. 51 bytes: within a channel name's 63.
+CREATE FUNCTION matchmaker_login_channel(login text, queue text) RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+    SELECT 'matchmaker:' || left(encode(sha256(convert_to(
+               format('%s:%s:%s:%s', k.key, length(login), login, queue), 'UTF8')), 'hex'), 40)
+      FROM channel_key k
+$$;
+COMMENT ON FUNCTION matchmaker_login_channel(text, text) IS
+    'The notification channel of a login''s players in a queue (the daemon''s; clients '
+    'call queue_channel)';
 
 -- ---- Enqueue wake-up --------------------------------------------------------------------
 -- Per statement, not per row: a bulk INSERT sends one notification per queue.
 CREATE FUNCTION matchmaker_notify_enqueue() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('matchmaker_enqueue', q.queue)
+    PERFORM matchmaker_notify('matchmaker_enqueue', q.queue)
        FROM (SELECT DISTINCT queue FROM inserted) q;
     RETURN NULL;
 END
@@ -2208,7 +2287,7 @@ CREATE TRIGGER queue_entries_notify_enqueue
 CREATE FUNCTION matchmaker_notify_round() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('matchmaker_round', json_build_object(
+    PERFORM matchmaker_notify('matchmaker_round', json_build_object(
         'queue', r.queue, 'round_id', r.round_id,
         'match_count', r.match_count, 'matched', r.matched)::text)
        FROM rounds r
@@ -2222,30 +2301,22 @@ CREATE CONSTRAINT TRIGGER rounds_notify_commit
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION matchmaker_notify_round();
 
--- ---- A queue's channel ------------------------------------------------------------------
+-- ---- A login's channel of a queue -----------------------------------------------------
 -- A client calls queue_channel() and LISTENs on the answer, in double quotes:
--- LISTEN "matchmaker:ranked_3v3". A channel name is an identifier: at most 63 bytes.
--- 'matchmaker:' (11 bytes) + a queue name of up to 52 bytes is used as is; a longer name
--- becomes its first 40 letters, digits, '_' and '-' (ASCII: 40 bytes) + '~' + the first 11
--- hex digits of its md5, so two long names that share a beginning still get different
--- channels.
--- A NULL or empty name is refused like any client function's bad input (the check is
--- written out: clients may not execute matchmaker_refuse, and this function is not a
--- SECURITY DEFINER one).
+-- LISTEN "matchmaker:3f2a...". The name is the calling login's own
+-- (matchmaker_login_channel): each login asks for it, nobody builds it.
 CREATE FUNCTION queue_channel(queue text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
 BEGIN
     IF queue IS NULL OR queue = '' THEN
-        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = format('queue = %s: is required (a queue''s name)', quote_nullable(queue));
+        PERFORM matchmaker_refuse('queue', quote_nullable(queue), 'is required (a queue''s name)');
     END IF;
-    RETURN CASE WHEN octet_length(queue) <= 52 THEN 'matchmaker:' || queue
-                ELSE 'matchmaker:' || left(regexp_replace(queue, '[^A-Za-z0-9_-]', '', 'g'), 40)
-                     || '~' || left(md5(queue), 11) END;
+    RETURN matchmaker_login_channel(session_user, queue);
 END
 $$;
 COMMENT ON FUNCTION queue_channel(text) IS
-    'The NOTIFY channel of a queue''s match and countdown notifications (LISTEN "<it>")';
+    'The calling login''s NOTIFY channel for a queue''s match and countdown notifications '
+    '(LISTEN "<it>")';
 
 -- ---- Match notifications ----------------------------------------------------------------
 -- Not a trigger: the round's commit writes a round's matches in one statement, isolates a
@@ -2269,6 +2340,8 @@ DECLARE
     current text;
     fits boolean;
     sent integer := 0;
+    login text;
+    payload text;
 BEGIN
     IF event IS NULL OR event NOT IN ('match', 'backfill', 'ready_check', 'ready') THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -2277,6 +2350,11 @@ BEGIN
     END IF;
     FOR m IN
         SELECT x.match_id, x.round_id, x.queue, x.relay, x.answer_by,
+               -- Who is told: the logins of the match's players, and the one that asked
+               -- for the backfill it fills.
+               ARRAY(SELECT DISTINCT o FROM unnest(array_agg(e.owner)
+                                                   || b.owner) AS o
+                      WHERE o IS NOT NULL ORDER BY o) AS logins,
                -- One JSON object per player, written out by hand: compact (json_build_object
                -- puts spaces around every colon) and with the keys in a fixed order.
                array_agg(format('{"player_id":%s,"team":%s%s%s}',
@@ -2286,8 +2364,10 @@ BEGIN
                          ORDER BY mp.team, mp.player_id) AS players
           FROM matches x
           JOIN match_players mp ON mp.match_id = x.match_id
+          JOIN queue_entries e ON e.entry_id = mp.entry_id
+          LEFT JOIN backfill_requests b ON b.request_id = x.backfill_request_id
          WHERE x.match_id = ANY (match_ids)
-         GROUP BY x.match_id
+         GROUP BY x.match_id, b.owner
          ORDER BY x.match_id
     LOOP
         head := format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s%s',
@@ -2318,18 +2398,22 @@ BEGIN
             END IF;
         END LOOP;
         IF NOT fits THEN
-            PERFORM pg_notify(queue_channel(m.queue), format(
-                '{"event":%s,"round_id":%s,"match_id":%s,"part":1,"parts":1,"players_omitted":true}',
-                to_json(event), m.round_id, m.match_id));
-            sent := sent + 1;
-            CONTINUE;
+            parts := ARRAY[NULL::text];
+        ELSE
+            parts := parts || coalesce(current, '');
         END IF;
-        parts := parts || coalesce(current, '');
-        FOR i IN 1 .. cardinality(parts) LOOP
-            PERFORM pg_notify(queue_channel(m.queue), format(
-                '%s,"part":%s,"parts":%s,"players":[%s]}',
-                head, i, cardinality(parts), parts[i]));
-            sent := sent + 1;
+        FOREACH login IN ARRAY m.logins LOOP
+            FOR i IN 1 .. cardinality(parts) LOOP
+                payload := CASE WHEN fits
+                    THEN format('%s,"part":%s,"parts":%s,"players":[%s]}',
+                                head, i, cardinality(parts), parts[i])
+                    ELSE format('{"event":%s,"round_id":%s,"match_id":%s,"part":1,"parts":1,'
+                                '"players_omitted":true}', to_json(event), m.round_id, m.match_id)
+                    END;
+                IF matchmaker_notify(matchmaker_login_channel(login, m.queue), payload) THEN
+                    sent := sent + 1;
+                END IF;
+            END LOOP;
         END LOOP;
     END LOOP;
     RETURN sent;
@@ -2339,8 +2423,9 @@ COMMENT ON FUNCTION matchmaker_notify_matches_in_parts(bigint[], text) IS
     'matchmaker_notify_matches() for matches whose roster needs several notifications '
     '(split in parts under the payload limit)';
 
--- One notification (or several parts) per match of match_ids, built from the rows as they
--- are now in the calling transaction; returns how many notifications were sent. The
+-- One notification (or several parts) per match of match_ids and login told, built from
+-- the rows as they are now in the calling transaction; returns how many notifications
+-- were sent. The
 -- matches that fit one notification (nearly all) are built in one statement, a loop over
 -- every match and player being a noticeable part of a large round's commit; the others
 -- go to matchmaker_notify_matches_in_parts(). A call's notifications are sent in match_id
@@ -2361,6 +2446,10 @@ BEGIN
     END IF;
     WITH payloads AS MATERIALIZED (
         SELECT x.match_id, x.queue,
+               -- Who is told: the logins of the match's players, and the one that asked
+               -- for the backfill it fills.
+               ARRAY(SELECT DISTINCT o FROM unnest(array_agg(e.owner) || b.owner) AS o
+                      WHERE o IS NOT NULL ORDER BY o) AS logins,
                format('{"event":%s,"queue":%s,"round_id":%s,"match_id":%s%s%s,"part":1,"parts":1,"players":[',
                       to_json(event), to_json(x.queue), x.round_id, x.match_id,
                       CASE WHEN event = 'ready_check' THEN format(',"answer_by":%s', to_json(
@@ -2378,15 +2467,18 @@ BEGIN
                || ']}' AS payload
           FROM matches x
           JOIN match_players mp ON mp.match_id = x.match_id
+          JOIN queue_entries e ON e.entry_id = mp.entry_id
+          LEFT JOIN backfill_requests b ON b.request_id = x.backfill_request_id
          WHERE x.match_id = ANY (match_ids)
-         GROUP BY x.match_id)
+         GROUP BY x.match_id, b.owner)
     SELECT
-        -- pg_notify() is volatile: called once per row, after the ORDER BY.
-        (SELECT count(*)
-           FROM (SELECT pg_notify(queue_channel(p.queue), p.payload)
-                   FROM payloads p
+        -- matchmaker_notify() is volatile: called once per row, after the ORDER BY.
+        (SELECT count(*) FILTER (WHERE s.sent)
+           FROM (SELECT matchmaker_notify(matchmaker_login_channel(l.login, p.queue),
+                                          p.payload) AS sent
+                   FROM payloads p, unnest(p.logins) AS l(login)
                   WHERE octet_length(p.payload) <= max_bytes
-                  ORDER BY p.match_id) AS s),
+                  ORDER BY p.match_id, l.login) AS s),
         (SELECT array_agg(p.match_id ORDER BY p.match_id)
            FROM payloads p
           WHERE octet_length(p.payload) > max_bytes)
@@ -2398,8 +2490,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION matchmaker_notify_matches(bigint[], text) IS
-    'NOTIFY each match''s players on its queue''s channel (split in parts under the payload '
-    'limit); the daemon calls it inside the commit that writes the matches';
+    'NOTIFY each match on its players'' logins'' channels of its queue (split in parts under '
+    'the payload limit); the daemon calls it inside the commit that writes the matches';
 
 -- ---- Countdown notifications ------------------------------------------------------------
 CREATE FUNCTION matchmaker_notify_countdown() RETURNS trigger
@@ -2407,6 +2499,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     cause text;
     round_trigger text;
+    payload text;
 BEGIN
     cause := CASE
         WHEN TG_OP = 'INSERT' THEN 'start'
@@ -2417,7 +2510,7 @@ BEGIN
     IF NEW.last_round_id IS NOT NULL AND cause IN ('start', 'round') THEN
         SELECT r.trigger INTO round_trigger FROM rounds r WHERE r.round_id = NEW.last_round_id;
     END IF;
-    PERFORM pg_notify(queue_channel(NEW.queue), format(
+    payload := format(
         '{"event":"countdown","queue":%s,"next_round_at":%s,"seconds_to_next_round":%s,'
         '"waiting_for":%s,"cause":%s,"players_missing":%s,"latest_round_at":%s,'
         '"seconds_to_latest_round":%s,"round_started_at":%s%s}',
@@ -2437,7 +2530,22 @@ BEGIN
                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text, 'null'),
         CASE WHEN cause = 'round'
              THEN format(',"round_id":%s,"trigger":%s', NEW.last_round_id,
-                         coalesce(to_json(round_trigger)::text, 'null')) END));
+                         coalesce(to_json(round_trigger)::text, 'null')) END);
+    -- The logins with a player queued here: a skip scan of queue_entries_queued_owner,
+    -- one index descent per login however many players each has queued.
+    PERFORM matchmaker_notify(matchmaker_login_channel(l.owner, NEW.queue), payload)
+       FROM (WITH RECURSIVE logins(owner) AS (
+                 (SELECT e.owner FROM queue_entries e
+                   WHERE e.queue = NEW.queue AND e.status = 'queued'
+                   ORDER BY e.owner LIMIT 1)
+                 UNION ALL
+                 SELECT (SELECT e.owner FROM queue_entries e
+                          WHERE e.queue = NEW.queue AND e.status = 'queued'
+                            AND e.owner > l.owner
+                          ORDER BY e.owner LIMIT 1)
+                   FROM logins l
+                  WHERE l.owner IS NOT NULL)
+             SELECT owner FROM logins WHERE owner IS NOT NULL) l;
     RETURN NULL;
 END
 $$;
@@ -2519,7 +2627,8 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE ALL ON queues, queue_entries, rounds, matches, match_players, recent_matches,
               round_snapshots, queue_state, leases, replicas, backfill_requests, call_buckets,
               queue_countdown, player_status, match_details, queue_catalog, backfill_status,
-              round_summaries, player_rounds, replica_leadership, avoids, avoid_list
+              round_summaries, player_rounds, replica_leadership, avoids, avoid_list,
+              channel_key
     FROM PUBLIC;
 REVOKE ALL ON FUNCTION
     matchmaker_sees_all(),
@@ -2550,6 +2659,9 @@ REVOKE ALL ON FUNCTION
     cancel_backfill(bigint),
     avoid(text, text, interval),
     unavoid(text, text),
+    matchmaker_notify_queue_limit(),
+    matchmaker_notify(text, text),
+    matchmaker_login_channel(text, text),
     matchmaker_notify_enqueue(),
     matchmaker_notify_round(),
     queue_channel(text),
@@ -2561,8 +2673,7 @@ REVOKE ALL ON FUNCTION
 GRANT USAGE ON SCHEMA public
     TO matchmaker_client, matchmaker_daemon, matchmaker_ops, matchmaker_server;
 
--- Functions in a view run with the privileges of the view's reader; the countdown
--- trigger runs as the writer of queue_state (the daemon) and calls queue_channel.
+-- Functions in a view run with the privileges of the view's reader.
 GRANT EXECUTE ON FUNCTION matchmaker_sees_all(), queue_channel(text)
     TO matchmaker_client, matchmaker_daemon, matchmaker_ops, matchmaker_server;
 GRANT EXECUTE ON FUNCTION matchmaker_estimate_wait(jsonb, double precision, jsonb, integer)
@@ -2634,9 +2745,16 @@ GRANT SELECT ON player_status, match_details, queue_countdown, queue_catalog,
 GRANT USAGE, SELECT ON SEQUENCE queue_entries_entry_id_seq, rounds_round_id_seq,
                               matches_match_id_seq
     TO matchmaker_daemon;
+-- The triggers on queue_entries, rounds and queue_state run as their writer: the daemon,
+-- or a client function's owner. channel_key stays the owner's: the daemon names a login's
+-- channel through matchmaker_login_channel.
 GRANT EXECUTE ON FUNCTION matchmaker_notify_matches(bigint[], text),
-                          matchmaker_notify_matches_in_parts(bigint[], text)
+                          matchmaker_notify_matches_in_parts(bigint[], text),
+                          matchmaker_notify(text, text),
+                          matchmaker_notify_queue_limit(),
+                          matchmaker_login_channel(text, text)
     TO matchmaker_daemon;
+GRANT EXECUTE ON FUNCTION matchmaker_notify_queue_limit() TO matchmaker_ops;
 
 -- ---- matchmaker_ops: reads everything ---------------------------------------------------
 GRANT SELECT ON queues, queue_entries, rounds, matches, match_players, recent_matches,

@@ -148,6 +148,7 @@ pub async fn look(
     let leases = db::replicas::lease_states(db, now).await?;
     let plan = balance::plan(holder, &queues, &peers, &leases, ttl);
     metrics::record_share(plan.replicas, plan.share);
+    watch_notification_queue(db).await;
 
     let mut look = Look {
         next_look: renew,
@@ -217,9 +218,29 @@ pub async fn look(
     Ok(look)
 }
 
+/// Report how full PostgreSQL's notification queue is; past its limit the matchmaker sends
+/// no notification, so listeners poll and a stuck listener is for the operator to end.
+async fn watch_notification_queue(db: &PgPool) {
+    match db::notify::queue_usage(db).await {
+        Ok((usage, limit)) => {
+            metrics::record_notification_queue(usage);
+            if usage >= limit {
+                tracing::warn!(
+                    usage,
+                    limit,
+                    "the notification queue is past matchmaker.notify_queue_limit: no \
+                     notifications are sent (clients poll) until a session that LISTENs \
+                     and holds a transaction open is ended (pg_stat_activity)"
+                );
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "could not read the notification queue's usage"),
+    }
+}
+
 /// Wake the other replicas' loops (best effort: they poll anyway).
 pub async fn notify(db: &PgPool, holder: &str) {
-    if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
+    if let Err(e) = sqlx::query("SELECT matchmaker_notify($1, $2)")
         .bind(LEADERSHIP_CHANNEL)
         .bind(holder)
         .execute(db)

@@ -50,6 +50,7 @@ pub const READY_CHECKS: &str = "matchmaker_ready_checks_total";
 pub const READY_ANSWERS: &str = "matchmaker_ready_check_answers_total";
 pub const ACCEPT_TIME: &str = "matchmaker_ready_check_accept_seconds";
 pub const PENDING_MATCHES: &str = "matchmaker_pending_matches";
+pub const NOTIFY_QUEUE_USAGE: &str = "matchmaker_notification_queue_usage";
 
 /// Seconds: a snapshot or commit takes milliseconds, a solve up to its budget (seconds).
 const PHASE_BUCKETS: &[f64] = &[
@@ -277,6 +278,11 @@ fn describe() {
         PENDING_MATCHES,
         "Matches waiting for their ready check, as the queue's leader last counted them."
     );
+    describe_gauge!(
+        NOTIFY_QUEUE_USAGE,
+        "How full PostgreSQL's notification queue is (0-1), at the leadership loop's last \
+         look; past matchmaker.notify_queue_limit (default 0.5) no notification is sent."
+    );
 }
 
 /// A resolution of a queue's ready checks.
@@ -367,6 +373,10 @@ pub fn record_lease(queue: &str, held: bool) {
 pub fn record_share(replicas: usize, share: usize) {
     gauge!(REPLICAS_LIVE).set(replicas as f64);
     gauge!(LEASE_SHARE).set(share as f64);
+}
+
+pub fn record_notification_queue(usage: f64) {
+    gauge!(NOTIFY_QUEUE_USAGE).set(usage);
 }
 
 pub fn record_hand_over(queue: &str) {

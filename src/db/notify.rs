@@ -1,13 +1,17 @@
 //! Notifications to game backends: one per committed match, and one per
-//! countdown move, on a channel per queue ([`queue_channel`]), so that a backend holding
-//! one LISTEN connection tells each player at once instead of polling.
+//! countdown move, on each login's own channel of the queue ([`queue_channel`]), so that a
+//! backend holding one LISTEN connection tells each of its players at once instead of
+//! polling. A login's channel name is a keyed hash no other login can work out, and it
+//! carries only matches holding the login's players.
 //!
 //! The match notifications are sent here, by the round's commit, inside its transaction:
 //! PostgreSQL delivers them at COMMIT, or never if the round rolls back. The countdown
 //! notifications come from a trigger on `queue_state` (whoever writes the countdown sends
 //! them, in the same transaction). The payloads are built in SQL, split in parts under
 //! PostgreSQL's 8000-byte payload limit; their layout is documented in the migration and
-//! in the README ("Notifications").
+//! in docs/client-guide.md. Every notification goes through `matchmaker_notify`, which
+//! sends nothing while PostgreSQL's notification queue is past its limit: a full queue
+//! would fail the commit.
 
 use sqlx::{PgConnection, PgExecutor};
 
@@ -38,7 +42,8 @@ impl MatchEvent {
 }
 
 /// Send the notifications of `match_ids` (as their rows are now in this transaction) on
-/// their queues' channels; returns how many were sent (a large match may take several).
+/// the channels of their players' logins; returns how many were sent (a large match may
+/// take several, a match of two logins one each; none past the queue's limit).
 pub async fn notify_matches(
     conn: &mut PgConnection,
     match_ids: &[i64],
@@ -55,11 +60,21 @@ pub async fn notify_matches(
     Ok(sent as usize)
 }
 
-/// The channel a queue's notifications go to (`matchmaker:<queue>`, shortened with a hash
-/// when longer than a channel name may be). LISTEN on it in double quotes.
+/// The calling login's channel for a queue's notifications (`matchmaker:` and 40 hex
+/// digits). LISTEN on it in double quotes.
 pub async fn queue_channel<'e>(db: impl PgExecutor<'e>, queue: &str) -> Result<String, DbError> {
     Ok(sqlx::query_scalar("SELECT queue_channel($1)")
         .bind(queue)
         .fetch_one(db)
         .await?)
+}
+
+/// How full PostgreSQL's notification queue is (0-1), and the limit past which
+/// `matchmaker_notify` sends nothing (`matchmaker.notify_queue_limit`, default 0.5).
+pub async fn queue_usage<'e>(db: impl PgExecutor<'e>) -> Result<(f64, f64), DbError> {
+    Ok(
+        sqlx::query_as("SELECT pg_notification_queue_usage(), matchmaker_notify_queue_limit()")
+            .fetch_one(db)
+            .await?,
+    )
 }

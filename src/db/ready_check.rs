@@ -48,6 +48,9 @@ pub struct CancelledMatch {
     pub requeued: Vec<String>,
     /// Declined, did not answer, or in the party of one who did.
     pub declined: Vec<String>,
+    /// Per login: its players of `requeued` and of `declined` (each login is told of its
+    /// own players only).
+    pub by_login: BTreeMap<String, (Vec<String>, Vec<String>)>,
 }
 
 /// What one resolution did.
@@ -71,6 +74,7 @@ pub struct Resolved {
 struct Seat {
     match_id: i64,
     entry_id: i64,
+    owner: String,
     player_id: String,
     answer: Option<String>,
     party_key: Option<i64>,
@@ -138,7 +142,7 @@ pub async fn resolve_ready_checks(
     let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
     // Read after the lock: every answer committed before it is here.
     let seats: Vec<Seat> = sqlx::query_as(
-        "SELECT mp.match_id, mp.entry_id, mp.player_id, mp.answer, e.party_key,
+        "SELECT mp.match_id, mp.entry_id, e.owner, mp.player_id, mp.answer, e.party_key,
                 extract(epoch FROM mp.answered_at - m.created_at)::float8 AS accept_secs
            FROM match_players mp
            JOIN matches m ON m.match_id = mp.match_id
@@ -213,6 +217,7 @@ pub async fn resolve_ready_checks(
             reason: reason.clone(),
             requeued: Vec::new(),
             declined: Vec::new(),
+            by_login: BTreeMap::new(),
         };
         let mut answers = serde_json::Map::new();
         for s in seats {
@@ -238,9 +243,16 @@ pub async fn resolve_ready_checks(
                     "match {match_id} was cancelled ({reason}) before you answered"
                 )),
             };
+            let login = cancelled.by_login.entry(s.owner.clone()).or_default();
             match fate {
-                Fate::Requeued => cancelled.requeued.push(s.player_id.clone()),
-                _ => cancelled.declined.push(s.player_id.clone()),
+                Fate::Requeued => {
+                    cancelled.requeued.push(s.player_id.clone());
+                    login.0.push(s.player_id.clone());
+                }
+                _ => {
+                    cancelled.declined.push(s.player_id.clone());
+                    login.1.push(s.player_id.clone());
+                }
             }
             fates.push((s, fate, reason.clone()));
         }
@@ -463,33 +475,37 @@ async fn cancel_matches(
     Ok(())
 }
 
-/// The cancellation on the queue's channel (layout in the migration, section 6).
+/// The cancellation, on the channel of each login with a player in the match, naming that
+/// login's players (layout in the migration, section 6).
 async fn notify_cancelled(
     tx: &mut PgConnection,
     queue: &str,
     c: &CancelledMatch,
 ) -> Result<(), DbError> {
-    let mut payload = serde_json::json!({
-        "event": "cancelled",
-        "queue": queue,
-        "match_id": c.match_id,
-        "reason": c.reason,
-        "requeued": c.requeued,
-        "declined": c.declined,
-    });
-    // PostgreSQL's payload limit (8000 bytes with the default block size).
-    if payload.to_string().len() >= 7800 {
-        payload = serde_json::json!({
+    for (login, (requeued, declined)) in &c.by_login {
+        let mut payload = serde_json::json!({
             "event": "cancelled",
             "queue": queue,
             "match_id": c.match_id,
-            "players_omitted": true,
+            "reason": c.reason,
+            "requeued": requeued,
+            "declined": declined,
         });
+        // PostgreSQL's payload limit (8000 bytes with the default block size).
+        if payload.to_string().len() >= 7800 {
+            payload = serde_json::json!({
+                "event": "cancelled",
+                "queue": queue,
+                "match_id": c.match_id,
+                "players_omitted": true,
+            });
+        }
+        sqlx::query("SELECT matchmaker_notify(matchmaker_login_channel($1, $2), $3)")
+            .bind(login)
+            .bind(queue)
+            .bind(payload.to_string())
+            .execute(&mut *tx)
+            .await?;
     }
-    sqlx::query("SELECT pg_notify(queue_channel($1), $2)")
-        .bind(queue)
-        .bind(payload.to_string())
-        .execute(&mut *tx)
-        .await?;
     Ok(())
 }

@@ -143,6 +143,14 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
         .unwrap();
     let mut listener = PgListener::connect_with(&client).await.unwrap();
     listener.listen(&channel).await.unwrap();
+    // The game server hears of its fill on its own channel.
+    let server_channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
+        .fetch_one(&server)
+        .await
+        .unwrap();
+    assert_ne!(server_channel, channel);
+    let mut server_listener = PgListener::connect_with(&server).await.unwrap();
+    server_listener.listen(&server_channel).await.unwrap();
 
     let id = request(&server, "game-1", &lost_one(), &[0, 1], "30 seconds")
         .await
@@ -196,6 +204,15 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     assert_eq!(payload["event"], "backfill", "{payload}");
     assert_eq!(payload["players"][0]["player_id"], "near", "{payload}");
     assert_eq!(payload["players"][0]["team"], 1, "{payload}");
+    let note = tokio::time::timeout(Duration::from_secs(5), server_listener.recv())
+        .await
+        .expect("the server's backfill notification")
+        .unwrap();
+    let told: Value = serde_json::from_str(note.payload()).unwrap();
+    assert_eq!(
+        told, payload,
+        "the server is told what the player's backend is"
+    );
     assert_nobody_matched_twice(w.db()).await;
     // The fill is the new player's last match (`recent_matches`).
     assert_recent_matches_agree(w.db(), w.config.history_matches()).await;

@@ -230,7 +230,9 @@ async fn the_role_table_says_what_the_migrations_grant() {
                 for privilege in ["SELECT", "INSERT"] {
                     let lacking = relations(db, role, "rp", privilege, false).await;
                     assert!(
-                        lacking.iter().all(|t| t == "_sqlx_migrations"),
+                        lacking
+                            .iter()
+                            .all(|t| t == "_sqlx_migrations" || t == "channel_key"),
                         "{role} lacks {privilege} on {lacking:?}"
                     );
                 }
@@ -261,11 +263,21 @@ async fn the_role_table_says_what_the_migrations_grant() {
                 .starts_with("read every table (`_sqlx_migrations` too) and view, write nothing")
             {
                 let lacking = relations(db, role, "rpv", "SELECT", false).await;
-                assert!(lacking.is_empty(), "{role} cannot read {lacking:?}");
+                assert_eq!(lacking, ["channel_key"], "{role} cannot read");
                 let writes = relations(db, role, "rpv", write, true).await;
                 assert!(writes.is_empty(), "{role} may write {writes:?}");
                 let sequences = relations(db, role, "S", "USAGE, UPDATE", true).await;
                 assert!(sequences.is_empty(), "{role} may use {sequences:?}");
+            } else if claim.starts_with("nothing on `channel_key`") {
+                let held: bool = sqlx::query_scalar(
+                    "SELECT has_table_privilege($1, 'channel_key',
+                                                'SELECT, INSERT, UPDATE, DELETE, TRUNCATE')",
+                )
+                .bind(role)
+                .fetch_one(db)
+                .await
+                .unwrap();
+                assert!(!held, "{role} holds a privilege on channel_key");
             } else {
                 panic!("no check for this claim of {role} in deploy/README.md: {claim:?}");
             }

@@ -47,5 +47,7 @@ mod sim_deploy;
 mod sim_status;
 mod solver_cores;
 mod support;
+mod tenancy_daemon;
 mod tenancy_ids;
 mod tenancy_limits;
+mod tenancy_notify;

@@ -428,7 +428,7 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
     let db = &tdb.pool;
     let config = config();
     publish(db, &config).await;
-    let (_, client) = client_login(&tdb, 1).await;
+    let (_, client) = client_login(&tdb, 2).await;
     for i in 0..8 {
         solo(
             &client,
@@ -489,8 +489,14 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
             },
         ],
     };
-    let mut listener = sqlx::postgres::PgListener::connect_with(db).await.unwrap();
-    listener.listen("matchmaker:q").await.unwrap();
+    let channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    let mut listener = sqlx::postgres::PgListener::connect_with(&client)
+        .await
+        .unwrap();
+    listener.listen(&channel).await.unwrap();
     let state = matchmaker::daemon::countdown::after_round("q", queue, now);
     let committed = db::commit_round(
         db,

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "395fc45d586fcaf0dc990d064601df3e01b8d55d17feec9270a9d84d9a9371aa450dcd26ffe09e70f99937ae25c5ffc3",
+    "115e1c8c6486b2c5fecef2b67ff0e95332cf4fae9a4ce0f1fe73d88703a88d3dd09721b267e0860b1fb9ccfb1531e75e",
 )];
 
 /// The last migration of 1.0.

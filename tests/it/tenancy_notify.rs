@@ -1,0 +1,309 @@
+//! Notifications between logins: each login hears, on a channel no other login can name,
+//! only the matches that hold its players and the countdown of queues where it has
+//! players waiting; and a login that stalls PostgreSQL's notification queue (LISTEN, then
+//! stay inside a transaction while notifications pile up) stops no enqueue and no round:
+//! past `matchmaker.notify_queue_limit` nothing is sent, and once the stuck session ends
+//! notifications flow again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::SubsecRound;
+use matchmaker::config::{Config, QueueConfig};
+use matchmaker::daemon::clock::ManualClock;
+use matchmaker::daemon::round::{RoundReport, RoundRunner};
+use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
+use serde_json::Value;
+use sqlx::postgres::PgListener;
+use sqlx::{Connection, PgConnection, PgPool};
+
+use crate::support::*;
+
+/// q: 3v3 peer-to-peer, a round every 10 minutes (run by moving the clock); players of
+/// one `band` only meet each other.
+const QUEUES: &str = r#"
+[queues.q]
+[queues.q.filters]
+same = ["band"]
+[queues.q.round]
+every = "10m"
+budget = "150ms"
+seed = 5
+"#;
+
+struct World {
+    clock: ManualClock,
+    worker: QueueWorker,
+}
+
+impl World {
+    /// The queue's leader, on a pool of its own (connected now: after any setting the
+    /// test made for the database).
+    async fn new(tdb: &TestDb) -> World {
+        let config = Config::from_toml_str(QUEUES).expect("valid config");
+        let config: Arc<QueueConfig> = Arc::new(config.queues["q"].clone());
+        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
+        let runner = RoundRunner::new(tdb.new_pool(2).await, Arc::new(clock.clone()));
+        let mut worker = QueueWorker::new("q", "tenancy", runner, config, secs(15));
+        let first = worker.step().await.unwrap();
+        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
+        World { clock, worker }
+    }
+
+    async fn round(&mut self) -> RoundReport {
+        self.clock.advance(Duration::from_secs(601));
+        match self.worker.step().await.unwrap() {
+            StepOutcome::Ran(r) => r,
+            other => panic!("expected a round, got {other:?}"),
+        }
+    }
+}
+
+async fn enqueue(client: &PgPool, player: &str, skill: f64) {
+    sqlx::query("SELECT enqueue('q', $1, $2, '{\"eu\": 30}', attributes => $3)")
+        .bind(player)
+        .bind(skill)
+        .bind(serde_json::json!({"band": (skill / 500.0).floor().to_string()}))
+        .execute(client)
+        .await
+        .unwrap();
+}
+
+async fn channel_of(client: &PgPool) -> String {
+    sqlx::query_scalar("SELECT queue_channel('q')")
+        .fetch_one(client)
+        .await
+        .unwrap()
+}
+
+async fn listener_of(client: &PgPool) -> PgListener {
+    let channel = channel_of(client).await;
+    let mut listener = PgListener::connect_with(client).await.unwrap();
+    listener.listen(&channel).await.unwrap();
+    listener
+}
+
+/// Every notification that arrives until none has come for half a second.
+async fn drain(listener: &mut PgListener) -> Vec<Value> {
+    let mut notes = Vec::new();
+    while let Ok(note) = tokio::time::timeout(Duration::from_millis(500), listener.recv()).await {
+        let note = note.expect("the listener's connection");
+        notes.push(serde_json::from_str(note.payload()).expect("JSON payload"));
+    }
+    notes
+}
+
+fn matches_in(notes: &[Value]) -> BTreeSet<i64> {
+    notes
+        .iter()
+        .filter(|n| n["event"] == "match")
+        .map(|n| n["match_id"].as_i64().unwrap())
+        .collect()
+}
+
+/// match_id -> the logins of its players.
+async fn logins_by_match(db: &PgPool) -> BTreeMap<i64, BTreeSet<String>> {
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT mp.match_id, e.owner FROM match_players mp
+           JOIN queue_entries e ON e.entry_id = mp.entry_id",
+    )
+    .fetch_all(db)
+    .await
+    .unwrap();
+    let mut by_match: BTreeMap<i64, BTreeSet<String>> = BTreeMap::new();
+    for (m, owner) in rows {
+        by_match.entry(m).or_default().insert(owner);
+    }
+    by_match
+}
+
+#[tokio::test]
+async fn each_login_hears_only_its_own_matches_on_a_channel_no_other_login_can_name() {
+    let tdb = fresh_db().await;
+    let mut w = World::new(&tdb).await;
+    let (a, client_a) = client_login(&tdb, 2).await;
+    let (b, client_b) = client_login(&tdb, 2).await;
+    let (_, client_c) = client_login(&tdb, 2).await;
+    let mut hear_a = listener_of(&client_a).await;
+    let mut hear_b = listener_of(&client_b).await;
+    let mut hear_c = listener_of(&client_c).await;
+
+    // Three skill bands: A's own match, B's own match, and one both share.
+    for i in 0..6 {
+        enqueue(&client_a, &format!("p{i}"), 1000.0 + i as f64).await;
+        enqueue(&client_b, &format!("p{i}"), 2400.0 + i as f64).await;
+    }
+    for i in 6..9 {
+        enqueue(&client_a, &format!("p{i}"), 1700.0 + i as f64).await;
+        enqueue(&client_b, &format!("p{i}"), 1700.0 + i as f64).await;
+    }
+    // And one of A's far from everyone: left over, A still has a player waiting.
+    enqueue(&client_a, "far", 4500.0).await;
+    let before_a = drain(&mut hear_a).await;
+    let before_b = drain(&mut hear_b).await;
+    assert!(
+        before_a.iter().all(|n| n["event"] == "countdown"),
+        "{before_a:?}"
+    );
+    assert!(
+        before_b.iter().all(|n| n["event"] == "countdown"),
+        "{before_b:?}"
+    );
+
+    let r = w.round().await;
+    assert_eq!(r.matched, 18, "{r:?}");
+    let by_match = logins_by_match(&tdb.pool).await;
+    let of = |login: &str| -> BTreeSet<i64> {
+        by_match
+            .iter()
+            .filter(|(_, logins)| logins.contains(login))
+            .map(|(m, _)| *m)
+            .collect()
+    };
+    let notes_a = drain(&mut hear_a).await;
+    let notes_b = drain(&mut hear_b).await;
+    assert_eq!(matches_in(&notes_a), of(&a), "{notes_a:?}");
+    assert_eq!(matches_in(&notes_b), of(&b), "{notes_b:?}");
+    // The test tells something apart: each login has a match the other is not in, and
+    // a match both are in is told to both.
+    assert!(of(&a) != of(&b), "{by_match:?}");
+    assert!(!of(&a).is_disjoint(&of(&b)), "{by_match:?}");
+    // The countdown after the round goes to logins with a player still waiting: A's
+    // "far", nobody of B's. C queued nobody: it heard nothing at all.
+    let after_round = |notes: &[Value]| {
+        notes
+            .iter()
+            .any(|n| n["event"] == "countdown" && n["cause"] == "round")
+    };
+    assert!(after_round(&notes_a), "{notes_a:?}");
+    assert!(!after_round(&notes_b), "{notes_b:?}");
+    let notes_c = drain(&mut hear_c).await;
+    assert!(notes_c.is_empty(), "{notes_c:?}");
+
+    // B can neither read the key nor name A's channel, nor see A's LISTEN.
+    for sql in [
+        format!("SELECT matchmaker_login_channel('{a}', 'q')"),
+        "SELECT key FROM channel_key".to_string(),
+    ] {
+        let err = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(&client_b)
+            .await
+            .unwrap_err();
+        assert_eq!(db_error(&err).0, "42501", "{sql}");
+    }
+    let seen: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT query FROM pg_stat_activity WHERE usename = $1")
+            .bind(&a)
+            .fetch_all(&client_b)
+            .await
+            .unwrap();
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter()
+            .all(|q| q.as_deref() == Some("<insufficient privilege>")),
+        "{seen:?}"
+    );
+    let channel_a = channel_of(&client_a).await;
+    let listening: Vec<String> = sqlx::query_scalar("SELECT pg_listening_channels()")
+        .fetch_all(&client_b)
+        .await
+        .unwrap();
+    assert!(!listening.contains(&channel_a), "{listening:?}");
+}
+
+/// `n` notifications of 7000 bytes on `channel`, in transactions of 200.
+async fn flood(conn: &mut PgConnection, channel: &str, n: usize) {
+    for _ in 0..n / 200 {
+        sqlx::query("SELECT pg_notify($1, repeat('x', 7000)) FROM generate_series(1, 200)")
+            .bind(channel)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+}
+
+async fn usage(db: &PgPool) -> f64 {
+    sqlx::query_scalar("SELECT pg_notification_queue_usage()")
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_stalled_notification_queue_stops_no_enqueue_and_no_round() {
+    // Alone: the notification queue is the cluster's, and another test's stuck listener
+    // would hold it past this test's limit.
+    let _alone = crate::support::TIMING.write().await;
+    let tdb = fresh_db().await;
+    let (attacker, _) = client_login(&tdb, 1).await;
+    let connect = || async {
+        PgConnection::connect_with(
+            &tdb.options
+                .clone()
+                .username(&attacker)
+                .password(&login_password(&attacker)),
+        )
+        .await
+        .unwrap()
+    };
+    // The attacker listens, then stays inside a transaction: PostgreSQL keeps every
+    // notification sent from now on until that session reads, which it never does.
+    let mut stuck = connect().await;
+    sqlx::query("LISTEN spam")
+        .execute(&mut stuck)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut stuck).await.unwrap();
+    sqlx::query("SELECT 1").execute(&mut stuck).await.unwrap();
+    let before = usage(&tdb.pool).await;
+    let mut sender = connect().await;
+    flood(&mut sender, "spam", 2000).await;
+    let held = usage(&tdb.pool).await;
+    assert!(held > before, "the flood is held: {before} -> {held}");
+
+    // The 8 GB queue is not filled in a test: the limit is lowered to half of what the
+    // flood holds, for this database's new sessions (the daemon's and the honest login's).
+    let limit = before + (held - before) / 2.0;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {} SET matchmaker.notify_queue_limit = '{limit}'",
+        tdb.name
+    )))
+    .execute(&tdb.pool)
+    .await
+    .unwrap();
+    let mut w = World::new(&tdb).await;
+    let (_, honest) = client_login(&tdb, 2).await;
+    let (usage_now, limit_now) = matchmaker::db::notify::queue_usage(&tdb.new_pool(1).await)
+        .await
+        .unwrap();
+    assert!(usage_now >= limit_now, "{usage_now} past {limit_now}");
+    let mut hear = listener_of(&honest).await;
+
+    for i in 0..6 {
+        enqueue(&honest, &format!("a{i}"), 1500.0 + i as f64).await;
+    }
+    let r = w.round().await;
+    assert_eq!((r.matches, r.matched), (1, 6), "{r:?}");
+    let nothing = drain(&mut hear).await;
+    assert!(
+        nothing.is_empty(),
+        "past the limit nothing is sent: {nothing:?}"
+    );
+
+    // The stuck session ends: its backlog goes with it, and notifications flow again.
+    stuck.close().await.unwrap();
+    let started = std::time::Instant::now();
+    while usage(&tdb.pool).await >= limit {
+        assert!(started.elapsed() < secs(10), "the backlog is freed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for i in 0..6 {
+        enqueue(&honest, &format!("b{i}"), 1500.0 + i as f64).await;
+    }
+    let r = w.round().await;
+    assert_eq!((r.matches, r.matched), (1, 6), "{r:?}");
+    let notes = drain(&mut hear).await;
+    assert_eq!(matches_in(&notes).len(), 1, "{notes:?}");
+    assert_nobody_matched_twice(&tdb.pool).await;
+}
