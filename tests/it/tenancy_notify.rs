@@ -41,7 +41,11 @@ impl World {
     /// The queue's leader, on a pool of its own (connected now: after any setting the
     /// test made for the database).
     async fn new(tdb: &TestDb) -> World {
-        let config = Config::from_toml_str(QUEUES).expect("valid config");
+        World::with(tdb, QUEUES).await
+    }
+
+    async fn with(tdb: &TestDb, queues: &str) -> World {
+        let config = Config::from_toml_str(queues).expect("valid config");
         let config: Arc<QueueConfig> = Arc::new(config.queues["q"].clone());
         let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
         let runner = RoundRunner::new(tdb.new_pool(2).await, Arc::new(clock.clone()));
@@ -210,6 +214,84 @@ async fn each_login_hears_only_its_own_matches_on_a_channel_no_other_login_can_n
         .await
         .unwrap();
     assert!(!listening.contains(&channel_a), "{listening:?}");
+}
+
+#[tokio::test]
+async fn a_ready_check_and_its_cancellation_tell_each_login_of_its_own_players() {
+    let tdb = fresh_db().await;
+    let queues = format!("{QUEUES}[queues.q.ready_check]\ntimeout = \"1m\"\n");
+    let mut w = World::with(&tdb, &queues).await;
+    let (_, client_a) = client_login(&tdb, 2).await;
+    let (_, client_b) = client_login(&tdb, 2).await;
+    let mut hear_a = listener_of(&client_a).await;
+    let mut hear_b = listener_of(&client_b).await;
+    // One match of three of A's and three of B's, all named alike.
+    for i in 0..3 {
+        enqueue(&client_a, &format!("p{i}"), 1500.0 + i as f64).await;
+        enqueue(&client_b, &format!("p{i}"), 1500.0 + i as f64).await;
+    }
+    drain(&mut hear_a).await;
+    drain(&mut hear_b).await;
+    let r = w.round().await;
+    assert_eq!((r.matches, r.matched), (1, 6), "{r:?}");
+    let match_id: i64 = sqlx::query_scalar("SELECT match_id FROM matches")
+        .fetch_one(&tdb.pool)
+        .await
+        .unwrap();
+    for hear in [&mut hear_a, &mut hear_b] {
+        let notes = drain(hear).await;
+        let checks: Vec<&Value> = notes
+            .iter()
+            .filter(|n| n["event"] == "ready_check")
+            .collect();
+        assert_eq!(checks.len(), 1, "{notes:?}");
+        assert_eq!(checks[0]["match_id"], match_id);
+        assert!(checks[0]["answer_by"].is_string(), "{notes:?}");
+    }
+
+    // A's three and B's p1 accept, then B's p0 declines: the match is cancelled. A hears
+    // its three players queued again; B hears of its own: p1 queued again, p0 and p2
+    // (who had not answered) out.
+    for (client, player) in [
+        (&client_a, "p0"),
+        (&client_a, "p1"),
+        (&client_a, "p2"),
+        (&client_b, "p1"),
+    ] {
+        let said: String = sqlx::query_scalar("SELECT accept_match($1, $2)")
+            .bind(player)
+            .bind(match_id)
+            .fetch_one(client)
+            .await
+            .unwrap();
+        assert_eq!(said, "accepted");
+    }
+    let said: String = sqlx::query_scalar("SELECT decline_match('p0', $1)")
+        .bind(match_id)
+        .fetch_one(&client_b)
+        .await
+        .unwrap();
+    assert_eq!(said, "declined");
+    w.worker.step().await.unwrap();
+    let cancelled = |notes: Vec<Value>| -> Value {
+        let mut c: Vec<Value> = notes
+            .into_iter()
+            .filter(|n| n["event"] == "cancelled")
+            .collect();
+        assert_eq!(c.len(), 1, "{c:?}");
+        c.remove(0)
+    };
+    let to_a = cancelled(drain(&mut hear_a).await);
+    let to_b = cancelled(drain(&mut hear_b).await);
+    assert_eq!(to_a["match_id"], match_id);
+    assert_eq!(
+        to_a["requeued"],
+        serde_json::json!(["p0", "p1", "p2"]),
+        "{to_a}"
+    );
+    assert_eq!(to_a["declined"], serde_json::json!([]), "{to_a}");
+    assert_eq!(to_b["requeued"], serde_json::json!(["p1"]), "{to_b}");
+    assert_eq!(to_b["declined"], serde_json::json!(["p0", "p2"]), "{to_b}");
 }
 
 /// `n` notifications of 7000 bytes on `channel`, in transactions of 200.
