@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "395fc45d586fcaf0dc990d064601df3e01b8d55d17feec9270a9d84d9a9371aa450dcd26ffe09e70f99937ae25c5ffc3",
+    "a5ebdf8b80351b78331727be348d3b213b78059b51b35700ad7c26a719d1f8db8e3fd3b88c3db8810d8e48a82482c34b",
 )];
 
 /// The last migration of 1.0.
