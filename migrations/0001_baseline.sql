@@ -69,6 +69,9 @@ CREATE TABLE queues (
     -- The newest avoids of a player the queue honours ([queues.NAME.avoids]
     -- max_per_player): avoid() keeps at most the largest of the active queues'.
     max_avoids     integer NOT NULL DEFAULT 10,
+    -- Unexpired avoids one client login may hold ([queues.NAME.limits]): avoids belong to
+    -- no queue, so avoid() takes the largest of the active queues'.
+    max_avoids_per_login integer NOT NULL DEFAULT 100000,
     -- The ready check ([queues.NAME.ready_check]): how long players have to accept a
     -- match (NULL: matches are final when the round commits), and how long a player who
     -- declined or did not answer may not enqueue again (NULL: no cooldown).
@@ -741,6 +744,10 @@ CREATE INDEX avoids_newest_first ON avoids (owner, player_id, created_at DESC);
 
 -- Retention deletes expired avoids.
 CREATE INDEX avoids_expiry ON avoids (expires_at) WHERE expires_at IS NOT NULL;
+
+-- avoid() counts a login's unexpired avoids (limits.max_avoids_per_login): an index-only
+-- scan of the login's range, no heap visit per avoid.
+CREATE INDEX avoids_per_login ON avoids (owner, expires_at);
 
 
 -- =========================================================================================
@@ -1745,13 +1752,17 @@ $$;
 -- the largest avoids.max_per_player of the active queues (and never more than 100): the
 -- oldest goes when a new one comes. Returns how many unexpired avoids the player has now.
 -- Refuses: a bad id; a player avoiding themselves; a duration outside 1 minute to 365
--- days.
+-- days; a new avoid (not a renewal) while the login holds the largest
+-- limits.max_avoids_per_login of the active queues (the daemon and operators are exempt),
+-- so one login's made-up player ids cannot grow the table without bound.
 CREATE FUNCTION avoid(player_id text, avoided_player_id text, duration interval DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 #variable_conflict use_variable
 DECLARE
     keep integer;
+    cap integer;
+    held integer;
     n integer;
 BEGIN
     PERFORM matchmaker_check_id('player_id', player_id);
@@ -1764,8 +1775,30 @@ BEGIN
         PERFORM matchmaker_refuse('duration', quote_literal(duration::text),
                                   'must be between 1 minute and 365 days (NULL: until unavoid)');
     END IF;
-    keep := least(100, greatest(1, coalesce(
-        (SELECT max(q.max_avoids) FROM queues q WHERE q.active), 10)));
+    SELECT least(100, greatest(1, coalesce(max(q.max_avoids), 10))),
+           greatest(1, coalesce(max(q.max_avoids_per_login), 100000))
+      INTO keep, cap
+      FROM queues q WHERE q.active;
+    -- A renewal adds no row. The count stops at the cap: its cost is bounded by the
+    -- quota, not by what the login holds. Concurrent calls of one login may each pass it
+    -- and overshoot by the calls in flight (no lock: that would serialize the login's
+    -- calls), as the enqueue quotas do.
+    IF NOT matchmaker_sees_all()
+       AND NOT EXISTS (SELECT 1 FROM avoids a
+                        WHERE a.owner = session_user AND a.player_id = player_id
+                          AND a.avoided_player_id = avoided_player_id
+                          AND (a.expires_at IS NULL OR a.expires_at > now())) THEN
+        SELECT count(*) INTO held
+          FROM (SELECT 1 FROM avoids a
+                 WHERE a.owner = session_user
+                   AND (a.expires_at IS NULL OR a.expires_at > now())
+                 LIMIT cap) s;
+        IF held >= cap THEN
+            PERFORM matchmaker_refuse('player_id', quote_literal(player_id),
+                format('this login has %s avoids (limits.max_avoids_per_login); unavoid some or let them expire',
+                       held));
+        END IF;
+    END IF;
     -- No lock: an advisory key made of the login and player id could be computed and held
     -- by another login. Two concurrent calls for one player may each keep `keep` rows for
     -- a moment; the next call trims them, and the snapshot reads at most the queue's

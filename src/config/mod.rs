@@ -93,7 +93,8 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
-    /// Keep this long. Absent: keep everything (nothing is ever deleted).
+    /// Keep this long. Absent: keep all history (a pass deletes only the enqueue buckets
+    /// that have refilled, which hold nothing).
     #[serde(
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
@@ -259,6 +260,10 @@ pub struct LimitsConfig {
     /// burst of `enqueue_burst`. A login's rate is this times its connection limit.
     pub enqueue_rate: f64,
     pub enqueue_burst: f64,
+    /// Unexpired avoids one login may hold; `avoid` refuses a new one past it (a renewal
+    /// still works). Avoids belong to no queue: `avoid` takes the largest of the active
+    /// queues'.
+    pub max_avoids_per_login: u32,
     /// An entry left over as no_host or no_valid_match for this many rounds in a row waits
     /// behind every other entry when the pool exceeds `round.max_round_size`; a round with
     /// room still tries it.
@@ -276,6 +281,7 @@ impl Default for LimitsConfig {
             max_backfill_requests_per_login: 20,
             enqueue_rate: 200.0,
             enqueue_burst: 1000.0,
+            max_avoids_per_login: 100_000,
             sit_out_after: 3,
             max_fill_share: 0.5,
         }
@@ -824,6 +830,12 @@ impl QueueConfig {
             return Err(invalid(
                 key("limits.enqueue_burst"),
                 format!("must be between the largest party ({party}) and 10000000"),
+            ));
+        }
+        if !(1..=1_000_000).contains(&l.max_avoids_per_login) {
+            return Err(invalid(
+                key("limits.max_avoids_per_login"),
+                "must be between 1 and 1000000",
             ));
         }
         if !(1..=1000).contains(&l.sit_out_after) {

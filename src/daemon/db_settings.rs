@@ -30,6 +30,7 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
                 config.limits.max_backfill_requests_per_login,
                 config.limits.enqueue_rate,
                 config.limits.enqueue_burst,
+                config.limits.max_avoids_per_login,
             ),
             ready_timeout: config.ready_check.as_ref().map(|r| r.timeout),
             decline_cooldown: config

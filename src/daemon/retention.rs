@@ -8,6 +8,10 @@
 //! horizon, so two pruners (a lease changing hands, `matchmaker prune` at the same time)
 //! only skip each other's rows. A queue no config lists has no leader; its history goes
 //! with `matchmaker prune`, which covers every queue in the database.
+//!
+//! Without a horizon no history goes, but a pass still deletes the enqueue buckets that
+//! have refilled (`call_buckets`): they hold nothing, and would pile up as client
+//! backends come and go.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,20 +53,24 @@ pub async fn prune_while_leading(
             (c.retention.clone(), q.history_matches())
         };
         wait = retention.interval;
-        let Some(horizon) = retention.horizon else {
-            continue;
-        };
         if lease.current().await.is_none() {
             continue;
         }
-        let cutoff = match retention::cutoff(&db, horizon, None).await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(queue, error = %e, "retention: reading the clock failed; next pass in {wait:?}");
-                continue;
-            }
+        let mut pruner = match retention.horizon {
+            None => QueuePruner::call_buckets_only(&queue, retention.batch_size),
+            Some(horizon) => match retention::cutoff(&db, horizon, None).await {
+                Ok(cutoff) => QueuePruner::new(&queue, cutoff, keep, retention.batch_size),
+                Err(e) => {
+                    tracing::warn!(queue, error = %e, "retention: reading the clock failed; next pass in {wait:?}");
+                    continue;
+                }
+            },
         };
-        let mut pruner = QueuePruner::new(&queue, cutoff, keep, retention.batch_size);
+        // For the log: without a horizon, nothing has a cutoff.
+        let (horizon, cutoff) = match retention.horizon {
+            Some(h) => (crate::config::format_horizon(h), pruner.cutoff.to_string()),
+            None => ("none".to_string(), "none".to_string()),
+        };
         let started = std::time::Instant::now();
         let result = retention::prune_queue(&db, &mut pruner, BATCH_PAUSE, || {
             let (stop, lease) = (stop.clone(), lease.clone());
@@ -75,7 +83,7 @@ pub async fn prune_while_leading(
         match result {
             Ok(pruned) if !pruned.is_empty() => tracing::info!(
                 queue,
-                horizon = %crate::config::format_horizon(horizon),
+                horizon,
                 %cutoff,
                 keep_matches_per_player = keep,
                 rounds = pruned.rounds,
@@ -84,6 +92,7 @@ pub async fn prune_while_leading(
                 entries = pruned.entries,
                 backfill_requests = pruned.backfill_requests,
                 avoids = pruned.avoids,
+                call_buckets = pruned.call_buckets,
                 batches = pruned.batches,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "history pruned"

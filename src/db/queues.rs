@@ -20,8 +20,8 @@ pub struct QueuePublication<'a> {
     pub ticket_ttl: std::time::Duration,
     pub config_hash: String,
     /// The client logins' quotas: (max_queued_per_login, max_backfill_per_login,
-    /// enqueue_rate, enqueue_burst).
-    pub quotas: (u32, u32, f64, f64),
+    /// enqueue_rate, enqueue_burst, max_avoids_per_login).
+    pub quotas: (u32, u32, f64, f64, u32),
     /// The ready check: how long players have to accept (None: matches are final), and
     /// the decline cooldown (None: none).
     pub ready_timeout: Option<std::time::Duration>,
@@ -49,10 +49,10 @@ pub async fn publish_queue<'a>(
                              published_at, min_teams, min_team_size, formats,
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
                              enqueue_burst, same_attributes, max_avoids, ready_timeout,
-                             decline_cooldown)
+                             decline_cooldown, max_avoids_per_login)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22))
+                 $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -67,6 +67,7 @@ pub async fn publish_queue<'a>(
              same_attributes = EXCLUDED.same_attributes, max_avoids = EXCLUDED.max_avoids,
              ready_timeout = EXCLUDED.ready_timeout,
              decline_cooldown = EXCLUDED.decline_cooldown,
+             max_avoids_per_login = EXCLUDED.max_avoids_per_login,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -97,6 +98,7 @@ pub async fn publish_queue<'a>(
     .bind(m.avoids.max_per_player.min(i32::MAX as usize) as i32)
     .bind(config.ready_timeout.map(|d| d.as_secs_f64()))
     .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
+    .bind(config.quotas.4.min(i32::MAX as u32) as i32)
     .execute(db)
     .await?;
     Ok(())

@@ -21,6 +21,11 @@
 //!    not the queue's `queue_state.last_round_id`). Tables that reference rounds
 //!    `ON DELETE CASCADE` follow. The entries a round matched or rejected went in steps 1
 //!    and 2: they ended when it committed.
+//! 6. **Enqueue buckets** (`call_buckets`, of every login and queue) that have refilled:
+//!    untouched for `enqueue_burst / enqueue_rate` seconds of their queue, or of a queue
+//!    that is retired or gone. A missing row starts full, so such a row holds nothing;
+//!    backends come and go, and their rows would pile up. Not history: the daemon prunes
+//!    them on every pass, with a horizon or without ([`QueuePruner::call_buckets_only`]).
 //!
 //! Never touched: a `queued` entry (whatever its age), anything of a round newer than the
 //! cutoff, and the history the next round reads. The snapshot reads, for each pooled
@@ -36,8 +41,12 @@
 //!
 //! Locks: a batch locks only rows older than the cutoff, which no round and no client
 //! call touches (those only lock queued rows and write new ones), and skips rows another
-//! pruner holds (`SKIP LOCKED`). Run on the daemon's pool, every statement is bounded by
-//! `daemon.lock_timeout` and `daemon.statement_timeout`.
+//! pruner holds (`SKIP LOCKED`). The one exception is a refilled enqueue bucket: an
+//! enqueue on its connection in the moment of the batch waits for the batch's commit,
+//! then starts a full bucket (the row it waited for is gone); one that updated the row
+//! first makes it recent, and the batch, rechecking the row as it locks it, keeps it.
+//! Run on the daemon's pool, every statement is bounded by `daemon.lock_timeout` and
+//! `daemon.statement_timeout`.
 
 use std::time::Duration;
 
@@ -55,6 +64,7 @@ pub struct Pruned {
     pub entries: u64,
     pub backfill_requests: u64,
     pub avoids: u64,
+    pub call_buckets: u64,
     /// Transactions (batches) that deleted something.
     pub batches: u64,
 }
@@ -67,6 +77,7 @@ impl Pruned {
             + self.entries
             + self.backfill_requests
             + self.avoids
+            + self.call_buckets
             == 0
     }
 
@@ -77,6 +88,7 @@ impl Pruned {
         self.entries += other.entries;
         self.backfill_requests += other.backfill_requests;
         self.avoids += other.avoids;
+        self.call_buckets += other.call_buckets;
         self.batches += other.batches;
     }
 }
@@ -102,6 +114,7 @@ enum Step {
     BackfillRequests,
     Avoids,
     Rounds { after: Option<(DateTime<Utc>, i64)> },
+    CallBuckets,
     Done,
 }
 
@@ -144,6 +157,19 @@ impl QueuePruner {
         }
     }
 
+    /// A pass that prunes the refilled enqueue buckets only (step 6), for a daemon that
+    /// keeps all history (no horizon): those rows are no history, and hold nothing.
+    pub fn call_buckets_only(queue: &str, batch_size: usize) -> Self {
+        QueuePruner {
+            queue: queue.to_string(),
+            // Nothing ended before the earliest time: no history goes.
+            cutoff: DateTime::<Utc>::MIN_UTC,
+            keep_matches: i32::MAX as usize,
+            batch_size: batch_size.max(1),
+            step: Step::CallBuckets,
+        }
+    }
+
     /// Run the next batch on `conn` (inside the caller's transaction). `None`: the pass
     /// is complete. A batch may delete nothing (every candidate it looked at is kept).
     pub async fn next_batch(&mut self, conn: &mut PgConnection) -> Result<Option<Pruned>, DbError> {
@@ -182,8 +208,15 @@ impl QueuePruner {
                         self.step = Step::Rounds { after: Some(last) };
                         return Ok(Some(pruned));
                     }
-                    None => self.step = Step::Done,
+                    None => self.step = Step::CallBuckets,
                 },
+                Step::CallBuckets => {
+                    let pruned = self.call_bucket_batch(conn).await?;
+                    if pruned.call_buckets > 0 {
+                        return Ok(Some(pruned));
+                    }
+                    self.step = Step::Done;
+                }
                 Step::Done => return Ok(None),
             }
         }
@@ -341,6 +374,30 @@ impl QueuePruner {
         })
     }
 
+    /// Step 6: one batch of enqueue buckets that have refilled (or whose queue is retired
+    /// or gone). `at` is the bucket's last take; after `enqueue_burst / enqueue_rate`
+    /// seconds it is full whatever it held (it never holds less than nothing).
+    async fn call_bucket_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
+        let deleted = sqlx::query(
+            "DELETE FROM call_buckets WHERE (login, pid, queue) IN (
+                 SELECT b.login, b.pid, b.queue FROM call_buckets b
+                   LEFT JOIN queues q ON q.queue = b.queue AND q.active
+                  WHERE q.queue IS NULL
+                     OR b.at < now() - make_interval(secs => q.enqueue_burst / q.enqueue_rate)
+                  LIMIT $1
+                  FOR UPDATE OF b SKIP LOCKED)",
+        )
+        .bind(self.batch_size as i64)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        Ok(Pruned {
+            call_buckets: deleted,
+            batches: u64::from(deleted > 0),
+            ..Pruned::default()
+        })
+    }
+
     /// Step 5. `None` when no old round is left after `after`.
     async fn round_batch(
         &self,
@@ -424,7 +481,8 @@ pub async fn prune_queue<F: Future<Output = bool>>(
 /// What [`prune_queue`] would delete now, found by doing it inside one transaction that
 /// is rolled back: exactly the same batches, nothing changed. Row locks on the old rows
 /// last until the end (no round and no client call wants those rows; another pruner
-/// skips them).
+/// skips them), but for refilled enqueue buckets: an enqueue on such a bucket's
+/// connection meanwhile waits for the end.
 pub async fn dry_run_queue(db: &PgPool, pruner: &mut QueuePruner) -> Result<Pruned, DbError> {
     let mut tx = db.begin().await?;
     let mut total = Pruned::default();

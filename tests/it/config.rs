@@ -83,6 +83,10 @@ fn bad_values_are_refused_naming_queue_and_key() {
         ),
         ("default_queue = \"b\"\n[queues.a]\n", "default_queue"),
         (
+            "[queues.a.limits]\nmax_avoids_per_login = 0\n",
+            "queues.a.limits.max_avoids_per_login",
+        ),
+        (
             "[queues.a.alliance]\nmax_number = 3\n",
             "alliance.max_number",
         ),
@@ -125,11 +129,12 @@ fn config_hash_changes_with_any_effective_setting() {
     assert_eq!(qa.hash(), qa2.hash(), "same effective config, same hash");
     assert_eq!(qa.to_json()["round"]["every"], "2m");
 
-    // Every setting the queue's full config file writes out (backfill included: it is
-    // written only when it differs from its default), changed one at a time: each change
-    // the config accepts changes the hash.
+    // Every setting the queue's full config file writes out (backfill and limits
+    // included: each is written only when it differs from its default), changed one at a
+    // time: each change the config accepts changes the hash.
     let base = Config::from_toml_str(
-        "[queues.a.round]\nevery = \"2m\"\n[queues.a.backfill]\ndelay = \"3s\"\n",
+        "[queues.a.round]\nevery = \"2m\"\n[queues.a.backfill]\ndelay = \"3s\"\n\
+         [queues.a.limits]\nmax_avoids_per_login = 5000\n",
     )
     .unwrap();
     let base = &base.queues["a"];
@@ -168,6 +173,8 @@ fn config_hash_changes_with_any_effective_setting() {
         "round.budget",
         "tickets.ttl",
         "backfill.delay",
+        "limits.max_queued_per_login",
+        "limits.max_avoids_per_login",
     ] {
         let key = format!("queues.a.{must}");
         assert!(changed.contains(&key), "{key} not among {changed:?}");

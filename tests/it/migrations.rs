@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "115e1c8c6486b2c5fecef2b67ff0e95332cf4fae9a4ce0f1fe73d88703a88d3dd09721b267e0860b1fb9ccfb1531e75e",
+    "9277d42051616dfda47c34e5dae7707fdc75ca2f0eec5ab7e1f20962302a155889f9e6f87ac8eca5fa6cf94e9092b69d",
 )];
 
 /// The last migration of 1.0.

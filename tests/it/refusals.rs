@@ -851,17 +851,20 @@ async fn every_refusal_example_in_the_docs_is_what_the_database_answers() {
 }
 
 /// l: at most 2 queued entries and 1 open backfill request per login. t: an enqueue rate
-/// a test cannot refill (a burst of 3, the largest party).
+/// a test cannot refill (a burst of 3, the largest party). Both: at most 2 avoids per
+/// login (avoid() takes the largest of the active queues').
 const QUOTA_QUEUES: &str = r#"
 default_queue = "l"
 [queues.l]
 [queues.l.limits]
 max_queued_per_login = 2
 max_backfill_requests_per_login = 1
+max_avoids_per_login = 2
 [queues.t]
 [queues.t.limits]
 enqueue_rate = 0.001
 enqueue_burst = 3.0
+max_avoids_per_login = 2
 "#;
 
 /// A login over a quota is refused in class 22, `field = value: rule`, writes nothing,
@@ -884,6 +887,8 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
         r#"SELECT * FROM enqueue_party('t', 'crew', '[{"player_id": "b", "skill": 1},
                                                     {"player_id": "c", "skill": 1}]')"#,
         r#"SELECT request_backfill('l', 's1', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#,
+        "SELECT avoid('a', 'x')",
+        "SELECT avoid('b', 'y', interval '1 day')",
     ] {
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .execute(&client)
@@ -908,6 +913,10 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
             r#"SELECT request_backfill('l', 's2', '[{"player_id": "m1", "team": 0, "skill": 1}]', '{2,3}')"#,
             "session_id = 's2': this login has 1 open backfill requests in queue l, its quota (limits.max_backfill_requests_per_login); cancel one or wait for one to end",
         ),
+        (
+            "SELECT avoid('c', 'x')",
+            "player_id = 'c': this login has 2 avoids (limits.max_avoids_per_login); unavoid some or let them expire",
+        ),
     ];
     let before = fingerprint(db).await;
     for (sql, message) in cases {
@@ -916,7 +925,7 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
     }
     assert_eq!(fingerprint(db).await, before, "a refusal wrote something");
     // The other login has quotas of its own, untouched by the first one's.
-    for sql in [cases[0].0, cases[2].0, cases[3].0] {
+    for sql in [cases[0].0, cases[2].0, cases[3].0, cases[4].0] {
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .execute(&other)
             .await
@@ -932,8 +941,26 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
         .execute(&client)
         .await
         .unwrap();
+    // Renewing an avoid adds none: it is served at the quota; an unavoid frees a place.
+    sqlx::query("SELECT avoid('b', 'y', interval '7 days')")
+        .execute(&client)
+        .await
+        .unwrap();
+    let removed: bool = sqlx::query_scalar("SELECT unavoid('a', 'x')")
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    assert!(removed);
+    sqlx::query(sqlx::AssertSqlSafe(cases[4].0))
+        .execute(&client)
+        .await
+        .unwrap();
     // The daemon and operators have no quota.
     sqlx::query("SELECT enqueue('l', 'x', 1500), enqueue('l', 'y', 1500), enqueue('l', 'z', 1500)")
+        .execute(db)
+        .await
+        .unwrap();
+    sqlx::query("SELECT avoid('a', 'x'), avoid('b', 'x'), avoid('c', 'x')")
         .execute(db)
         .await
         .unwrap();

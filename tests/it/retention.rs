@@ -662,3 +662,86 @@ async fn ended_backfill_requests_go_with_the_history_and_open_ones_stay() {
             .unwrap();
     assert_eq!(left, ["new-filled", "old-open"]);
 }
+
+/// An enqueue bucket that has refilled holds nothing (a missing row starts full): a pass
+/// deletes it, and the rows of a retired or unknown queue, whatever the horizon, and
+/// keeps a bucket still draining.
+#[tokio::test]
+async fn refilled_enqueue_buckets_go_and_draining_ones_stay() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    // A bucket of q refills in 1000 / 10 = 100 seconds.
+    let q = config("[queues.q.limits]\nenqueue_rate = 10.0\nenqueue_burst = 1000.0");
+    db::queues::publish_queue(db, "q", q.as_ref(), "test")
+        .await
+        .unwrap();
+    db::queues::publish_queue(db, "r", q.as_ref(), "test")
+        .await
+        .unwrap();
+    db::queues::retire_queue(db, "r", "retired by the test")
+        .await
+        .unwrap();
+    // A real enqueue's bucket: 999 tokens left, taken a moment ago.
+    let (login, client) = client_login(&tdb, 1).await;
+    sqlx::query("SELECT enqueue('q', 'alice', 1500)")
+        .execute(&client)
+        .await
+        .unwrap();
+    let written: (f64, i32) =
+        sqlx::query_as("SELECT tokens, pid FROM call_buckets WHERE login = $1")
+            .bind(&login)
+            .fetch_one(db)
+            .await
+            .unwrap();
+    assert_eq!(written.0, 999.0);
+    // Backends long gone: empty 300 s ago (refilled since), empty 1 s ago (still
+    // draining), and buckets of a retired queue and of a queue never published.
+    for (pid, queue, tokens, ago) in [
+        (1, "q", 0.0, 300.0),
+        (2, "q", 0.0, 1.0),
+        (3, "r", 0.0, 1.0),
+        (4, "gone", 50.0, 1.0),
+    ] {
+        sqlx::query(
+            "INSERT INTO call_buckets (login, pid, queue, tokens, at)
+             VALUES ($1, $2, $3, $4, now() - make_interval(secs => $5))",
+        )
+        .bind(&login)
+        .bind(pid)
+        .bind(queue)
+        .bind(tokens)
+        .bind(ago)
+        .execute(db)
+        .await
+        .unwrap();
+    }
+    let left = || async {
+        sqlx::query_as::<_, (i32, String)>(
+            "SELECT pid, queue FROM call_buckets ORDER BY pid, queue",
+        )
+        .fetch_all(db)
+        .await
+        .unwrap()
+    };
+    assert_eq!(left().await.len(), 5);
+
+    // Without a horizon (a daemon that keeps all history): the buckets only, in batches.
+    let mut pruner = QueuePruner::call_buckets_only("q", 2);
+    let pruned = retention::prune_queue(db, &mut pruner, Duration::ZERO, || async { true })
+        .await
+        .unwrap();
+    assert_eq!((pruned.call_buckets, pruned.batches), (3, 2), "{pruned:?}");
+    assert_eq!(
+        left().await,
+        [(2, "q".to_string()), (written.1, "q".to_string())]
+    );
+
+    // A full pass (with a horizon) deletes the draining one once it has refilled.
+    sqlx::query("UPDATE call_buckets SET at = at - interval '200 seconds' WHERE pid = 2")
+        .execute(db)
+        .await
+        .unwrap();
+    let pruned = prune(db, "q", t0() - chrono::Duration::days(10), 1).await;
+    assert_eq!(pruned.call_buckets, 1, "{pruned:?}");
+    assert_eq!(left().await, [(written.1, "q".to_string())]);
+}

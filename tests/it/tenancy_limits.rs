@@ -3,7 +3,8 @@
 //! counted, not timed. B's flood of entries nobody can host takes one share of a capped
 //! pool, and after `limits.sit_out_after` rounds none; a server's fake backfill requests
 //! take at most `limits.max_fill_share` of a round; the client role cannot ask for
-//! backfill; a login bounded as docs/operations.md says cannot hoard connections, hold a
+//! backfill; one login's avoids of made-up players stop at its quota while another's go
+//! on; a login bounded as docs/operations.md says cannot hoard connections, hold a
 //! transaction open or run a long statement; a notification flood leaves rounds
 //! committing; large objects are closed.
 
@@ -39,8 +40,13 @@ struct World {
 
 impl World {
     async fn new() -> World {
+        World::with(QUEUES).await
+    }
+
+    /// A world whose queue q is the `q` of `queues`.
+    async fn with(queues: &str) -> World {
         let tdb = fresh_db().await;
-        let config = Config::from_toml_str(QUEUES).expect("valid config");
+        let config = Config::from_toml_str(queues).expect("valid config");
         let config: Arc<QueueConfig> = Arc::new(config.queues["q"].clone());
         let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
         let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
@@ -205,6 +211,76 @@ async fn a_login_at_its_quota_is_refused_and_the_other_is_served() {
         "{message}"
     );
     honest(&honest_login, "a", 5).await;
+}
+
+/// Avoids belong to no queue: the leader publishes the queue's quota, and avoid() counts
+/// each login's unexpired avoids against it. An attacker's avoids of made-up players stop
+/// at the quota (a renewal still goes through); the honest login's are its own.
+#[tokio::test]
+async fn a_login_at_its_avoid_quota_is_refused_and_the_other_is_served() {
+    let w = World::with(&format!(
+        "{QUEUES}[queues.q.limits]\nmax_avoids_per_login = 3\n"
+    ))
+    .await;
+    let published: i32 =
+        sqlx::query_scalar("SELECT max_avoids_per_login FROM queues WHERE queue = 'q'")
+            .fetch_one(w.db())
+            .await
+            .unwrap();
+    assert_eq!(published, 3);
+    let (_, honest_login) = client_login(&w.tdb, 1).await;
+    let (attacker_name, attacker) = client_login(&w.tdb, 1).await;
+    let avoid = |login: &PgPool, player: &str, avoided: &str| {
+        let (login, player, avoided) = (login.clone(), player.to_string(), avoided.to_string());
+        async move {
+            sqlx::query_scalar::<_, i32>("SELECT avoid($1, $2, interval '1 hour')")
+                .bind(player)
+                .bind(avoided)
+                .fetch_one(&login)
+                .await
+        }
+    };
+    // Three players of B's, one avoid each: the quota is the login's, not a player's.
+    for i in 0..3 {
+        avoid(&attacker, &format!("fake{i}"), "victim")
+            .await
+            .unwrap();
+    }
+    let err = avoid(&attacker, "fake3", "victim").await.unwrap_err();
+    assert_eq!(
+        db_error(&err),
+        (
+            "22023".to_string(),
+            "player_id = 'fake3': this login has 3 avoids (limits.max_avoids_per_login); \
+             unavoid some or let them expire"
+                .to_string()
+        )
+    );
+    // A renewal adds no row: served at the quota.
+    assert_eq!(avoid(&attacker, "fake0", "victim").await.unwrap(), 1);
+    // A's avoids are untouched by B's, up to A's own quota.
+    for i in 0..3 {
+        avoid(&honest_login, &format!("a{i}"), "victim")
+            .await
+            .unwrap();
+    }
+    assert!(avoid(&honest_login, "a3", "victim").await.is_err());
+    // An expired avoid no longer counts (retention deletes it later).
+    sqlx::query(
+        "UPDATE avoids SET expires_at = now() - interval '1 second'
+          WHERE owner = $1 AND player_id = 'fake1'",
+    )
+    .bind(&attacker_name)
+    .execute(w.db())
+    .await
+    .unwrap();
+    avoid(&attacker, "fake3", "victim").await.unwrap();
+    assert!(avoid(&attacker, "fake4", "victim").await.is_err());
+    assert_eq!(
+        count(w.db(), "SELECT count(*) FROM avoids").await,
+        7,
+        "B's three unexpired, B's expired one, A's three"
+    );
 }
 
 /// Members: one player on team 0; open slots: 2 on team 0, 3 on team 1.
