@@ -326,7 +326,8 @@ CREATE TABLE matches (
     answer_by             timestamptz NULL,
     resolved_at           timestamptz NULL,
     cancel_reason         text NULL,
-    -- Cancelled matches: each player's answer ({"alice": "accepted", "bob": null}).
+    -- Cancelled matches: each player's answer ({"alice": "accepted", "bob": null}; a
+    -- second "alice", of another login, as "alice#<entry_id>").
     answers               jsonb NULL,
     CONSTRAINT pending_match_has_answer_by CHECK (status <> 'pending' OR answer_by IS NOT NULL),
     CONSTRAINT cancelled_match_has_reason CHECK (status <> 'cancelled' OR cancel_reason IS NOT NULL),

@@ -27,6 +27,9 @@ ALTER ROLE mm_backend SET idle_in_transaction_session_timeout = '10s';
 ALTER ROLE mm_server CONNECTION LIMIT 10;
 ALTER ROLE mm_server SET statement_timeout = '5s';
 ALTER ROLE mm_server SET idle_in_transaction_session_timeout = '10s';
+-- PostgreSQL 17: a transaction kept busy by short statements is never idle in it.
+ALTER ROLE mm_backend SET transaction_timeout = '30s';
+ALTER ROLE mm_server SET transaction_timeout = '30s';
 
 -- Large objects: nothing in the matchmaker uses them, and nothing bounds their size. The
 -- migration revokes them in the matchmaker's database when it runs as a superuser; here

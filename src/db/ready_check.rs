@@ -221,8 +221,14 @@ pub async fn resolve_ready_checks(
         };
         let mut answers = serde_json::Map::new();
         for s in seats {
+            // Two logins' "alice" may share a match: the later entry keeps its own key.
+            let key = if answers.contains_key(&s.player_id) {
+                format!("{}#{}", s.player_id, s.entry_id)
+            } else {
+                s.player_id.clone()
+            };
             answers.insert(
-                s.player_id.clone(),
+                key,
                 s.answer.clone().map_or(serde_json::Value::Null, Into::into),
             );
             let fate = match s.answer.as_deref() {

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "9277d42051616dfda47c34e5dae7707fdc75ca2f0eec5ab7e1f20962302a155889f9e6f87ac8eca5fa6cf94e9092b69d",
+    "e41d93451edc87bdd9f64e0269e7310e4ad4ad1a316da5b60e5d27fbcdd0c1769d669c72458484f08f2b1c5d5d461ea0",
 )];
 
 /// The last migration of 1.0.

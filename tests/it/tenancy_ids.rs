@@ -427,6 +427,26 @@ async fn nothing_b_can_call_or_read_shows_as_entries_matches_or_sessions() {
                 .unwrap();
         assert_eq!(n, 0, "{view}");
     }
+    // EXPLAIN ANALYZE of a view counts rows of every login, and shows no value of a's.
+    for view in [
+        "player_status",
+        "match_details",
+        "queue_countdown",
+        "queue_catalog",
+        "avoid_list",
+        "backfill_status",
+    ] {
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN (ANALYZE, VERBOSE) SELECT * FROM {view}"
+        )))
+        .fetch_all(&t.b)
+        .await
+        .unwrap();
+        let plan = plan.join("\n");
+        for secret in ["alice", "carol", "'s1'", "'m1'"] {
+            assert!(!plan.contains(secret), "{view} shows {secret}:\n{plan}");
+        }
+    }
     // The functions: b's calls on alice, carol and s1 reach nothing of a's, and are
     // neither refused nor told apart from a name nobody uses.
     for sql in [

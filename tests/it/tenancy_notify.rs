@@ -292,6 +292,19 @@ async fn a_ready_check_and_its_cancellation_tell_each_login_of_its_own_players()
     assert_eq!(to_a["declined"], serde_json::json!([]), "{to_a}");
     assert_eq!(to_b["requeued"], serde_json::json!(["p1"]), "{to_b}");
     assert_eq!(to_b["declined"], serde_json::json!(["p0", "p2"]), "{to_b}");
+    // The record keeps all six answers, the second of each id under its entry.
+    let answers: Value = sqlx::query_scalar("SELECT answers FROM matches WHERE match_id = $1")
+        .bind(match_id)
+        .fetch_one(&tdb.pool)
+        .await
+        .unwrap();
+    let answers = answers.as_object().unwrap();
+    assert_eq!(answers.len(), 6, "{answers:?}");
+    assert_eq!(
+        answers.values().filter(|a| *a == "accepted").count(),
+        4,
+        "{answers:?}"
+    );
 }
 
 /// `n` notifications of 7000 bytes on `channel`, in transactions of 200.
