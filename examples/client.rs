@@ -1,5 +1,5 @@
 //! An example game backend: enqueues players through the client functions, LISTENs on
-//! the queue's channel, prints the countdown as it moves and the match once it is made,
+//! its channel of the queue, prints the countdown as it moves and the match once it is made,
 //! and exits. It uses only the client API (docs/client-guide.md, docs/client-contract.sql)
 //! and its notifications, as a login in the `matchmaker_client` role, and nothing of this
 //! crate: a backend in any language with a PostgreSQL driver does the same.
@@ -18,15 +18,15 @@
 //! 1. LISTEN on `queue_channel(queue)` BEFORE enqueueing, so no notification is missed;
 //! 2. enqueue, then read `player_status` once for the countdown;
 //! 3. on a `countdown` notification, print the new countdown; on a `match` notification
-//!    naming one of its players, confirm it in `match_details` (any role may NOTIFY, so a
-//!    payload is a hint, not a proof) and print it;
+//!    naming one of its players, read it in `match_details` (the payload is a hint that
+//!    names only ids) and print it;
 //! 4. meanwhile call `keep_alive` every `keep_alive_every`, and read `player_status` every
 //!    `--poll` as the fallback: a notification is lost while the connection is down;
 //! 5. in a queue with a ready check, a player whose status is `pending` accepts the match
 //!    (`accept_match`; the game would ask the player first); a `cancelled` match puts the
 //!    players who accepted back in the queue, and the example keeps waiting for them.
 //!
-//! Output, one line each: `listening on "matchmaker:ranked_3v3"`, `enqueued alice (entry
+//! Output, one line each: `listening on "matchmaker:3f2a09c1..."`, `enqueued alice (entry
 //! 17)`, `countdown: ...; estimated wait 45 s`, `ready check: alice accepted match 42`,
 //! `matched: alice is in match 42 (round 7), team 1; teammates: ...; opponents: ...`. Exit status: 0 when every player is matched, 1 when one left the queue
 //! without a match (the reason is printed) or on an error, 2 on `--timeout` (the players
@@ -278,7 +278,7 @@ async fn enqueue(
     Ok(())
 }
 
-/// A notification on the queue's channel.
+/// A notification on this login's channel of the queue.
 async fn on_notification(
     db: &mut PgConnection,
     args: &Args,

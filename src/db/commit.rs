@@ -2,8 +2,8 @@
 //!
 //! Round row, matches, match players, queued -> matched for entries that are STILL queued,
 //! the matched players' entries in other queues -> withdrawn, rejected rows, the queue
-//! state for the countdown, a NOTIFY per match on the queue's channel (see `notify`), and
-//! (by trigger) the countdown's and the round's NOTIFY. A player who cancelled, expired,
+//! state for the countdown, a NOTIFY per match on its players' logins' channels (see
+//! `notify`), and (by trigger) the countdown's and the round's NOTIFY. A player who cancelled, expired,
 //! was matched in another queue or is locked by a client call while the solver ran wins:
 //! the whole match is dropped and its other players stay queued, untouched, keeping their
 //! original `enqueued_at`. Left-over players stay queued; the entries the commit holds
@@ -189,7 +189,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
     let fills = close_fills(&mut tx, r, round_id, &written).await?;
     record_unfilled(&mut tx, r, &open_requests, &fills.requests).await?;
-    // Each standing match's players, on its queue's channel: sent at COMMIT, or never.
+    // Each standing match, on its players' logins' channels: sent at COMMIT, or never.
     let new_event = match r.ready_timeout {
         Some(_) => MatchEvent::ReadyCheck,
         None => MatchEvent::Match,
