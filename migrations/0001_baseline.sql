@@ -2269,13 +2269,21 @@ COMMENT ON FUNCTION matchmaker_notify_queue_limit() IS
     'The notification queue usage past which matchmaker_notify() sends nothing '
     '(matchmaker.notify_queue_limit, default 0.5)';
 
+-- Whether the notification queue is below its limit: notifications may be sent.
+CREATE FUNCTION matchmaker_notify_open() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT pg_notification_queue_usage() < matchmaker_notify_queue_limit()
+$$;
+COMMENT ON FUNCTION matchmaker_notify_open() IS
+    'Whether PostgreSQL''s notification queue is below matchmaker.notify_queue_limit';
+
 -- pg_notify(channel, payload), unless the notification queue is past its limit; returns
 -- whether it sent. Past the limit listeners get nothing and poll, as for any lost
 -- notification, while enqueues and rounds commit.
 CREATE FUNCTION matchmaker_notify(channel text, payload text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF pg_notification_queue_usage() >= matchmaker_notify_queue_limit() THEN
+    IF NOT matchmaker_notify_open() THEN
         RETURN false;
     END IF;
     PERFORM pg_notify(channel, payload);
@@ -2505,14 +2513,22 @@ BEGIN
           LEFT JOIN backfill_requests b ON b.request_id = x.backfill_request_id
          WHERE x.match_id = ANY (match_ids)
          GROUP BY x.match_id, b.owner)
+    , told AS (
+        SELECT p.match_id, p.queue, l.login, p.payload
+          FROM payloads p, unnest(p.logins) AS l(login)
+         WHERE octet_length(p.payload) <= max_bytes),
+    channels AS MATERIALIZED (
+        -- Each login's channel once, not once per match.
+        SELECT d.login, d.queue, matchmaker_login_channel(d.login, d.queue) AS channel
+          FROM (SELECT DISTINCT login, queue FROM told) d)
     SELECT
-        -- matchmaker_notify() is volatile: called once per row, after the ORDER BY.
-        (SELECT count(*) FILTER (WHERE s.sent)
-           FROM (SELECT matchmaker_notify(matchmaker_login_channel(l.login, p.queue),
-                                          p.payload) AS sent
-                   FROM payloads p, unnest(p.logins) AS l(login)
-                  WHERE octet_length(p.payload) <= max_bytes
-                  ORDER BY p.match_id, l.login) AS s),
+        -- pg_notify() is volatile: called once per row, after the ORDER BY. The queue's
+        -- limit is read once for the whole call (an InitPlan).
+        (SELECT count(*)
+           FROM (SELECT pg_notify(c.channel, t.payload)
+                   FROM told t JOIN channels c USING (login, queue)
+                  WHERE (SELECT matchmaker_notify_open())
+                  ORDER BY t.match_id, t.login) AS s),
         (SELECT array_agg(p.match_id ORDER BY p.match_id)
            FROM payloads p
           WHERE octet_length(p.payload) > max_bytes)
@@ -2694,6 +2710,7 @@ REVOKE ALL ON FUNCTION
     avoid(text, text, interval),
     unavoid(text, text),
     matchmaker_notify_queue_limit(),
+    matchmaker_notify_open(),
     matchmaker_notify(text, text),
     matchmaker_login_channel(text, text),
     matchmaker_notify_enqueue(),
@@ -2785,6 +2802,7 @@ GRANT USAGE, SELECT ON SEQUENCE queue_entries_entry_id_seq, rounds_round_id_seq,
 GRANT EXECUTE ON FUNCTION matchmaker_notify_matches(bigint[], text),
                           matchmaker_notify_matches_in_parts(bigint[], text),
                           matchmaker_notify(text, text),
+                          matchmaker_notify_open(),
                           matchmaker_notify_queue_limit(),
                           matchmaker_login_channel(text, text)
     TO matchmaker_daemon;

@@ -21,7 +21,7 @@ use crate::support::*;
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
 const RELEASED: &[(i64, &str)] = &[(
     1,
-    "e41d93451edc87bdd9f64e0269e7310e4ad4ad1a316da5b60e5d27fbcdd0c1769d669c72458484f08f2b1c5d5d461ea0",
+    "05ab2ce757614ca3b358f825c35c2919566cea231296c7f34d907da2555b93f6ef24edc2fcc592bcf7405c12e977e3aa",
 )];
 
 /// The last migration of 1.0.
