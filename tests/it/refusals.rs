@@ -2,8 +2,9 @@
 //! to a client function is an error in SQLSTATE class 22 (the request is wrong: do not
 //! retry) and writes nothing. What the functions check reads `field = value: rule` with
 //! 22023 (each message asserted whole); a text PostgreSQL cannot parse as the parameter's
-//! type keeps PostgreSQL's own message (22P02, 22007). And every refusal example in the
-//! docs is what the database answers.
+//! type keeps PostgreSQL's own message (22P02, 22007). The ready check's refusals, each
+//! with a match in the state it needs, likewise. And every refusal example in the docs is
+//! what the database answers.
 
 use matchmaker::config::Config;
 use matchmaker::db;
@@ -964,4 +965,152 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
         .execute(db)
         .await
         .unwrap();
+}
+
+/// The ready check's refusals, each needing a match in some state: a final match, a
+/// pending one already declined, one past its time to answer, one cancelled, one ready.
+/// Each is class 22 with its whole text, and changes nothing (match_players' answers
+/// included).
+#[tokio::test]
+async fn every_ready_check_refusal_needs_its_match_and_changes_nothing() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use matchmaker::daemon::clock::ManualClock;
+    use matchmaker::daemon::round::RoundRunner;
+    use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
+
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    // Rounds start as soon as 6 players wait (the clock never moves): rc has a 4 s ready
+    // check, f none.
+    let config = Config::from_toml_str(
+        "default_queue = \"rc\"\n\
+         [queues.rc.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = 6\n\
+         [queues.rc.ready_check]\ntimeout = \"4s\"\n\
+         [queues.f.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = 6\n",
+    )
+    .expect("valid config");
+    let clock = ManualClock::new(chrono::Utc::now());
+    let worker = |queue: &str| {
+        QueueWorker::new(
+            queue,
+            "refusals",
+            RoundRunner::new(db.clone(), Arc::new(clock.clone())),
+            Arc::new(config.queues[queue].clone()),
+            secs(15),
+        )
+    };
+    let (mut rc, mut f) = (worker("rc"), worker("f"));
+    rc.step().await.unwrap();
+    f.step().await.unwrap();
+    let (_, client) = client_login(&tdb, 2).await;
+    // Six players in `queue` named prefix0..5, matched by the next look; their match.
+    let matched = async |w: &mut QueueWorker, queue: &str, prefix: &str| -> i64 {
+        for i in 0..6 {
+            sqlx::query("SELECT enqueue($1, $2, $3)")
+                .bind(queue)
+                .bind(format!("{prefix}{i}"))
+                .bind(1500.0 + i as f64)
+                .execute(&client)
+                .await
+                .unwrap();
+        }
+        let outcome = w.step().await.unwrap();
+        assert!(matches!(outcome, StepOutcome::Ran(_)), "{outcome:?}");
+        sqlx::query_scalar("SELECT match_id FROM player_status WHERE queue = $1 AND player_id = $2")
+            .bind(queue)
+            .bind(format!("{prefix}0"))
+            .fetch_one(&client)
+            .await
+            .unwrap()
+    };
+    let answers = async || -> String {
+        sqlx::query_scalar(
+            "SELECT concat_ws(' / ',
+                (SELECT md5(coalesce(string_agg(mp::text, ',' ORDER BY match_id, entry_id), ''))
+                   FROM match_players mp),
+                (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY match_id), ''))
+                   FROM matches m))",
+        )
+        .fetch_one(db)
+        .await
+        .unwrap()
+    };
+    let refused = async |sql: String, message: String| {
+        let (before, before_answers) = (fingerprint(db).await, answers().await);
+        let (code, text) = refusal(&client, &sql).await;
+        assert_eq!(
+            (code.as_str(), text.as_str()),
+            ("22023", message.as_str()),
+            "{sql}"
+        );
+        assert_eq!(fingerprint(db).await, before, "{sql} wrote nothing");
+        assert_eq!(answers().await, before_answers, "{sql} answered nothing");
+    };
+
+    let fin = matched(&mut f, "f", "f").await;
+    refused(
+        format!("SELECT accept_match('f0', {fin})"),
+        format!("match_id = {fin}: has no ready check: the match is final"),
+    )
+    .await;
+
+    // Declined, then answered again: refused; once cancelled, refused with the reason.
+    let m1 = matched(&mut rc, "rc", "a").await;
+    let said: String = sqlx::query_scalar("SELECT decline_match('a0', $1)")
+        .bind(m1)
+        .fetch_one(&client)
+        .await
+        .unwrap();
+    assert_eq!(said, "declined");
+    refused(
+        format!("SELECT accept_match('a0', {m1})"),
+        format!("match_id = {m1}: player 'a0' has declined this match already"),
+    )
+    .await;
+    rc.step().await.unwrap();
+    refused(
+        format!("SELECT accept_match('a1', {m1})"),
+        format!(
+            "match_id = {m1}: was cancelled (declined by a0); read player_status for player 'a1'"
+        ),
+    )
+    .await;
+
+    // Every player accepts: ready, too late to decline.
+    let m2 = matched(&mut rc, "rc", "b").await;
+    for i in 0..6 {
+        sqlx::query("SELECT accept_match($1, $2)")
+            .bind(format!("b{i}"))
+            .bind(m2)
+            .execute(&client)
+            .await
+            .unwrap();
+    }
+    rc.step().await.unwrap();
+    refused(
+        format!("SELECT decline_match('b0', {m2})"),
+        format!("match_id = {m2}: is ready: every player accepted (too late to decline)"),
+    )
+    .await;
+
+    // Past its time to answer, before the leader has cancelled it.
+    let m3 = matched(&mut rc, "rc", "c").await;
+    let answer_by: String = sqlx::query_scalar(
+        "SELECT to_char(answer_by AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')
+           FROM matches WHERE match_id = $1",
+    )
+    .bind(m3)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    refused(
+        format!("SELECT accept_match('c0', {m3})"),
+        format!(
+            "match_id = {m3}: the time to answer ended at {answer_by}; the match is being cancelled"
+        ),
+    )
+    .await;
 }
