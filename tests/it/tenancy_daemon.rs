@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use matchmaker::config::Config;
 use matchmaker::daemon::{self, DaemonOptions};
-use sqlx::{Connection, PgConnection};
+use sqlx::Connection;
 
 use crate::support::*;
 
@@ -60,17 +60,6 @@ struct Outcome {
     /// The longest solve and the longest snapshot plus commit of q's rounds, ms.
     max_solve_ms: f64,
     max_io_ms: f64,
-}
-
-async fn connect_as(tdb: &TestDb, login: &str) -> PgConnection {
-    PgConnection::connect_with(
-        &tdb.options
-            .clone()
-            .username(login)
-            .password(&login_password(login)),
-    )
-    .await
-    .unwrap()
 }
 
 /// B's attacks, started before A's first player and run until `stop`.
@@ -126,20 +115,20 @@ async fn attack(tdb: &TestDb, stop: Arc<AtomicBool>) -> Vec<tokio::task::JoinHan
         }));
     }
     // An entry held in an open transaction, and a LISTEN inside another.
-    let mut held = connect_as(tdb, &b).await;
+    let mut held = connect_as(tdb, &b).await.unwrap();
     sqlx::query("BEGIN").execute(&mut held).await.unwrap();
     sqlx::query("SELECT enqueue('q', 'held', 1500, '{\"eu\": 30}')")
         .execute(&mut held)
         .await
         .unwrap();
-    let mut stuck = connect_as(tdb, &b).await;
+    let mut stuck = connect_as(tdb, &b).await.unwrap();
     sqlx::query("LISTEN spam")
         .execute(&mut stuck)
         .await
         .unwrap();
     sqlx::query("BEGIN").execute(&mut stuck).await.unwrap();
     sqlx::query("SELECT 1").execute(&mut stuck).await.unwrap();
-    let mut spammer = connect_as(tdb, &b).await;
+    let mut spammer = connect_as(tdb, &b).await.unwrap();
     {
         let stop = stop.clone();
         tasks.push(tokio::spawn(async move {

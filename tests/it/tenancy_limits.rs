@@ -17,7 +17,7 @@ use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::{RoundReport, RoundRunner};
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
 use serde_json::json;
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::PgPool;
 
 use crate::support::*;
 
@@ -370,16 +370,6 @@ async fn bounded_login(tdb: &TestDb, limit: i32) -> String {
             .unwrap();
     }
     name
-}
-
-async fn connect_as(tdb: &TestDb, login: &str) -> Result<PgConnection, sqlx::Error> {
-    PgConnection::connect_with(
-        &tdb.options
-            .clone()
-            .username(login)
-            .password(&login_password(login)),
-    )
-    .await
 }
 
 #[tokio::test]

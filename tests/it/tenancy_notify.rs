@@ -332,16 +332,7 @@ async fn a_stalled_notification_queue_stops_no_enqueue_and_no_round() {
     let _alone = crate::support::TIMING.write().await;
     let tdb = fresh_db().await;
     let (attacker, _) = client_login(&tdb, 1).await;
-    let connect = || async {
-        PgConnection::connect_with(
-            &tdb.options
-                .clone()
-                .username(&attacker)
-                .password(&login_password(&attacker)),
-        )
-        .await
-        .unwrap()
-    };
+    let connect = || async { connect_as(&tdb, &attacker).await.unwrap() };
     // The attacker listens, then stays inside a transaction: PostgreSQL keeps every
     // notification sent from now on until that session reads, which it never does.
     let mut stuck = connect().await;

@@ -241,6 +241,18 @@ pub fn login_password(name: &str) -> String {
     format!("pw-{name}")
 }
 
+/// One connection of its own as `login` (a session outside any pool: to hold a
+/// transaction open, LISTEN, or count against the login's connection limit).
+pub async fn connect_as(tdb: &TestDb, login: &str) -> Result<sqlx::PgConnection, sqlx::Error> {
+    sqlx::PgConnection::connect_with(
+        &tdb.options
+            .clone()
+            .username(login)
+            .password(&login_password(login)),
+    )
+    .await
+}
+
 /// SQLSTATE and message of a database error (panics on any other error).
 pub fn db_error(e: &sqlx::Error) -> (String, String) {
     match e {
