@@ -1,5 +1,5 @@
 //! Notifications to game backends: one per committed match, and one per
-//! countdown move, on each login's own channel of the queue ([`queue_channel`]), so that a
+//! countdown move, on each login's own channel of the queue (SQL `queue_channel()`), so that a
 //! backend holding one LISTEN connection tells each of its players at once instead of
 //! polling. A login's channel name is a keyed hash no other login can work out, and it
 //! carries only matches holding the login's players.
@@ -58,15 +58,6 @@ pub async fn notify_matches(
         .fetch_one(conn)
         .await?;
     Ok(sent as usize)
-}
-
-/// The calling login's channel for a queue's notifications (`matchmaker:` and 40 hex
-/// digits). LISTEN on it in double quotes.
-pub async fn queue_channel<'e>(db: impl PgExecutor<'e>, queue: &str) -> Result<String, DbError> {
-    Ok(sqlx::query_scalar("SELECT queue_channel($1)")
-        .bind(queue)
-        .fetch_one(db)
-        .await?)
 }
 
 /// How full PostgreSQL's notification queue is (0-1), and the limit past which
