@@ -122,13 +122,7 @@ async fn attack(tdb: &TestDb, stop: Arc<AtomicBool>) -> Vec<tokio::task::JoinHan
         .execute(&mut held)
         .await
         .unwrap();
-    let mut stuck = connect_as(tdb, &b).await.unwrap();
-    sqlx::query("LISTEN spam")
-        .execute(&mut stuck)
-        .await
-        .unwrap();
-    sqlx::query("BEGIN").execute(&mut stuck).await.unwrap();
-    sqlx::query("SELECT 1").execute(&mut stuck).await.unwrap();
+    let stuck = stuck_listener(tdb, &b, "spam").await;
     let mut spammer = connect_as(tdb, &b).await.unwrap();
     {
         let stop = stop.clone();

@@ -333,15 +333,8 @@ async fn a_stalled_notification_queue_stops_no_enqueue_and_no_round() {
     let tdb = fresh_db().await;
     let (attacker, _) = client_login(&tdb, 1).await;
     let connect = || async { connect_as(&tdb, &attacker).await.unwrap() };
-    // The attacker listens, then stays inside a transaction: PostgreSQL keeps every
-    // notification sent from now on until that session reads, which it never does.
-    let mut stuck = connect().await;
-    sqlx::query("LISTEN spam")
-        .execute(&mut stuck)
-        .await
-        .unwrap();
-    sqlx::query("BEGIN").execute(&mut stuck).await.unwrap();
-    sqlx::query("SELECT 1").execute(&mut stuck).await.unwrap();
+    // The attacker listens, then stays inside a transaction.
+    let stuck = stuck_listener(&tdb, &attacker, "spam").await;
     let before = usage(&tdb.pool).await;
     let mut sender = connect().await;
     flood(&mut sender, "spam", 2000).await;

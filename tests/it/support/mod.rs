@@ -253,6 +253,20 @@ pub async fn connect_as(tdb: &TestDb, login: &str) -> Result<sqlx::PgConnection,
     .await
 }
 
+/// A session of `login` that LISTENs on `channel` and then stays inside a transaction:
+/// PostgreSQL keeps every notification sent from then on until it reads, which it never
+/// does. Close it to free the notification queue.
+pub async fn stuck_listener(tdb: &TestDb, login: &str, channel: &str) -> sqlx::PgConnection {
+    let mut stuck = connect_as(tdb, login).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("LISTEN \"{channel}\"")))
+        .execute(&mut stuck)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut stuck).await.unwrap();
+    sqlx::query("SELECT 1").execute(&mut stuck).await.unwrap();
+    stuck
+}
+
 /// SQLSTATE and message of a database error (panics on any other error).
 pub fn db_error(e: &sqlx::Error) -> (String, String) {
     match e {
