@@ -19,13 +19,47 @@ use crate::support::*;
 /// The released migrations: version and the checksum sqlx records for it in
 /// `_sqlx_migrations` (SHA-384 of the file). A release adds its new migrations here:
 /// `SELECT version, encode(checksum, 'hex') FROM _sqlx_migrations`.
-const RELEASED: &[(i64, &str)] = &[(
-    1,
-    "05ab2ce757614ca3b358f825c35c2919566cea231296c7f34d907da2555b93f6ef24edc2fcc592bcf7405c12e977e3aa",
-)];
+const RELEASED: &[(i64, &str)] = &[
+    (
+        1,
+        "b4b58b3122183f128f161a10522fbbadf4fd2ffa9672396386bba05317256664d26d532229150118a9958d300a75566b",
+    ),
+    (
+        2,
+        "87af2b19ae6f71ecf903adbb4e5034871131e7cc33a7b878b899175d4aabdfc0f04ed7ff8c2bc172f216a1bd3b5301c6",
+    ),
+    (
+        3,
+        "e5314edbb8b768d52c534b0416346e8f17ec792a74d93a3041d0d7b30febbcadc54adae94a3ed6dbf063f6cf24d7ccba",
+    ),
+    (
+        4,
+        "fd32df1fb41b98f1e8d153e559761c1feb16e9de4f4a6a0ec1b32a2eec10a5c4c3a4f1f34dc2c8a6a288b8d4949ece85",
+    ),
+    (
+        5,
+        "d4880218c898e54aa0c917e009a2690f65e9a887ed23ece07823a42050cb315b8c72d255232d7207ac7160f8528f77e3",
+    ),
+    (
+        6,
+        "7435021cc7ab8f062ca7df25a4c784d7a1087b2d9fc9b344a9ec0333f450c299bb5d963fc0f5fe2551955fc83dd6340e",
+    ),
+    (
+        7,
+        "a30db9cfc7050f75ab2fa8606a7c78914ba252daa287ecafcb8ba7ce94b03f2171b9bb7cc7c101c2b7af948d3d23cab9",
+    ),
+    (
+        8,
+        "1f26900a2be1f34be9f17a3379071eace21be730cba6abe0118e33c3bb3dbf816f2b041d12e55f86e42c1ebd4547173d",
+    ),
+    (
+        9,
+        "d0e45477f2ec945215ab8fe2a6ef33f5ac9bc0de1cd1b217f8e06c9bc251a7d7a3517c9fc28fbc6fdec2ea92919d610c",
+    ),
+];
 
 /// The last migration of 1.0.
-const V1_0: i64 = 1;
+const V1_0: i64 = 9;
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
