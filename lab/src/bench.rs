@@ -2,7 +2,7 @@
 //! then the issue's targets as ratios measured in the same run.
 //!
 //! ```text
-//! matchmaker bench [--players 300] [--pools 3] [--pool-seed 1] [--budgets 100ms,1s]
+//! matchmaker-lab bench [--players 300] [--pools 3] [--pool-seed 1] [--budgets 100ms,1s]
 //!                  [--baseline 5s] [--long-factor 50] [--seeds 1] [--threads N]
 //!                  [--skip-targets] [--large [--large-budgets 100ms,1s,2s,5s,10s,30s]
 //!                  [--large-reference 100s] [--large-seeds 3]]

@@ -57,13 +57,13 @@ pub fn run(args: DemoOptions) -> anyhow::Result<()> {
 }
 
 async fn demo(args: DemoOptions) -> anyhow::Result<()> {
-    // Ctrl-C is caught from the very start, so that the private server is removed even
-    // when the demo is interrupted while it starts.
-    let (interrupt_tx, interrupt) = watch::channel(false);
+    // Ctrl-C, SIGTERM and SIGHUP are caught from the very start, so that the private
+    // server is stopped and its directory removed however the demo is ended, even while
+    // it starts.
+    let (interrupt_tx, interrupt) = watch::channel(None);
+    let signals = StopSignals::register()?;
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = interrupt_tx.send(true);
-        }
+        let _ = interrupt_tx.send(Some(signals.first().await));
     });
 
     // 1. A database: the given one, or a private server removed at the end.
@@ -82,7 +82,7 @@ async fn demo(args: DemoOptions) -> anyhow::Result<()> {
             url
         }
     };
-    let outcome = if *interrupt.borrow() {
+    let outcome = if interrupt.borrow().is_some() {
         Ok(())
     } else {
         run_with_database(&args, &url, interrupt.clone()).await
@@ -110,11 +110,11 @@ async fn demo(args: DemoOptions) -> anyhow::Result<()> {
 async fn run_with_database(
     args: &DemoOptions,
     url: &str,
-    mut interrupt: watch::Receiver<bool>,
+    mut interrupt: watch::Receiver<Option<&'static str>>,
 ) -> anyhow::Result<()> {
     let db = matchmaker::db::connect(url).await?;
     with_progress("applying migrations", matchmaker::db::migrate(&db)).await?;
-    if *interrupt.borrow() {
+    if interrupt.borrow().is_some() {
         return Ok(());
     }
 
@@ -169,7 +169,7 @@ async fn run_with_database(
     // the log holds each round once instead of a page a second of screen codes.
     let out = Output::stdout();
     let started = Instant::now();
-    let mut interrupted = false;
+    let mut interrupted = None;
     let mut shown_round = None;
     loop {
         let view = read_status(&db, None, 6).await?;
@@ -190,13 +190,15 @@ async fn run_with_database(
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1).min(left)) => {}
-            _ = interrupt.wait_for(|i| *i) => { interrupted = true; break; }
+            signal = interrupt.wait_for(Option::is_some) => {
+                interrupted = signal.ok().and_then(|s| *s);
+                break;
+            }
         }
     }
-    let why = if interrupted {
-        "Ctrl-C:"
-    } else {
-        "time is up:"
+    let why = match interrupted {
+        Some(signal) => format!("{signal}:"),
+        None => "time is up:".to_string(),
     };
     println!(
         "\n{}",
@@ -404,6 +406,35 @@ fn log_to_file() -> anyhow::Result<PathBuf> {
         .with_writer(std::sync::Mutex::new(file))
         .try_init();
     Ok(path)
+}
+
+/// The signals that end the demo: Ctrl-C (SIGINT), SIGTERM (a service manager, `kill`)
+/// and SIGHUP (the terminal closed). Registered before anything is started, so none of
+/// them can end the process before the clean-up.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn register() -> anyhow::Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            interrupt: signal(SignalKind::interrupt()).context("catching Ctrl-C")?,
+            terminate: signal(SignalKind::terminate()).context("catching SIGTERM")?,
+            hangup: signal(SignalKind::hangup()).context("catching SIGHUP")?,
+        })
+    }
+
+    /// The name of the first of them to arrive.
+    async fn first(mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "Ctrl-C",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
 }
 
 /// Awaits `work` while showing `what...` and, on a terminal, the elapsed seconds, so a

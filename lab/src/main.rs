@@ -322,7 +322,7 @@ pub struct DemoArgs {
     /// Round interval of the demo (replaces each queue's schedule).
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub round_every: Duration,
-    /// Simulated player load (defaults suit the demo: see `matchmaker simulate --help`).
+    /// Simulated player load (defaults suit the demo: see `matchmaker-lab simulate --help`).
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -374,7 +374,7 @@ impl From<SimulateArgs> for lab::simulate::SimulateOptions {
     }
 }
 
-/// The load options, shared with `matchmaker demo`.
+/// The load options, shared with `matchmaker-lab demo`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
     /// Queue to enqueue into.

@@ -83,7 +83,7 @@ impl Fleet {
     }
 }
 
-/// The contract's invariants after a fault run (the counts `matchmaker soak` prints).
+/// The contract's invariants after a fault run (the counts `matchmaker-lab soak` prints).
 async fn fault_invariants(db: &PgPool, clients: &ClientLog) -> Audit {
     let audit = audit::audit(db, clients.expected())
         .await

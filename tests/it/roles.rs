@@ -1,6 +1,6 @@
 //! The shipped roles, used as the docs say: the operators' commands run as a
 //! `matchmaker_ops` login and refuse a client login with one line naming the role. (The
-//! lab's `simulate` as a `matchmaker_client` login is in `lab/tests/it/trial.rs`.)
+//! lab's `simulate` as a `matchmaker_client` login is in `lab/tests/lab/trial.rs`.)
 
 use std::process::Command;
 use std::sync::Arc;

@@ -318,8 +318,10 @@ impl fmt::Display for SimReport {
         if self.meet_checked > 0 {
             write!(
                 f,
-                ", {} avoids sent; of {} matches checked, {} mixed builds, {} crossplay \
-                 opt-outs met another platform, {} pairs met though one avoids the other",
+                ", {} avoids sent; of {} matches read, {} mix builds and {} put a crossplay \
+                 opt-out with another platform (a break only where the queue sets \
+                 filters.same = [\"build\"] or filters.crossplay), {} pairs met though one \
+                 avoids the other",
                 self.avoids,
                 self.meet_checked,
                 self.build_mixes,

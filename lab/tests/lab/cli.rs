@@ -234,3 +234,99 @@ fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
         "{frames} frames, not one a second:\n{stdout}"
     );
 }
+
+/// Every `postmaster.pid` under `dir`: the private servers running there.
+fn postmaster_pids(dir: &std::path::Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "postmaster.pid") {
+                let first = std::fs::read_to_string(&path).unwrap_or_default();
+                pids.extend(first.lines().next().and_then(|l| l.trim().parse::<u32>().ok()));
+            }
+        }
+    }
+    pids
+}
+
+/// The demo ended by SIGTERM or SIGHUP (a service manager, a closed terminal) stops its
+/// private PostgreSQL and removes its directory and log, as Ctrl-C and the end of time do.
+#[test]
+fn demo_ended_by_a_signal_stops_its_private_server_and_removes_its_directory() {
+    let _load = crate::support::TIMING.blocking_read();
+    for signal in ["TERM", "HUP"] {
+        // The demo's server and log go under TMPDIR: this directory, which the server's
+        // user (postgres, when the tests run as root) may enter.
+        let tmp = tempfile::Builder::new()
+            .prefix("mm-demo-signal-")
+            .tempdir()
+            .expect("a temporary directory");
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut child = lab()
+            .args(["demo", "--duration", "5m", "--round-every", "4s"])
+            .env("TMPDIR", tmp.path())
+            .env_remove("DATABASE_URL")
+            .env_remove("MATCHMAKER_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the demo");
+        let started = Instant::now();
+        let postmaster = loop {
+            if let Some(&pid) = postmaster_pids(tmp.path()).first() {
+                break pid;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("the demo ended before its server ran: {status}");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "no private server within 2 minutes"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // Let it reach its rounds, then end it as a service manager would.
+        std::thread::sleep(Duration::from_secs(3));
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success());
+        let ended = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if ended.elapsed() > Duration::from_secs(60) {
+                child.kill().ok();
+                panic!("SIG{signal}: the demo still runs a minute later");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(status.success(), "SIG{signal}: the demo ended with {status}");
+        let proc_dir = std::path::PathBuf::from(format!("/proc/{postmaster}"));
+        let gone = Instant::now();
+        while proc_dir.exists() && gone.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            !proc_dir.exists(),
+            "SIG{signal}: the postmaster {postmaster} still runs"
+        );
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "SIG{signal}: left behind: {left:?}");
+    }
+}

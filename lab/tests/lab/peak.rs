@@ -1,4 +1,4 @@
-//! The peak evening's code path, scaled down for CI: `matchmaker peak`'s `run_peak` with 2
+//! The peak evening's code path, scaled down for CI: `matchmaker-lab peak`'s `run_peak` with 2
 //! replicas (child processes of this crate's binary), 2 regions x 2 modes = 4 queues,
 //! rounds every 5-8 s and a load of simulated players for 30 s. Every part of the table
 //! must have been measured, and two targets are asserted: no round late by more than
@@ -9,7 +9,7 @@
 //! `min_pool`, which is one match). The third target (nobody past `max_wait` plus one
 //! round, apart from players no matchmaker could place: shown apart) is printed, not
 //! asserted: with 15-20 s waits a round 0.3 s late decides it for a player who reached
-//! max_wait just after the previous round started; `matchmaker peak` measures it
+//! max_wait just after the previous round started; `matchmaker-lab peak` measures it
 //! (README).
 
 use std::time::Duration;
