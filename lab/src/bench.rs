@@ -252,18 +252,47 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
         bail!("--budgets needs at least one duration");
     }
     let model = QueueModel::default();
-    let spec = PopulationSpec {
-        players: args.players,
-        ..PopulationSpec::default()
-    };
     let population = Population::realistic();
-    let pools: Vec<Pool> = (args.pool_seed..args.pool_seed + args.pools)
-        .map(|s| with_previous_round(population.generate_pool(&spec, s), &model))
-        .collect::<anyhow::Result<_>>()?;
+    let pools = seeded_pools(&args, &population, &model)?;
     if let Some(path) = &args.write_pool {
         std::fs::write(path, serde_json::to_string_pretty(&pools[0])?)?;
         return Ok(());
     }
+    let (table, per_pool) = print_strategy_table(&args, &model, &pools)?;
+    if !args.skip_targets {
+        print_targets(&args, &model, &pools, &table, &per_pool)?;
+    }
+    if args.large {
+        large_target(&args, &population)?;
+    }
+    Ok(())
+}
+
+/// Every strategy's mean row, and its rows per pool, by strategy and budget.
+type Table<R> = HashMap<(Strategy, Duration), R>;
+
+/// The pools of the run (seeds `--pool-seed..`), each with a previous round's history.
+fn seeded_pools(
+    args: &BenchOptions,
+    population: &Population,
+    model: &QueueModel,
+) -> anyhow::Result<Vec<Pool>> {
+    let spec = PopulationSpec {
+        players: args.players,
+        ..PopulationSpec::default()
+    };
+    (args.pool_seed..args.pool_seed + args.pools)
+        .map(|s| with_previous_round(population.generate_pool(&spec, s), model))
+        .collect()
+}
+
+/// Solve every pool with every strategy at each budget (the fast ones at the first
+/// only) and print a row of means for each.
+fn print_strategy_table(
+    args: &BenchOptions,
+    model: &QueueModel,
+    pools: &[Pool],
+) -> anyhow::Result<(Table<Row>, Table<Vec<Row>>)> {
     println!(
         "{} pools x {} players (sim::population, 20:00 UTC), 3v3 peer-to-peer, default weights; means over pools",
         args.pools, args.players
@@ -282,8 +311,8 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
         "unm",
         "moves/s"
     );
-    let mut table: HashMap<(Strategy, Duration), Row> = HashMap::new();
-    let mut per_pool: HashMap<(Strategy, Duration), Vec<Row>> = HashMap::new();
+    let mut table: Table<Row> = HashMap::new();
+    let mut per_pool: Table<Vec<Row>> = HashMap::new();
     for &strategy in &Strategy::ALL {
         let budgets: Vec<Duration> = match strategy {
             Strategy::Chunk | Strategy::Greedy => vec![args.budgets[0]],
@@ -293,8 +322,7 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
             let rows: Vec<Row> = pools
                 .iter()
                 .map(|p| {
-                    run_one(p, &model, strategy, budget, args.threads)
-                        .map(|o| metrics(p, &model, &o))
+                    run_one(p, model, strategy, budget, args.threads).map(|o| metrics(p, model, &o))
                 })
                 .collect::<anyhow::Result<_>>()?;
             let m = mean_rows(&rows);
@@ -316,25 +344,31 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
             per_pool.insert((strategy, budget), rows);
         }
     }
-    if args.skip_targets {
-        if args.large {
-            large_target(&args, &population)?;
-        }
-        return Ok(());
-    }
+    Ok((table, per_pool))
+}
+
+/// The targets: against the awesomenauts baseline, the gap to a long run (per pool, and
+/// over solver seeds with `--seeds`), against the other strategies, and the speed.
+fn print_targets(
+    args: &BenchOptions,
+    model: &QueueModel,
+    pools: &[Pool],
+    table: &Table<Row>,
+    per_pool: &Table<Vec<Row>>,
+) -> anyhow::Result<()> {
     println!();
     println!("targets (ratios measured in this run):");
     let fast = args.budgets[0];
     let slow = *args.budgets.last().unwrap();
     let d_fast = &table[&(Strategy::Default, fast)];
     let mut awe = Vec::new();
-    for p in &pools {
+    for p in pools {
         awe.push(metrics(
             p,
-            &model,
+            model,
             &run_one(
                 p,
-                &model,
+                model,
                 Strategy::Awesomenauts,
                 args.baseline,
                 args.threads,
@@ -352,9 +386,9 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
     );
     let long = slow * args.long_factor;
     let mut long_rows = Vec::new();
-    for p in &pools {
-        let out = run_one(p, &model, Strategy::Default, long, args.threads)?;
-        long_rows.push(metrics(p, &model, &out));
+    for p in pools {
+        let out = run_one(p, model, Strategy::Default, long, args.threads)?;
+        long_rows.push(metrics(p, model, &out));
     }
     let best_long = mean_rows(&long_rows).score;
     let d_slow = &table[&(Strategy::Default, slow)];
@@ -389,7 +423,7 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
     }
     if args.seeds > 1 {
         let short_first = &per_pool[&(Strategy::Default, slow)];
-        gap_over_seeds(&args, &model, &pools, slow, long, short_first, &long_rows)?;
+        gap_over_seeds(args, model, pools, slow, long, short_first, &long_rows)?;
     }
     for &s in &[Strategy::Awesomenauts, Strategy::Chunk, Strategy::Greedy] {
         let other = table
@@ -412,9 +446,6 @@ pub fn run(args: BenchOptions) -> anyhow::Result<()> {
         100.0 * d_slow.bounded,
         d_slow.moves_per_s * (1.0 - d_slow.bounded)
     );
-    if args.large {
-        large_target(&args, &population)?;
-    }
     Ok(())
 }
 

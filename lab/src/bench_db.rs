@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgPool};
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 
 use crate::sim::population::{Population, PopulationSpec};
 use matchmaker::config::Config;
@@ -426,6 +426,43 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     sqlx::query("SET maintenance_work_mem = '1GB'")
         .execute(&mut *conn)
         .await?;
+    let deferred = drop_deferred_indexes(&mut conn).await?;
+    let shape = HistoryShape {
+        rows,
+        matches,
+        rounds,
+        per_match,
+        players,
+    };
+    insert_history(&mut conn, &shape, &pooled).await?;
+    restore_after_history(&mut conn, &deferred).await?;
+    let size: String =
+        sqlx::query_scalar("SELECT pg_size_pretty(pg_database_size(current_database()))")
+            .fetch_one(&mut *conn)
+            .await?;
+    println!(
+        "history: {rows} match_players rows ({matches} matches in {rounds} rounds, {players} \
+         players, each pooled player in about {} past matches), database {size}, filled in {:.0} s",
+        rows / players,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// How the history is laid out: `rows` match_players rows in `matches` matches of
+/// `per_match` players, `rounds` rounds, over `players` distinct players.
+#[derive(Clone, Copy)]
+struct HistoryShape {
+    rows: u64,
+    matches: u64,
+    rounds: u64,
+    per_match: u64,
+    players: u64,
+}
+
+/// Drop the indexes of queue_entries and match_players that back no constraint; returns
+/// their names and definitions, to build them again after the fill.
+async fn drop_deferred_indexes(conn: &mut PgConnection) -> anyhow::Result<Vec<(String, String)>> {
     // The indexes that are no constraint are built after the rows are in, each in one
     // sort, instead of taking ten million inserts at random places (most of the fill's
     // time, and gigabytes of WAL). Same definitions, from the catalog.
@@ -442,6 +479,23 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
             .execute(&mut *conn)
             .await?;
     }
+    Ok(deferred)
+}
+
+/// The rounds, matches, entries and match_players rows of the history, each in one
+/// INSERT ... SELECT; the pooled players (`pooled`) are among the history's players.
+async fn insert_history(
+    conn: &mut PgConnection,
+    shape: &HistoryShape,
+    pooled: &[String],
+) -> anyhow::Result<()> {
+    let HistoryShape {
+        rows,
+        matches,
+        rounds,
+        per_match,
+        players,
+    } = *shape;
     let first_round: i64 = sqlx::query_scalar(
         "INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
                              committed_at, pool_size, match_count, matched, left_over,
@@ -491,7 +545,7 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     .bind(rows as i64)
     .bind(per_match as i64)
     .bind(players as i64)
-    .bind(&pooled)
+    .bind(pooled)
     .execute(&mut *conn)
     .await?;
     sqlx::query(
@@ -502,7 +556,16 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     )
     .execute(&mut *conn)
     .await?;
-    for (_, definition) in &deferred {
+    Ok(())
+}
+
+/// Build the dropped indexes again, derive each player's recent matches, move the
+/// sequences past the rows, and analyze.
+async fn restore_after_history(
+    conn: &mut PgConnection,
+    deferred: &[(String, String)],
+) -> anyhow::Result<()> {
+    for (_, definition) in deferred {
         sqlx::query(sqlx::AssertSqlSafe(definition.clone()))
             .execute(&mut *conn)
             .await?;
@@ -532,16 +595,6 @@ async fn fill_history(pool: &PgPool, rows: u64, sizes: &[usize]) -> anyhow::Resu
     sqlx::query("VACUUM ANALYZE rounds, matches, queue_entries, match_players, recent_matches")
         .execute(&mut *conn)
         .await?;
-    let size: String =
-        sqlx::query_scalar("SELECT pg_size_pretty(pg_database_size(current_database()))")
-            .fetch_one(&mut *conn)
-            .await?;
-    println!(
-        "history: {rows} match_players rows ({matches} matches in {rounds} rounds, {players} \
-         players, each pooled player in about {} past matches), database {size}, filled in {:.0} s",
-        rows / players,
-        started.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 
@@ -723,53 +776,14 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbOptions) -> anyhow::Result<(
 
     let mut writers = Vec::new();
     for w in 0..args.connections {
-        // The same players for both paths: each writer cycles through its 200.
-        let template = population
-            .generate_pool(
-                &PopulationSpec {
-                    players: 200,
-                    id_prefix: format!("w{w}-"),
-                    ..PopulationSpec::default()
-                },
-                100 + w as u64,
-            )
-            .players;
-        let (pool, stop, path_now, start) =
-            (pool.clone(), stop.clone(), path_now.clone(), start.clone());
-        let async_commit = args.async_commit;
-        writers.push(tokio::spawn(async move {
-            // One connection per writer, held for the whole run.
-            let mut conn = pool.acquire().await?;
-            if async_commit {
-                sqlx::query("SET synchronous_commit = off")
-                    .execute(&mut *conn)
-                    .await?;
-            }
-            let mut i = 0usize;
-            let next = |i: &mut usize| {
-                let mut p = template[*i % template.len()].clone();
-                p.id = format!("w{w}-{i}");
-                p.party = None;
-                p.enqueued_at = None;
-                *i += 1;
-                p
-            };
-            for path in EnqueuePath::BOTH {
-                for _ in 0..5 {
-                    enqueue_once(&mut conn, path, &next(&mut i)).await?;
-                }
-            }
-            start.wait().await;
-            let mut waits: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
-            while !stop.load(Ordering::Relaxed) {
-                let path = EnqueuePath::BOTH[path_now.load(Ordering::Relaxed)];
-                let p = next(&mut i);
-                let t = Instant::now();
-                enqueue_once(&mut conn, path, &p).await?;
-                waits[path.index()].push(t.elapsed());
-            }
-            anyhow::Ok(waits)
-        }));
+        let shared = (stop.clone(), path_now.clone(), start.clone());
+        writers.push(spawn_writer(
+            pool,
+            &population,
+            w,
+            args.async_commit,
+            shared,
+        ));
     }
 
     let rounds = {
@@ -812,6 +826,98 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbOptions) -> anyhow::Result<(
     }
     let rounds = rounds.await??;
 
+    let enqueued = EnqueueRun {
+        elapsed,
+        slices: slice,
+        path_time,
+        waits,
+    };
+    print_enqueue_run(args, enqueued, &rounds)?;
+    server_time_per_call(pool, &population).await
+}
+
+/// What the writers share with the clock of the slices: the stop flag, the path in use
+/// now (an `EnqueuePath` index) and the barrier they all start at.
+type WriterShared = (Arc<AtomicBool>, Arc<AtomicUsize>, Arc<tokio::sync::Barrier>);
+
+/// One writer on a connection of its own: warm up both paths, wait for the start, then
+/// enqueue through the path in use until the stop; returns the waits per path.
+fn spawn_writer(
+    pool: &PgPool,
+    population: &Population,
+    w: usize,
+    async_commit: bool,
+    shared: WriterShared,
+) -> tokio::task::JoinHandle<anyhow::Result<[Vec<Duration>; 2]>> {
+    // The same players for both paths: each writer cycles through its 200.
+    let template = population
+        .generate_pool(
+            &PopulationSpec {
+                players: 200,
+                id_prefix: format!("w{w}-"),
+                ..PopulationSpec::default()
+            },
+            100 + w as u64,
+        )
+        .players;
+    let (stop, path_now, start) = shared;
+    let pool = pool.clone();
+    tokio::spawn(async move {
+        // One connection per writer, held for the whole run.
+        let mut conn = pool.acquire().await?;
+        if async_commit {
+            sqlx::query("SET synchronous_commit = off")
+                .execute(&mut *conn)
+                .await?;
+        }
+        let mut i = 0usize;
+        let next = |i: &mut usize| {
+            let mut p = template[*i % template.len()].clone();
+            p.id = format!("w{w}-{i}");
+            p.party = None;
+            p.enqueued_at = None;
+            *i += 1;
+            p
+        };
+        for path in EnqueuePath::BOTH {
+            for _ in 0..5 {
+                enqueue_once(&mut conn, path, &next(&mut i)).await?;
+            }
+        }
+        start.wait().await;
+        let mut waits: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+        while !stop.load(Ordering::Relaxed) {
+            let path = EnqueuePath::BOTH[path_now.load(Ordering::Relaxed)];
+            let p = next(&mut i);
+            let t = Instant::now();
+            enqueue_once(&mut conn, path, &p).await?;
+            waits[path.index()].push(t.elapsed());
+        }
+        anyhow::Ok(waits)
+    })
+}
+
+/// What the enqueue measurement saw: its length, the slices, each path's time and the
+/// waits of its enqueues.
+struct EnqueueRun {
+    elapsed: f64,
+    slices: usize,
+    path_time: [Duration; 2],
+    waits: [Vec<Duration>; 2],
+}
+
+/// The table of the enqueue measurement and the rounds that ran meanwhile.
+fn print_enqueue_run(
+    args: &BenchDbOptions,
+    run: EnqueueRun,
+    rounds: &[RoundTiming],
+) -> anyhow::Result<()> {
+    let EnqueueRun {
+        elapsed,
+        slices: slice,
+        path_time,
+        mut waits,
+    } = run;
     println!();
     println!(
         "Enqueue under load: {} connections{}, {:.1} s in {} slices of {} ms alternating \
@@ -872,7 +978,7 @@ async fn bench_enqueue(pool: &PgPool, args: &BenchDbOptions) -> anyhow::Result<(
             matched, max_round
         );
     }
-    server_time_per_call(pool, &population).await
+    Ok(())
 }
 
 /// Calls per path and repetition of the server-time measurement.

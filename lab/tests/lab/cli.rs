@@ -249,7 +249,12 @@ fn postmaster_pids(dir: &std::path::Path) -> Vec<u32> {
                 dirs.push(path);
             } else if path.file_name().is_some_and(|n| n == "postmaster.pid") {
                 let first = std::fs::read_to_string(&path).unwrap_or_default();
-                pids.extend(first.lines().next().and_then(|l| l.trim().parse::<u32>().ok()));
+                pids.extend(
+                    first
+                        .lines()
+                        .next()
+                        .and_then(|l| l.trim().parse::<u32>().ok()),
+                );
             }
         }
     }
@@ -312,7 +317,10 @@ fn demo_ended_by_a_signal_stops_its_private_server_and_removes_its_directory() {
             }
             std::thread::sleep(Duration::from_millis(100));
         };
-        assert!(status.success(), "SIG{signal}: the demo ended with {status}");
+        assert!(
+            status.success(),
+            "SIG{signal}: the demo ended with {status}"
+        );
         let proc_dir = std::path::PathBuf::from(format!("/proc/{postmaster}"));
         let gone = Instant::now();
         while proc_dir.exists() && gone.elapsed() < Duration::from_secs(10) {

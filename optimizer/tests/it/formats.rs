@@ -302,7 +302,8 @@ fn small_flexible_pools_are_solved_to_the_exact_optimum() {
     let formats = model.formats();
     assert_eq!(formats, [vec![3, 3], vec![3, 2], vec![2, 2]]);
     let (mut exact, mut short_seen) = (0, 0);
-    let total = 120u64;
+    // Debug builds (the solver's own checks on) solve a third of the pools.
+    let total: u64 = if cfg!(debug_assertions) { 40 } else { 120 };
     for seed in 0..total {
         let players = 4 + (seed as usize * 7) % 13; // 4..=16
         let spec = PopulationSpec {
@@ -367,8 +368,8 @@ fn small_flexible_pools_are_solved_to_the_exact_optimum() {
         assert_eq!(placed + out.unmatched.len() + out.rejected.len(), players);
     }
     assert!(
-        short_seen >= 20,
-        "only {short_seen} pools formed a smaller match"
+        short_seen as u64 * 6 >= total,
+        "only {short_seen} of {total} pools formed a smaller match"
     );
     assert!(
         exact * 100 >= total * 97,
