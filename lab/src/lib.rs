@@ -13,9 +13,27 @@ pub mod sim;
 pub mod simulate;
 pub mod soak;
 
+use std::future::Future;
 use std::path::PathBuf;
 
 use anyhow::Context;
+
+/// Run a command that starts daemon replicas (soak, peak) to its end on a runtime of its
+/// own. The replicas log to their files; the lab's own log only warns (RUST_LOG
+/// overrides), and sqlx's lines stay out: a restart's connection errors are expected.
+pub(crate) fn run_beside_replicas(
+    command: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(matchmaker::ops::term::stderr_colors())
+        .try_init();
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(command)
+}
 
 /// The product binary `matchmaker` beside the running lab binary: soak and peak run the
 /// daemon replicas as the binary operators deploy, not as the lab.

@@ -196,16 +196,7 @@ impl PeakOutcome {
 }
 
 pub fn run(args: PeakRun) -> anyhow::Result<()> {
-    // The replicas log to files; ours only warns (RUST_LOG overrides).
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(matchmaker::ops::term::stderr_colors())
-        .try_init();
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(peak(args))
+    crate::run_beside_replicas(peak(args))
 }
 
 async fn peak(args: PeakRun) -> anyhow::Result<()> {

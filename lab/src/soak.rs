@@ -109,17 +109,7 @@ struct Faults {
 }
 
 pub fn run(args: SoakOptions) -> anyhow::Result<()> {
-    // The replicas log to files; our own log only warns (RUST_LOG overrides), and the
-    // restarts' connection errors are expected, so sqlx's own lines stay out.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(matchmaker::ops::term::stderr_colors())
-        .try_init();
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(soak(args))
+    crate::run_beside_replicas(soak(args))
 }
 
 /// The soak, phase by phase: set up, start the replicas and the load, inject faults until

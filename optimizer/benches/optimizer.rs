@@ -1,7 +1,7 @@
 //! Hot paths of the optimizer: scoring one match over all its splits, and scoring one
 //! random exchange (two matches re-split) in a 300-player 3v3 round.
 //!
-//! `cargo bench --bench optimizer`
+//! `cargo bench -p matchmaker-optimizer --bench optimizer`
 
 use std::hint::black_box;
 

@@ -14,7 +14,7 @@
 //! local improvements (docs/tuning.md, "Changing the search").
 //!
 //! ```text
-//! cargo run --release --example local_optimum -- POOL.json [BUDGET_MS] [SEED]
+//! cargo run --release -p matchmaker-optimizer --example local_optimum -- POOL.json [BUDGET_MS] [SEED]
 //! ```
 
 use std::time::Duration;
