@@ -1,7 +1,9 @@
-//! The lab: a simulated player population and load generator, fault injection (`soak`),
-//! a measured peak evening (`peak`) and benchmarks (`bench`, `bench_db`), behind the
-//! `matchmaker-lab` binary. Each command takes plain options; the daemon and the
-//! operators' commands never import this module.
+//! The lab: a demo (`demo`), a load generator playing the simulated population
+//! (`simulate`, `sim`), fault injection (`soak`), a measured peak evening (`peak`) and
+//! benchmarks (`bench`, `bench_db`), behind the `matchmaker-lab` binary. Each command
+//! takes plain options. It is built on the daemon's crate (`matchmaker`), which never
+//! imports it, and on the pure population (`matchmaker-population`); `fleet` (daemon
+//! replicas as processes) and `load` (the client load) are its building blocks.
 
 pub mod bench;
 pub mod bench_db;
