@@ -10,7 +10,7 @@
 --   ... the run ...
 --   psql "$DATABASE_URL" -f docs/countdown-error.sql
 --
--- The same measure as `matchmaker-lab peak` (src/lab/sim/shown_countdown.rs): the last
+-- The same measure as `matchmaker-lab peak` (population/src/shown_countdown.rs): the last
 -- sample of the player's queue taken while they waited names the next moment a round can
 -- run, the players it misses (counted from when the leader counted the pool) and the
 -- latest moment it runs regardless; its round starts at that next moment once those

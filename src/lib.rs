@@ -9,13 +9,12 @@
 //! `report` and `ops` (the operators' commands as functions) under `cli` (the
 //! subcommands' arguments and rendering). `tests/it/layers.rs` checks these rules and
 //! that no two files import each other, directly or around a loop.
-//! `lab` (simulator, soak, peak, benchmarks) is the lab's, built into `matchmaker-lab`
-//! only; nothing else imports it. `docs/` describes each for its reader.
+//! The lab (simulator, soak, peak, benchmarks) is the `matchmaker-lab` crate (`lab/`),
+//! built on this one; nothing here imports it. `docs/` describes each for its reader.
 
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod db;
-pub mod lab;
 pub mod ops;
 pub mod report;

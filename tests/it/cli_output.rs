@@ -6,7 +6,6 @@
 //! its private PostgreSQL must live where the `postgres` user can reach it.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -313,95 +312,6 @@ async fn status_piped_is_plain_lines_within_80_columns() {
     assert_eq!(frames, 2, "two frames:\n{}", text(&seen));
     assert!(!seen.contains(&ESC), "{:?}", text(&seen));
     assert_fits(&text(&seen), 80, "status, live view piped");
-}
-
-#[test]
-fn demo_from_a_root_only_directory_prints_plain_lines_within_80_columns() {
-    let _load = crate::support::TIMING.blocking_read();
-    // Like a fresh clone in `mktemp -d` (or under /root): mode 0700, owned by us.
-    let dir = tempfile::Builder::new()
-        .prefix("mm-closed-")
-        .tempdir()
-        .expect("a private directory");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    let as_root = std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-        .unwrap();
-    if as_root {
-        // The situation is real: PostgreSQL's user cannot enter where we run from.
-        let enters = Command::new("runuser")
-            .args(["-u", "postgres", "--", "test", "-x"])
-            .arg(dir.path())
-            .current_dir("/")
-            .status()
-            .expect("runuser");
-        assert!(!enters.success(), "postgres can enter {:?}", dir.path());
-    }
-    let exe = dir.path().join("matchmaker-lab");
-    std::fs::copy(env!("CARGO_BIN_EXE_matchmaker-lab"), &exe).expect("copy the binary");
-    let out = piped_within(
-        Command::new(&exe)
-            .args([
-                "demo",
-                "--duration",
-                "12s",
-                "--round-every",
-                "4s",
-                "--rate",
-                "20",
-            ])
-            .current_dir(dir.path())
-            .env_remove("DATABASE_URL")
-            .env_remove("MATCHMAKER_CONFIG")
-            .env_remove("COLUMNS")
-            .env_remove("NO_COLOR"),
-        Duration::from_secs(180),
-    );
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "demo failed:\n{stderr}\n{stdout}");
-    assert!(
-        stderr.contains("starting a private PostgreSQL") && stderr.contains("done in"),
-        "{stderr}"
-    );
-    assert!(!out.stdout.contains(&ESC), "ESC in piped demo:\n{stdout:?}");
-    assert!(
-        !out.stderr.contains(&ESC),
-        "ESC in demo stderr:\n{stderr:?}"
-    );
-    assert_fits(&stdout, 80, "demo, piped");
-    assert_fits(&stderr, 80, "demo stderr, piped");
-    assert!(
-        stdout.contains("FACTOR AVERAGES"),
-        "a round was shown:\n{stdout}"
-    );
-    assert!(stdout.contains("Where to look next"), "{stdout}");
-    // The closing note comes once the private server is gone, and says so in the past.
-    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        words.ends_with(
-            "The private server is removed. To keep the rounds, run the demo against a server \
-             of yours (DATABASE_URL=postgres://... matchmaker-lab demo), or the daemon with its \
-             persistent local server (matchmaker run)."
-        ),
-        "{stdout}"
-    );
-    // Its log file was the demo's own: removed with it.
-    let log = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("daemon log: "))
-        .unwrap_or_else(|| panic!("the log is named:\n{stderr}"));
-    assert!(
-        !std::path::Path::new(log.trim()).exists(),
-        "{log} is left behind"
-    );
-    // Piped, a frame per round rather than a page a second: in 12 s at most 4 rounds
-    // of each of 2 queues, the first frame and the final view make 10, with room for an
-    // early-start round; a page a second would make 14.
-    let frames = stdout.matches("matchmaker status").count();
-    assert!(
-        (2..=12).contains(&frames),
-        "{frames} frames, not one a second:\n{stdout}"
-    );
 }
 
 /// An operator's command asked for a queue the database does not know says so on one

@@ -16,7 +16,7 @@ use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::SystemClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::daemon::worker::QueueWorker;
-use matchmaker::lab::sim::shown_countdown::{Shown, predicted_start};
+use matchmaker_population::shown_countdown::{Shown, predicted_start};
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 

@@ -4,7 +4,7 @@
 //! mutations of realistic players, go through both.
 
 use matchmaker::config::Config;
-use matchmaker::lab::sim::population::{Population, PopulationSpec};
+use matchmaker_population::population::{Population, PopulationSpec};
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{Value, json};

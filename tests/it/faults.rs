@@ -2,7 +2,7 @@
 //! killed with SIGKILL at random points of their rounds, PostgreSQL restarted mid-round,
 //! three replicas whose leaders are killed while one runs its clock 20 s ahead, a storm of
 //! cancels racing a solve, and a leader frozen (SIGSTOP) inside a commit. After each, the database is audited
-//! (`matchmaker::db::audit`, the same counts `matchmaker soak` prints): nothing lost,
+//! (`matchmaker::db::audit`, the same counts `matchmaker-lab soak` prints): nothing lost,
 //! nobody in two matches, no match holding a cancelled/expired/withdrawn entry, no split
 //! party, every closed row with a reason, no lease taken while live.
 //!
@@ -13,13 +13,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::fleet::{
+    Replica, ReplicaSpec, lease_of, round_count, takeover_bound, wait_for_leaders,
+    wait_for_new_term, wait_for_quiet, wait_for_rounds, write_config,
+};
+use crate::load::{ClientLog, LoadSpec, StormSpec, cancel_storm, run_load};
 use matchmaker::db::audit::{self, Audit};
 use matchmaker::db::local_pg::{LocalPostgres, StopMode};
-use matchmaker::lab::soak::{
-    ClientLog, LoadSpec, Replica, ReplicaSpec, StormSpec, cancel_storm, lease_of, round_count,
-    run_load, takeover_bound, wait_for_leaders, wait_for_new_term, wait_for_quiet, wait_for_rounds,
-    write_config,
-};
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
@@ -83,7 +83,7 @@ impl Fleet {
     }
 }
 
-/// The contract's invariants after a fault run (the counts `matchmaker soak` prints).
+/// The contract's invariants after a fault run (the counts `matchmaker-lab soak` prints).
 async fn fault_invariants(db: &PgPool, clients: &ClientLog) -> Audit {
     let audit = audit::audit(db, clients.expected())
         .await
@@ -564,9 +564,7 @@ async fn a_cancel_storm_racing_a_solve_matches_no_cancelled_player() {
 const IDLE_IN_TRANSACTION: Duration = matchmaker::db::IDLE_IN_TRANSACTION_TIMEOUT;
 
 async fn committing_sessions(db: &PgPool) -> i64 {
-    matchmaker::lab::soak::committing_sessions(db)
-        .await
-        .unwrap()
+    crate::fleet::committing_sessions(db).await.unwrap()
 }
 
 /// Freeze `replica` (SIGSTOP) while it is inside a commit; true once it is frozen there

@@ -15,12 +15,12 @@ use matchmaker::config::Config;
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
-use matchmaker::lab::sim::population::{Population, PopulationSpec};
 use matchmaker_optimizer::index::IndexedPool;
 use matchmaker_optimizer::{
     Budget, LeftOverKind, Pool, QueueModel, RoundOutcome, SolveOptions, Strategy,
     explain_left_over, solve,
 };
+use matchmaker_population::population::{Population, PopulationSpec};
 
 use crate::client_contract::{contract_statements, run};
 use crate::support::*;

@@ -18,6 +18,7 @@ mod daemon_triggers;
 mod db_member_fast_path;
 mod db_schema;
 mod deploy_files;
+mod deploy_samples;
 mod failure_paths;
 mod faults;
 mod hosts;
@@ -28,12 +29,7 @@ mod migrations;
 mod notify;
 mod ops_metrics;
 mod ops_queries;
-mod optimizer;
-mod optimizer_factors;
-mod optimizer_formats;
-mod optimizer_meet;
-mod optimizer_search;
-mod peak;
+mod optimize_cli;
 mod ready_check;
 mod recent_matches;
 mod refusals;
@@ -41,9 +37,6 @@ mod replay;
 mod report;
 mod retention;
 mod roles;
-mod sim;
-mod sim_demo;
-mod sim_deploy;
 mod sim_status;
 mod solver_cores;
 mod support;
@@ -51,3 +44,12 @@ mod tenancy_daemon;
 mod tenancy_ids;
 mod tenancy_limits;
 mod tenancy_notify;
+
+// The lab's replica fleet and client load, shared with the fault tests until the test kit
+// holds them: they name only the `matchmaker` crate.
+#[allow(dead_code)]
+#[path = "../../lab/src/fleet.rs"]
+mod fleet;
+#[allow(dead_code)]
+#[path = "../../lab/src/load.rs"]
+mod load;

@@ -435,11 +435,10 @@ async fn answer_pending(db: PgPool, mut stop: tokio::sync::watch::Receiver<bool>
 /// cancelled, never both), nobody is lost, nobody is in two matches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_and_restarts_during_ready_checks_resolve_every_match_once() {
+    use crate::fleet::{Replica, ReplicaSpec, lease_of, wait_for_quiet, write_config};
+    use crate::load::{LoadSpec, run_load};
     use matchmaker::db::audit;
     use matchmaker::db::local_pg::{LocalPostgres, StopMode};
-    use matchmaker::lab::soak::{
-        LoadSpec, Replica, ReplicaSpec, lease_of, run_load, wait_for_quiet, write_config,
-    };
 
     let _timing = TIMING.write().await;
     let server = LocalPostgres::start_temporary()

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::db::{self, RoundTrigger};
-use matchmaker::lab::sim::population::{Population, PopulationSpec};
 use matchmaker::ops::explain::explain_player;
 use matchmaker::ops::replay::{ReplayOptions, apply_sets, effective_config, replay_round};
 use matchmaker_optimizer::{LeftOverKind, Network};
+use matchmaker_population::population::{Population, PopulationSpec};
 
 use crate::support::*;
 

@@ -12,7 +12,7 @@ use matchmaker::daemon::cores::SolverCores;
 use matchmaker_optimizer::{Budget, QueueModel, SolveOptions, StopReason, solve};
 
 use crate::support::TIMING;
-use matchmaker::lab::sim::population::{Population, PopulationSpec};
+use matchmaker_population::population::{Population, PopulationSpec};
 
 /// What one of the overlapping solves did.
 #[derive(Debug)]

@@ -1,0 +1,49 @@
+//! The lab's tests, one binary: the simulator against a running daemon, the demo, the
+//! peak evening, `bench`, README's local trial and the binary's command line.
+
+mod bench;
+mod cli;
+mod peak;
+mod sim;
+mod sim_demo;
+mod trial;
+
+// The tests' shared support (a PostgreSQL per run, a database per test, client logins).
+#[path = "../../../tests/it/support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The product binary `matchmaker` the replicas of `peak` run, built by cargo into this
+/// profile's directory (a dependency's binaries are not built for this crate's tests, so
+/// build it when it is not there yet).
+pub fn product_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let test = std::env::current_exe().expect("the test binary's path");
+            let profile_dir = test
+                .parent()
+                .and_then(|deps| deps.parent())
+                .expect("the test binary is in <target>/<profile>/deps");
+            let exe = profile_dir.join(format!("matchmaker{}", std::env::consts::EXE_SUFFIX));
+            let mut build = std::process::Command::new(env!("CARGO"));
+            build.args(["build", "--package", "matchmaker", "--bin", "matchmaker"]);
+            if !cfg!(debug_assertions) {
+                build.arg("--release");
+            }
+            let status = build
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "cargo build --bin matchmaker failed");
+            assert!(
+                exe.is_file(),
+                "{} is missing after the build",
+                exe.display()
+            );
+            exe
+        })
+        .clone()
+}
