@@ -456,16 +456,7 @@ impl Snapshot {
         if self.avoids.is_empty() {
             return;
         }
-        let pool_id: HashMap<(&str, &str), &str> = self
-            .entries
-            .iter()
-            .map(|e| {
-                (
-                    (e.owner.as_str(), e.login_player_id.as_str()),
-                    e.player_id.as_str(),
-                )
-            })
-            .collect();
+        let pool_id = self.pool_id_by_login();
         let mut of: HashMap<&str, Vec<String>> = HashMap::new();
         for (owner, player, avoided) in &self.avoids {
             let (Some(&me), Some(&them)) = (
@@ -481,6 +472,19 @@ impl Snapshot {
                 p.avoids = avoids;
             }
         }
+    }
+
+    /// Each pooled player's pool id by (login, the login's player id).
+    pub fn pool_id_by_login(&self) -> HashMap<(&str, &str), &str> {
+        self.entries
+            .iter()
+            .map(|e| {
+                (
+                    (e.owner.as_str(), e.login_player_id.as_str()),
+                    e.player_id.as_str(),
+                )
+            })
+            .collect()
     }
 
     /// entry_id by pool id (one queued row per player per queue).
