@@ -221,12 +221,7 @@ impl From<RoundRecordRow> for RoundRow {
             left_over_by_reason: r.left_over_by_reason.0,
             rejected: r.rejected,
             score: r.score,
-            factor_averages: r
-                .factor_averages
-                .0
-                .into_iter()
-                .filter_map(|(k, v)| v.as_f64().map(|v| (k, v)))
-                .collect(),
+            factor_averages: factor_means(&r.factor_averages.0).collect(),
             ping: PingModel {
                 dedicated: r.dedicated,
                 relay_overhead_ms: r.relay_overhead_ms,
@@ -234,6 +229,16 @@ impl From<RoundRecordRow> for RoundRow {
             },
         }
     }
+}
+
+/// The factor means of a round's `factor_averages` (a JSON object of factor name to
+/// mean); a value that is not a number is skipped.
+pub(crate) fn factor_means<'a>(
+    factors: impl IntoIterator<Item = (&'a String, &'a serde_json::Value)>,
+) -> impl Iterator<Item = (String, f64)> {
+    factors
+        .into_iter()
+        .filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v)))
 }
 
 async fn read_rounds(

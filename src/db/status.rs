@@ -101,11 +101,7 @@ impl From<RoundLineRow> for RoundLine {
         let factors = r
             .factor_averages
             .as_object()
-            .map(|o| {
-                o.iter()
-                    .filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v)))
-                    .collect()
-            })
+            .map(|o| super::report::factor_means(o).collect())
             .unwrap_or_default();
         RoundLine {
             round_id: r.round_id,
