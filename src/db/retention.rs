@@ -183,22 +183,19 @@ impl QueuePruner {
                     None => self.step = Step::Entries,
                 },
                 Step::Entries => {
-                    let pruned = self.entry_batch(conn).await?;
-                    if pruned.entries > 0 {
+                    if let Some(pruned) = self.single_batch(conn, ENTRIES).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::BackfillRequests;
                 }
                 Step::BackfillRequests => {
-                    let pruned = self.backfill_batch(conn).await?;
-                    if pruned.backfill_requests > 0 {
+                    if let Some(pruned) = self.single_batch(conn, BACKFILL_REQUESTS).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Avoids;
                 }
                 Step::Avoids => {
-                    let pruned = self.avoid_batch(conn).await?;
-                    if pruned.avoids > 0 {
+                    if let Some(pruned) = self.single_batch(conn, AVOIDS).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Rounds { after: None };
@@ -211,8 +208,7 @@ impl QueuePruner {
                     None => self.step = Step::CallBuckets,
                 },
                 Step::CallBuckets => {
-                    let pruned = self.call_bucket_batch(conn).await?;
-                    if pruned.call_buckets > 0 {
+                    if let Some(pruned) = self.single_batch(conn, CALL_BUCKETS).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Done;
@@ -268,44 +264,6 @@ impl QueuePruner {
         Ok(Some((pruned, next)))
     }
 
-    /// Step 2: one batch of entries that ended outside a match before the cutoff.
-    async fn entry_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = self
-            .delete_batch(conn, include_str!("sql/retention_entries.sql"), true)
-            .await?;
-        Ok(one_batch(deleted, |p| &mut p.entries))
-    }
-
-    /// Step 3: one batch of backfill requests that ended before the cutoff.
-    async fn backfill_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = self
-            .delete_batch(
-                conn,
-                include_str!("sql/retention_backfill_requests.sql"),
-                true,
-            )
-            .await?;
-        Ok(one_batch(deleted, |p| &mut p.backfill_requests))
-    }
-
-    /// Step 4: one batch of expired avoids.
-    async fn avoid_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = self
-            .delete_batch(conn, include_str!("sql/retention_avoids.sql"), false)
-            .await?;
-        Ok(one_batch(deleted, |p| &mut p.avoids))
-    }
-
-    /// Step 6: one batch of enqueue buckets that have refilled (or whose queue is retired
-    /// or gone). `at` is the bucket's last take; after `enqueue_burst / enqueue_rate`
-    /// seconds it is full whatever it held (it never holds less than nothing).
-    async fn call_bucket_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = self
-            .delete_batch(conn, include_str!("sql/retention_call_buckets.sql"), false)
-            .await?;
-        Ok(one_batch(deleted, |p| &mut p.call_buckets))
-    }
-
     /// Step 5. `None` when no old round is left after `after`.
     async fn round_batch(
         &self,
@@ -359,24 +317,32 @@ impl QueuePruner {
         Ok(query.fetch_all(&mut *conn).await?)
     }
 
-    /// Run one batch's DELETE of `sql` ($1 the queue, $2 the cutoff, $3 the batch size;
-    /// or, for `per_queue` false, $1 the batch size): the rows deleted.
-    async fn delete_batch(
+    /// Run one batch of a one-statement step: None when it deleted nothing (the step is
+    /// done).
+    async fn single_batch(
         &self,
         conn: &mut PgConnection,
-        sql: &'static str,
-        per_queue: bool,
-    ) -> Result<u64, DbError> {
-        let query = if per_queue {
-            sqlx::query(sql).bind(&self.queue).bind(self.cutoff)
+        batch: SingleBatch,
+    ) -> Result<Option<Pruned>, DbError> {
+        let query = if batch.per_queue {
+            sqlx::query(batch.sql).bind(&self.queue).bind(self.cutoff)
         } else {
-            sqlx::query(sql)
+            sqlx::query(batch.sql)
         };
-        Ok(query
+        let deleted = query
             .bind(self.batch_size as i64)
             .execute(&mut *conn)
             .await?
-            .rows_affected())
+            .rows_affected();
+        if deleted == 0 {
+            return Ok(None);
+        }
+        let mut pruned = Pruned {
+            batches: 1,
+            ..Pruned::default()
+        };
+        *(batch.count)(&mut pruned) = deleted;
+        Ok(Some(pruned))
     }
 }
 
@@ -392,15 +358,43 @@ fn unkept(candidates: &[(i64, DateTime<Utc>, bool)]) -> Option<(Vec<i64>, (DateT
     Some((ids, (last_at, last_id)))
 }
 
-/// One batch that deleted `deleted` rows, counted by `count`.
-fn one_batch(deleted: u64, count: impl FnOnce(&mut Pruned) -> &mut u64) -> Pruned {
-    let mut pruned = Pruned {
-        batches: u64::from(deleted > 0),
-        ..Pruned::default()
-    };
-    *count(&mut pruned) = deleted;
-    pruned
+/// A step that deletes with one statement per batch: its DELETE (with `per_queue`, $1
+/// the queue, $2 the cutoff and $3 the batch size; else $1 the batch size) and what it
+/// counts in [`Pruned`].
+#[derive(Clone, Copy)]
+struct SingleBatch {
+    sql: &'static str,
+    per_queue: bool,
+    count: fn(&mut Pruned) -> &mut u64,
 }
+
+/// Step 2: entries that ended outside a match before the cutoff.
+const ENTRIES: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_entries.sql"),
+    per_queue: true,
+    count: |p| &mut p.entries,
+};
+
+/// Step 3: backfill requests that ended before the cutoff.
+const BACKFILL_REQUESTS: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_backfill_requests.sql"),
+    per_queue: true,
+    count: |p| &mut p.backfill_requests,
+};
+
+/// Step 4: expired avoids.
+const AVOIDS: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_avoids.sql"),
+    per_queue: false,
+    count: |p| &mut p.avoids,
+};
+
+/// Step 6: enqueue buckets that have refilled (or whose queue is retired or gone).
+const CALL_BUCKETS: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_call_buckets.sql"),
+    per_queue: false,
+    count: |p| &mut p.call_buckets,
+};
 
 /// Prune one queue completely: every batch its own transaction, a short pause between
 /// batches (other sessions get the server between them). `keep_going` is asked before
