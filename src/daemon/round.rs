@@ -27,15 +27,17 @@ use matchmaker_optimizer::{
 pub struct PreparedRound {
     pub queue: String,
     pub config: Arc<QueueConfig>,
-    pub config_hash: String,
+    /// The config as the round's record stores it.
+    pub recorded_config: db::RoundConfig,
     pub trigger: RoundTrigger,
     pub started_at: DateTime<Utc>,
     pub snapshot_at: DateTime<Utc>,
     pub snapshot: Snapshot,
     pub pool: Pool,
     pub rejected: Vec<Rejection>,
-    /// The queue's open backfill requests, oldest first (none when backfill is off).
-    pub backfills: Vec<db::backfill::BackfillRequest>,
+    /// The queue's open backfill requests as the core's sessions (none when backfill is
+    /// off).
+    pub backfill: db::BackfillSessions,
     pub snapshot_ms: f64,
     started: Instant,
 }
@@ -140,45 +142,35 @@ impl RoundRunner {
     ) -> Result<PreparedRound, RoundError> {
         let started = Instant::now();
         let started_at = self.clock.now();
-        let max_avoids = config.model.avoids.max_per_player;
-        let snapshot = db::snapshot_round(
-            &self.db,
-            queue,
-            db::SnapshotLimits {
+        let limits = db::InputLimits {
+            snapshot: db::SnapshotLimits {
                 max_players: config.round.max_round_size,
                 history_matches: config.history_matches(),
                 sit_out_after: config.limits.sit_out_after,
-                max_avoids,
+                max_avoids: config.model.avoids.max_per_player,
             },
-        )
-        .await?;
-        let snapshot_at = self.clock.now();
-        let (pool, rejected) = snapshot.to_pool(started_at);
-        let backfills = if config.backfill.enabled {
-            // Fills take at most their share of the pool (and one match worth, however
-            // small the pool), so new matches keep the rest.
-            let share = (config.limits.max_fill_share * pool.players.len() as f64).ceil();
-            let slots = share.max((config.model.teams * config.model.team_size) as f64);
-            let mut backfills =
-                db::backfill::snapshot_backfills_within(&self.db, queue, slots as i64).await?;
-            db::backfill::load_member_avoids(&self.db, &mut backfills, &snapshot, max_avoids)
-                .await?;
-            backfills
-        } else {
-            Vec::new()
+            backfill: config
+                .backfill
+                .enabled
+                .then(|| db::round_input::BackfillShare {
+                    max_fill_share: config.limits.max_fill_share,
+                    match_size: config.model.teams * config.model.team_size,
+                }),
         };
+        let input = db::read_round_input(&self.db, queue, limits, started_at).await?;
+        let snapshot_at = self.clock.now();
         let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(PreparedRound {
             queue: queue.to_string(),
-            config_hash: config.hash(),
+            recorded_config: round_config(&config),
             config,
             trigger,
             started_at,
             snapshot_at,
-            snapshot,
-            pool,
-            rejected,
-            backfills,
+            snapshot: input.snapshot,
+            pool: input.pool,
+            rejected: input.rejected,
+            backfill: input.backfill,
             snapshot_ms,
             started,
         })
@@ -186,7 +178,7 @@ impl RoundRunner {
 
     /// Step 2: the solver, off the async runtime, within the queue's time budget, on the
     /// cores the shared budget grants it (`round.threads` at most; see `cores`).
-    pub async fn solve(&self, prepared: PreparedRound) -> Result<SolvedRound, RoundError> {
+    pub async fn solve(&self, mut prepared: PreparedRound) -> Result<SolvedRound, RoundError> {
         let config = prepared.config.clone();
         let seed = config
             .round
@@ -205,20 +197,7 @@ impl RoundRunner {
         let pool = prepared.pool.clone();
         let queue = prepared.queue.clone();
         let backfill_only = prepared.trigger == RoundTrigger::Backfill;
-        // A request the core cannot read is left open with why (it expires with it).
-        let mut unreadable = Vec::new();
-        let mut sessions = Vec::new();
-        let mut sessions_of = std::collections::HashMap::new();
-        let ids = prepared.snapshot.pool_ids();
-        for b in &prepared.backfills {
-            match b.to_session(&ids) {
-                Ok(s) => {
-                    sessions_of.insert(s.id.clone(), (b.request_id, b.session_id.clone()));
-                    sessions.push(s);
-                }
-                Err(why) => unreadable.push((b.request_id, why)),
-            }
-        }
+        let sessions = std::mem::take(&mut prepared.backfill.sessions);
         let span = tracing::Span::current();
         let started = Instant::now();
         let cores = self.cores.clone();
@@ -262,12 +241,12 @@ impl RoundRunner {
                 queue: prepared.queue.clone(),
                 source,
             })?;
-        let request = |id: &str| sessions_of.get(id).cloned().unwrap_or((-1, String::new()));
+        let requests = &prepared.backfill;
         let backfill = db::BackfillRecord {
             fills: fills
                 .into_iter()
                 .map(|f| {
-                    let (request_id, session_id) = request(&f.session);
+                    let (request_id, session_id) = requests.request(&f.session);
                     db::BackfillFill {
                         request_id,
                         session_id,
@@ -277,8 +256,10 @@ impl RoundRunner {
                 .collect(),
             unfilled: unfilled
                 .into_iter()
-                .map(|u| (request(&u.session).0, u.reason))
-                .chain(unreadable)
+                .map(|u| (requests.request(&u.session).0, u.reason))
+                // A request the core cannot read is left open with why (it expires with
+                // it).
+                .chain(requests.unreadable.iter().cloned())
                 .collect(),
         };
         let mut rejected = prepared.rejected.clone();
@@ -304,33 +285,22 @@ impl RoundRunner {
         let p = &solved.prepared;
         let committed_at = self.clock.now();
         let next_state = countdown::after_round(&p.queue, &p.config, committed_at);
-        let config_json = p.config.to_json();
-        let report = db::commit_round(
-            &self.db,
-            &RoundRecord {
-                snapshot: &p.snapshot,
-                trigger: p.trigger,
-                lease,
-                lease_now: self.clock.lease_now(),
-                started_at: p.started_at,
-                snapshot_at: p.snapshot_at,
-                committed_at,
-                outcome: &solved.outcome,
-                rejected: &solved.rejected,
-                seed: solved.seed,
-                config_hash: &p.config_hash,
-                config: &config_json,
-                snapshot_ms: p.snapshot_ms,
-                solve_ms: solved.solve_ms,
-                next_state: &next_state,
-                replay: solved.replay.as_ref(),
-                backfill: &solved.backfill,
-                keep_countdown: p.trigger == RoundTrigger::Backfill,
-                history_matches: p.config.history_matches(),
-                ready_timeout: p.config.ready_check.as_ref().map(|r| r.timeout),
-            },
+        let record = RoundRecord::new(
+            &p.snapshot,
+            p.trigger,
+            lease,
+            &p.recorded_config,
+            &solved.outcome,
+            &next_state,
+            committed_at,
         )
-        .await?;
+        .with_lease_now(self.clock.lease_now())
+        .with_times(p.started_at, p.snapshot_at, p.snapshot_ms, solved.solve_ms)
+        .with_seed(solved.seed)
+        .with_rejected(&solved.rejected)
+        .with_replay(solved.replay.as_ref())
+        .with_backfill(&solved.backfill);
+        let report = db::commit_round(&self.db, &record).await?;
         super::metrics::record_commit(&p.queue, &report);
         let report = RoundReport {
             queue: p.queue.clone(),
@@ -375,6 +345,16 @@ impl RoundRunner {
         );
         super::metrics::record_round(&report);
         Ok(report)
+    }
+}
+
+/// The queue's config as a round's record stores it.
+pub fn round_config(config: &QueueConfig) -> db::RoundConfig {
+    db::RoundConfig {
+        hash: config.hash(),
+        json: config.to_json(),
+        history_matches: config.history_matches(),
+        ready_timeout: config.ready_check.as_ref().map(|r| r.timeout),
     }
 }
 

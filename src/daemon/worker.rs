@@ -57,8 +57,38 @@ pub struct QueueWorker {
     lease_ttl: Duration,
     lease: LeaseHandle,
     config: Arc<QueueConfig>,
-    /// The term we set up the countdown for (a new term re-reads the last round).
-    term: Option<i64>,
+    leadership: Leadership,
+    /// The config hash we last published in `queues` under our current term.
+    published: Option<String>,
+    last_tidy: Option<std::time::Instant>,
+    /// The pooled players of this leader's recent rounds, for the wait estimate.
+    wait_model: super::wait_estimate::WaitModel,
+}
+
+/// Whether this replica leads the queue. Every change of state goes through
+/// [`QueueWorker::enter_term`] (Following -> Leading, or one term to the next) and
+/// [`QueueWorker::lose_lease`] / [`QueueWorker::stand_by`] (Leading -> Following).
+enum Leadership {
+    /// Another replica holds the lease (or nobody took it yet).
+    Following,
+    Leading(Term),
+}
+
+impl Leadership {
+    /// The term this look leads: a leader's step enters it ([`QueueWorker::enter_term`])
+    /// before anything reads it.
+    fn term(&mut self) -> &mut Term {
+        match self {
+            Leadership::Leading(term) => term,
+            Leadership::Following => unreachable!("a leader's step runs in its term"),
+        }
+    }
+}
+
+/// One term of leadership: the countdown this leader continues and what it learnt of
+/// the pool. A new term starts from what the last leader left in `queue_state`.
+struct Term {
+    term: i64,
     next_due: Option<DateTime<Utc>>,
     last_round_at: Option<DateTime<Utc>>,
     /// Players enqueued up to this instant have been in a round: the start of this
@@ -69,13 +99,8 @@ pub struct QueueWorker {
     pool_after_last_round: Option<usize>,
     last_written: Option<QueueStateRow>,
     last_pool_size: Option<usize>,
-    /// The config hash we last published in `queues` under our current term.
-    published: Option<String>,
-    last_tidy: Option<std::time::Instant>,
     /// The highest entry id seen by this leader's enqueue count (see `db::entries_since`).
     enqueue_mark: Option<i64>,
-    /// The pooled players of this leader's recent rounds, for the wait estimate.
-    wait_model: super::wait_estimate::WaitModel,
 }
 
 /// How often a leader expires tickets and closes broken parties between rounds.
@@ -96,16 +121,9 @@ impl QueueWorker {
             lease_ttl,
             lease: LeaseHandle::default(),
             config,
-            term: None,
-            next_due: None,
-            last_round_at: None,
-            pooled_until: None,
-            pool_after_last_round: None,
-            last_written: None,
-            last_pool_size: None,
+            leadership: Leadership::Following,
             published: None,
             last_tidy: None,
-            enqueue_mark: None,
             wait_model: Default::default(),
         }
     }
@@ -213,14 +231,14 @@ impl QueueWorker {
             return;
         }
         self.config = config;
-        if self.term.is_some() {
-            let from = self
+        if let Leadership::Leading(term) = &mut self.leadership {
+            let from = term
                 .last_round_at
                 .unwrap_or_else(|| self.runner.clock.now());
-            self.next_due = Some(countdown::next_tick(&self.config, from));
+            term.next_due = Some(countdown::next_tick(&self.config, from));
+            term.last_written = None;
+            term.pool_after_last_round = None;
         }
-        self.last_written = None;
-        self.pool_after_last_round = None;
     }
 
     /// One look at the queue: lease, pool, decision, and the round if one is due.
@@ -237,171 +255,45 @@ impl QueueWorker {
             {
                 super::leadership::notify(&self.runner.db, &self.holder).await;
             }
-            self.term = None;
+            self.stand_by();
             return Ok(StepOutcome::Standby);
         }
         let Some(lease) = self.keep_lease().await? else {
-            self.term = None;
+            self.stand_by();
             return Ok(StepOutcome::Standby);
         };
-        let db = self.runner.db.clone();
-        let db = &db;
+        match self.lead(&lease).await {
+            Err(e) if e.is_lease_lost() => {
+                self.lose_lease(&e).await;
+                Ok(StepOutcome::Standby)
+            }
+            other => other,
+        }
+    }
+
+    /// One look as the holder of `lease`. Fails with a lost lease when a fenced write
+    /// (the ready checks, the round's commit) found another replica leading.
+    async fn lead(&mut self, lease: &Lease) -> Result<StepOutcome, RoundError> {
         let now = self.runner.clock.now();
-        if self.term != Some(lease.term) {
-            self.published = None;
-        }
-        // What clients may enqueue follows the config of the queue's leader.
-        let hash = self.config.hash();
-        if self.published.as_ref() != Some(&hash) {
-            db::queues::publish_queue(db, &self.queue, &*self.config, &self.holder).await?;
-            self.published = Some(hash);
-        }
+        self.publish(lease.term).await?;
         // Expiry and broken parties: at most once a second (a burst of enqueue NOTIFYs
-        // wakes the worker every 250 ms), and always right before a round (below).
+        // wakes the worker every 250 ms), and always right before a round.
         if self.last_tidy.is_none_or(|at| at.elapsed() >= TIDY_EVERY) {
             self.tidy().await?;
         }
         // Pending matches are resolved at every look (a decline's NOTIFY wakes the
         // worker), also when the config no longer has a ready check.
-        match self.resolve_ready_checks(&lease).await {
-            Ok(()) => {}
-            Err(DbError::LeaseLost { .. }) => {
-                metrics::record_error(ErrorKind::LeaseLost);
-                metrics::record_lease(&self.queue, false);
-                *self.lease.0.lease.lock().await = None;
-                self.term = None;
-                return Ok(StepOutcome::Standby);
-            }
-            Err(e) => return Err(e.into()),
-        }
-        if self.term != Some(lease.term) {
-            // Newly leading: continue the countdown players already see.
-            self.term = Some(lease.term);
-            let stored = db::queue_state::read_queue_state(db, &self.queue).await?;
-            self.last_round_at = stored.as_ref().and_then(|s| s.last_round_at);
-            let tick_after_last = self
-                .last_round_at
-                .map(|at| countdown::next_tick(&self.config, at));
-            self.next_due = Some(match stored {
-                // The announced tick, if it was announced for this very config.
-                Some(s)
-                    if s.waiting_for == WaitingFor::Schedule.as_str()
-                        && s.config_hash == self.config.hash()
-                        && s.next_round_at.is_some() =>
-                {
-                    s.next_round_at.unwrap_or(now)
-                }
-                // The tick has passed already (the queue waits for players).
-                Some(s) if s.waiting_for != WaitingFor::Schedule.as_str() => {
-                    tick_after_last.unwrap_or(now)
-                }
-                _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
-            });
-            self.pool_after_last_round = None;
-            // Its commit time: a player enqueued during that round counts as pooled by
-            // it, so they wait for the tick rather than start a round before it.
-            self.pooled_until = self.last_round_at;
-            self.last_written = None;
-            // Count from here: what arrived before this term was the last leader's.
-            self.enqueue_mark = None;
-        }
-        let next_due = self.next_due.unwrap_or(now);
-        let (new, mark) = db::entries_since(db, &self.queue, self.enqueue_mark).await?;
-        metrics::record_enqueued(&self.queue, new);
-        self.enqueue_mark = Some(mark);
-        // Players a round left over wait for the tick, whatever their wait: only a player
-        // no round has had yet can start a max-wait round before it (see `trigger`).
-        let stats = db::pool_stats(db, &self.queue, self.pooled_until).await?;
-        metrics::record_pool_size(&self.queue, Some(stats.size));
-        let view = QueueView {
-            now,
-            pool_size: stats.size,
-            oldest_enqueued_at: stats.oldest_enqueued_at,
-            oldest_fresh_enqueued_at: stats.oldest_fresh_enqueued_at,
-            next_due,
-            unchanged_since_last_round: self.pool_after_last_round == Some(stats.size),
-        };
+        self.resolve_ready_checks(lease).await?;
+        self.enter_term(lease.term, now).await?;
+        let view = self.look_at_pool(now).await?;
         match decide(&self.config, &view) {
-            Decision::Run(trigger) => {
-                // The round shows itself as running; whatever happens to it, the next
-                // look writes the countdown again.
-                self.last_written = None;
-                if self
-                    .last_tidy
-                    .is_none_or(|at| at.elapsed() >= Duration::from_millis(100))
-                {
-                    self.tidy().await?;
-                }
-                let started_at = self.runner.clock.now();
-                let result = self
-                    .runner
-                    .run(&self.queue, self.config.clone(), trigger, &lease)
-                    .await;
-                match result {
-                    Ok(report) => {
-                        self.next_due = report.next_round_at;
-                        self.last_round_at = Some(self.runner.clock.now());
-                        self.learn_waits(&report).await?;
-                        self.pooled_until = Some(started_at);
-                        let left = db::pool_stats(&self.runner.db, &self.queue, None)
-                            .await?
-                            .size;
-                        metrics::record_pool_size(&self.queue, Some(left));
-                        self.pool_after_last_round = Some(left);
-                        self.last_written = None;
-                        Ok(StepOutcome::Ran(report))
-                    }
-                    Err(e) if e.is_lease_lost() => {
-                        tracing::warn!(queue = %self.queue, "round abandoned: {e}");
-                        metrics::record_error(ErrorKind::LeaseLost);
-                        metrics::record_lease(&self.queue, false);
-                        *self.lease.0.lease.lock().await = None;
-                        self.term = None;
-                        Ok(StepOutcome::Standby)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
+            Decision::Run(trigger) => self.run_round(trigger, lease).await,
             Decision::Wait {
                 next_round_at,
                 waiting_for,
                 players_missing,
                 latest_round_at,
             } => {
-                // A backfill request waits for no schedule: an immediate round that only
-                // fills requests (the rest of the pool, the countdown, the round timers
-                // stay as they are).
-                let b = &self.config.backfill;
-                if b.enabled
-                    && stats.size > 0
-                    && db::backfill::backfill_due(db, &self.queue, b.delay).await?
-                {
-                    self.last_written = None;
-                    let result = self
-                        .runner
-                        .run(
-                            &self.queue,
-                            self.config.clone(),
-                            RoundTrigger::Backfill,
-                            &lease,
-                        )
-                        .await;
-                    return match result {
-                        Ok(mut report) => {
-                            report.next_round_at = next_round_at;
-                            Ok(StepOutcome::Ran(report))
-                        }
-                        Err(e) if e.is_lease_lost() => {
-                            tracing::warn!(queue = %self.queue, "backfill round abandoned: {e}");
-                            metrics::record_error(ErrorKind::LeaseLost);
-                            metrics::record_lease(&self.queue, false);
-                            *self.lease.0.lease.lock().await = None;
-                            self.term = None;
-                            Ok(StepOutcome::Standby)
-                        }
-                        Err(e) => Err(e),
-                    };
-                }
                 let countdown = Countdown {
                     next_round_at,
                     waiting_for,
@@ -409,15 +301,29 @@ impl QueueWorker {
                     latest_round_at,
                     round_started_at: None,
                 };
-                let row = countdown::state_row(&self.queue, &self.config, &countdown);
-                // Rewrite when the countdown or the pool size changed.
-                if self.last_written.as_ref() != Some(&row)
-                    || self.last_pool_size != Some(stats.size)
+                // A backfill request waits for no schedule: an immediate round that only
+                // fills requests (the rest of the pool, the countdown, the round timers
+                // stay as they are).
+                let b = &self.config.backfill;
+                if b.enabled
+                    && view.pool_size > 0
+                    && db::backfill::backfill_due(&self.runner.db, &self.queue, b.delay).await?
                 {
-                    db::write_queue_state(db, &row, None, now).await?;
-                    self.last_written = Some(row);
-                    self.last_pool_size = Some(stats.size);
+                    self.leadership.term().last_written = None;
+                    let mut report = self
+                        .runner
+                        .run(
+                            &self.queue,
+                            self.config.clone(),
+                            RoundTrigger::Backfill,
+                            lease,
+                        )
+                        .await?;
+                    report.next_round_at = next_round_at;
+                    return Ok(StepOutcome::Ran(report));
                 }
+                self.write_countdown(&countdown, view.pool_size, now)
+                    .await?;
                 Ok(StepOutcome::Waiting {
                     next_round_at,
                     waiting_for,
@@ -426,6 +332,154 @@ impl QueueWorker {
                 })
             }
         }
+    }
+
+    /// Whether we lead `term` already.
+    fn leads(&self, term: i64) -> bool {
+        matches!(&self.leadership, Leadership::Leading(t) if t.term == term)
+    }
+
+    /// Another replica leads, or will: what this replica knew of the queue is dropped.
+    fn stand_by(&mut self) {
+        self.leadership = Leadership::Following;
+    }
+
+    /// A fenced write found the lease gone: forget it and stand by.
+    async fn lose_lease(&mut self, e: &RoundError) {
+        tracing::warn!(queue = %self.queue, "lease lost, standing by: {e}");
+        metrics::record_error(ErrorKind::LeaseLost);
+        metrics::record_lease(&self.queue, false);
+        *self.lease.0.lease.lock().await = None;
+        self.stand_by();
+    }
+
+    /// What clients may enqueue follows the config of the queue's leader: published once
+    /// a term, and again at a config change.
+    async fn publish(&mut self, term: i64) -> Result<(), DbError> {
+        if !self.leads(term) {
+            self.published = None;
+        }
+        let hash = self.config.hash();
+        if self.published.as_ref() != Some(&hash) {
+            db::queues::publish_queue(&self.runner.db, &self.queue, &*self.config, &self.holder)
+                .await?;
+            self.published = Some(hash);
+        }
+        Ok(())
+    }
+
+    /// Newly leading (or a new term): continue the countdown players already see.
+    async fn enter_term(&mut self, term: i64, now: DateTime<Utc>) -> Result<(), DbError> {
+        if self.leads(term) {
+            return Ok(());
+        }
+        let stored = db::queue_state::read_queue_state(&self.runner.db, &self.queue).await?;
+        let last_round_at = stored.as_ref().and_then(|s| s.last_round_at);
+        let tick_after_last = last_round_at.map(|at| countdown::next_tick(&self.config, at));
+        let next_due = match stored {
+            // The announced tick, if it was announced for this very config.
+            Some(s)
+                if s.waiting_for == WaitingFor::Schedule.as_str()
+                    && s.config_hash == self.config.hash()
+                    && s.next_round_at.is_some() =>
+            {
+                s.next_round_at.unwrap_or(now)
+            }
+            // The tick has passed already (the queue waits for players).
+            Some(s) if s.waiting_for != WaitingFor::Schedule.as_str() => {
+                tick_after_last.unwrap_or(now)
+            }
+            _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
+        };
+        self.leadership = Leadership::Leading(Term {
+            term,
+            next_due: Some(next_due),
+            last_round_at,
+            // Its commit time: a player enqueued during that round counts as pooled by
+            // it, so they wait for the tick rather than start a round before it.
+            pooled_until: last_round_at,
+            pool_after_last_round: None,
+            last_written: None,
+            last_pool_size: None,
+            // Count from here: what arrived before this term was the last leader's.
+            enqueue_mark: None,
+        });
+        Ok(())
+    }
+
+    /// What the trigger decides on: the pool now, against the countdown.
+    async fn look_at_pool(&mut self, now: DateTime<Utc>) -> Result<QueueView, DbError> {
+        let db = &self.runner.db;
+        let term = self.leadership.term();
+        let next_due = term.next_due.unwrap_or(now);
+        let (new, mark) = db::entries_since(db, &self.queue, term.enqueue_mark).await?;
+        metrics::record_enqueued(&self.queue, new);
+        term.enqueue_mark = Some(mark);
+        // Players a round left over wait for the tick, whatever their wait: only a player
+        // no round has had yet can start a max-wait round before it (see `trigger`).
+        let stats = db::pool_stats(db, &self.queue, term.pooled_until).await?;
+        metrics::record_pool_size(&self.queue, Some(stats.size));
+        Ok(QueueView {
+            now,
+            pool_size: stats.size,
+            oldest_enqueued_at: stats.oldest_enqueued_at,
+            oldest_fresh_enqueued_at: stats.oldest_fresh_enqueued_at,
+            next_due,
+            unchanged_since_last_round: term.pool_after_last_round == Some(stats.size),
+        })
+    }
+
+    /// The round the trigger decided, and what this term learns from it.
+    async fn run_round(
+        &mut self,
+        trigger: RoundTrigger,
+        lease: &Lease,
+    ) -> Result<StepOutcome, RoundError> {
+        // The round shows itself as running; whatever happens to it, the next look
+        // writes the countdown again.
+        self.leadership.term().last_written = None;
+        if self
+            .last_tidy
+            .is_none_or(|at| at.elapsed() >= Duration::from_millis(100))
+        {
+            self.tidy().await?;
+        }
+        let started_at = self.runner.clock.now();
+        let report = self
+            .runner
+            .run(&self.queue, self.config.clone(), trigger, lease)
+            .await?;
+        let committed_at = self.runner.clock.now();
+        let term = self.leadership.term();
+        term.next_due = report.next_round_at;
+        term.last_round_at = Some(committed_at);
+        self.learn_waits(&report).await?;
+        self.leadership.term().pooled_until = Some(started_at);
+        let left = db::pool_stats(&self.runner.db, &self.queue, None)
+            .await?
+            .size;
+        metrics::record_pool_size(&self.queue, Some(left));
+        let term = self.leadership.term();
+        term.pool_after_last_round = Some(left);
+        term.last_written = None;
+        Ok(StepOutcome::Ran(report))
+    }
+
+    /// Write the countdown players see, when it or the pool size changed.
+    async fn write_countdown(
+        &mut self,
+        countdown: &Countdown,
+        pool_size: usize,
+        now: DateTime<Utc>,
+    ) -> Result<(), DbError> {
+        let row = countdown::state_row(&self.queue, &self.config, countdown);
+        let term = self.leadership.term();
+        if term.last_written.as_ref() != Some(&row) || term.last_pool_size != Some(pool_size) {
+            db::write_queue_state(&self.runner.db, &row, None, now).await?;
+            term.last_written = Some(row);
+            term.last_pool_size = Some(pool_size);
+        }
+        Ok(())
     }
 
     /// The queue was removed from the config: if we lead it, retire it (enqueues refused,

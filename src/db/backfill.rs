@@ -45,30 +45,14 @@ pub async fn snapshot_backfills_within(
     queue: &str,
     max_slots: i64,
 ) -> Result<Vec<BackfillRequest>, DbError> {
-    Ok(sqlx::query_as(
-        "WITH open AS (
-             SELECT request_id, session_id, owner, members, open_slots, created_at,
-                    expires_at,
-                    (SELECT coalesce(sum(x), 0) FROM unnest(open_slots) x) AS slots,
-                    row_number() OVER (PARTITION BY owner
-                                       ORDER BY created_at, request_id) AS turn
-               FROM backfill_requests
-              WHERE queue = $1 AND status = 'open' AND expires_at > now()),
-         taken AS (
-             SELECT *, sum(slots) OVER (ORDER BY turn, created_at, request_id) AS running
-               FROM open
-              ORDER BY turn, created_at, request_id
-              LIMIT $3)
-         SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at
-           FROM taken
-          WHERE running <= $2
-          ORDER BY created_at, request_id",
+    Ok(
+        sqlx::query_as(include_str!("sql/backfill_requests_within.sql"))
+            .bind(queue)
+            .bind(max_slots)
+            .bind(MAX_REQUESTS_PER_ROUND)
+            .fetch_all(db)
+            .await?,
     )
-    .bind(queue)
-    .bind(max_slots)
-    .bind(MAX_REQUESTS_PER_ROUND)
-    .fetch_all(db)
-    .await?)
 }
 
 /// A member as request_backfill stored it (validated there).
@@ -188,16 +172,7 @@ pub async fn load_member_avoids(
     )
     .await?;
     // Pooled players by (login, the login's player id), to their pool ids.
-    let pooled: HashMap<(&str, &str), &str> = snapshot
-        .entries
-        .iter()
-        .map(|e| {
-            (
-                (e.owner.as_str(), e.login_player_id.as_str()),
-                e.player_id.as_str(),
-            )
-        })
-        .collect();
+    let pooled = snapshot.pool_id_by_login();
     // (owner, member) -> pool ids, both directions.
     let mut of: HashMap<(&str, &str), Vec<String>> = HashMap::new();
     for (owner, member, avoided) in &rows {
@@ -238,42 +213,19 @@ pub async fn load_member_avoids(
 /// queued players to try it with.
 pub async fn backfill_due(db: &PgPool, queue: &str, retry: Duration) -> Result<bool, DbError> {
     let retry_ms = retry.as_millis().min(i64::MAX as u128) as i64;
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (
-                SELECT 1 FROM backfill_requests b
-                 WHERE b.queue = $1 AND b.status = 'open' AND b.expires_at > now()
-                   AND (b.attempted_at IS NULL
-                        OR (b.attempted_at <= now() - make_interval(secs => $2 / 1000.0)
-                            AND EXISTS (
-                                SELECT 1 FROM queue_entries e
-                                 WHERE e.queue = $1 AND e.status = 'queued'
-                                   AND e.enqueued_at > b.attempted_at))))
-            AND EXISTS (
-                SELECT 1 FROM queue_entries
-                 WHERE queue = $1 AND status = 'queued' AND expires_at > now())",
-    )
-    .bind(queue)
-    .bind(retry_ms as f64)
-    .fetch_one(db)
-    .await?)
+    Ok(sqlx::query_scalar(include_str!("sql/backfill_due.sql"))
+        .bind(queue)
+        .bind(retry_ms as f64)
+        .fetch_one(db)
+        .await?)
 }
 
 /// Close the queue's open requests past their expiry, with why nothing filled them (the
 /// last round's reason). Returns how many.
 pub async fn expire_backfills(db: &PgPool, queue: &str) -> Result<u64, DbError> {
-    Ok(sqlx::query(
-        "UPDATE backfill_requests b
-            SET status = 'expired', updated_at = now(),
-                reason = 'expired: nothing filled it before expires_at'
-                         || coalesce(' (last try: ' || b.unfilled_reason || ')',
-                                     ' (no round tried it: no queued player in time)')
-          WHERE b.request_id IN (
-                SELECT request_id FROM backfill_requests
-                 WHERE queue = $1 AND status = 'open' AND expires_at <= now()
-                   FOR UPDATE SKIP LOCKED)",
-    )
-    .bind(queue)
-    .execute(db)
-    .await?
-    .rows_affected())
+    Ok(sqlx::query(include_str!("sql/backfill_expire.sql"))
+        .bind(queue)
+        .execute(db)
+        .await?
+        .rows_affected())
 }

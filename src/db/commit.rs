@@ -21,11 +21,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::DbError;
-use super::lease::Lease;
 use super::notify::{MatchEvent, notify_matches};
-use super::queue_state::{QueueStateRow, write_queue_state};
+use super::queue_state::write_queue_state;
+use super::round_record::{BackfillFill, RoundRecord};
 use super::round_snapshot::{ReplayRecord, StoredLeftOver, write_round_snapshot};
-use super::snapshot::Snapshot;
 use matchmaker_optimizer::{LeftOverKind, MatchOutcome, Rejection, RoundOutcome};
 
 /// Why a round ran; `rounds.trigger`.
@@ -60,59 +59,6 @@ impl std::fmt::Display for RoundTrigger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// Everything a round writes.
-pub struct RoundRecord<'a> {
-    pub snapshot: &'a Snapshot,
-    pub trigger: RoundTrigger,
-    pub lease: &'a Lease,
-    /// The time the lease fence compares against; None: the database's clock.
-    pub lease_now: Option<DateTime<Utc>>,
-    pub started_at: DateTime<Utc>,
-    pub snapshot_at: DateTime<Utc>,
-    /// The commit time (`now`): matched_at of the players.
-    pub committed_at: DateTime<Utc>,
-    pub outcome: &'a RoundOutcome,
-    /// Every rejection of the round: conversion failures and the core's.
-    pub rejected: &'a [Rejection],
-    pub seed: u64,
-    pub config_hash: &'a str,
-    pub config: &'a serde_json::Value,
-    pub snapshot_ms: f64,
-    pub solve_ms: f64,
-    /// The countdown after this round.
-    pub next_state: &'a QueueStateRow,
-    /// What the solver saw, for `matchmaker replay` and `explain` (`round_snapshots`);
-    /// None writes no snapshot.
-    pub replay: Option<&'a ReplayRecord>,
-    /// The backfill requests this round tried: fills and why the others stayed open.
-    pub backfill: &'a BackfillRecord,
-    /// Leave `queue_state` (the scheduled rounds' countdown) as it is: an immediate
-    /// backfill round.
-    pub keep_countdown: bool,
-    /// The queue's `round.history_matches`: how many recent matches per player
-    /// `recent_matches` keeps (the snapshot reads them, retention keeps them).
-    pub history_matches: usize,
-    /// The queue's ready check timeout: the round's new matches are pending until their
-    /// players accept (see `ready_check`); None: final at once.
-    pub ready_timeout: Option<std::time::Duration>,
-}
-
-/// The backfill side of a round (see `matchmaker_optimizer::backfill`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BackfillRecord {
-    pub fills: Vec<BackfillFill>,
-    /// (request id, why the round could not fill it).
-    pub unfilled: Vec<(i64, String)>,
-}
-
-/// One request filled: the added players as a match (teams at the session's indices).
-#[derive(Debug, Clone, PartialEq)]
-pub struct BackfillFill {
-    pub request_id: i64,
-    pub session_id: String,
-    pub outcome: MatchOutcome,
 }
 
 /// What the commit wrote.

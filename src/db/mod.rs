@@ -19,18 +19,20 @@ pub mod ready_check;
 pub mod replicas;
 pub mod report;
 pub mod retention;
+pub mod round_input;
+pub mod round_record;
 pub mod round_snapshot;
 pub mod snapshot;
 pub mod status;
 pub mod tickets;
 
-pub use commit::{
-    BackfillFill, BackfillRecord, CommitReport, RoundRecord, RoundTrigger, commit_round,
-};
+pub use commit::{CommitReport, RoundTrigger, commit_round};
 pub use lease::{Lease, acquire_lease, release_lease, renew_lease};
 pub use queue_state::{
     PoolStats, QueueStateRow, WaitingFor, entries_since, pool_stats, write_queue_state,
 };
+pub use round_input::{BackfillSessions, InputLimits, RoundInput, read_round_input};
+pub use round_record::{BackfillFill, BackfillRecord, RoundConfig, RoundRecord};
 pub use round_snapshot::{BudgetRecord, ReplayRecord, StoredRound, load_round, rounds_between};
 pub use snapshot::{PoolIds, QueuedEntry, Snapshot, SnapshotLimits, snapshot_pool, snapshot_round};
 

@@ -103,9 +103,32 @@ pub async fn resolve_ready_checks(
     lease_now: Option<DateTime<Utc>>,
     rules: ReadyCheckRules,
 ) -> Result<Resolved, DbError> {
-    // Most looks find nothing to decide: one cheap read of the partial index, no
-    // transaction holding the lease row.
-    let decided: bool = sqlx::query_scalar(
+    if !any_decided(db, queue).await? {
+        return Ok(Resolved {
+            pending: count_pending(db, queue).await?,
+            ..Resolved::default()
+        });
+    }
+    let mut tx = db.begin().await?;
+    hold_lease(&mut tx, queue, lease, lease_now).await?;
+    let locked = lock_pending(&mut tx, queue).await?;
+    let seats = read_seats(&mut tx, &locked).await?;
+    let verdict = judge(&locked, &seats);
+    make_ready(&mut tx, &verdict.resolved.ready, rules.history_matches).await?;
+    cancel_matches(&mut tx, queue, &verdict.cancel_rows, &verdict.fates, rules).await?;
+    for c in &verdict.resolved.cancelled {
+        notify_cancelled(&mut tx, queue, c).await?;
+    }
+    tx.commit().await?;
+    let mut out = verdict.resolved;
+    out.pending = count_pending(db, queue).await?;
+    Ok(out)
+}
+
+/// Whether a pending match of `queue` is decided. Most looks find nothing to decide: one
+/// cheap read of the partial index, no transaction holding the lease row.
+async fn any_decided(db: &PgPool, queue: &str) -> Result<bool, DbError> {
+    Ok(sqlx::query_scalar(
         "SELECT EXISTS (
              SELECT 1 FROM matches m
               WHERE m.queue = $1 AND m.status = 'pending'
@@ -118,19 +141,16 @@ pub async fn resolve_ready_checks(
     )
     .bind(queue)
     .fetch_one(db)
-    .await?;
-    if !decided {
-        return Ok(Resolved {
-            pending: count_pending(db, queue).await?,
-            ..Resolved::default()
-        });
-    }
+    .await?)
+}
 
-    let mut tx = db.begin().await?;
-    hold_lease(&mut tx, queue, lease, lease_now).await?;
-    // The pending matches, locked: a client answering one right now holds it FOR SHARE
-    // and it waits for the next look (the leader never waits for a client).
-    let locked: Vec<(i64, bool)> = sqlx::query_as(
+/// One pending match, locked: its id and whether its `answer_by` passed.
+type LockedMatch = (i64, bool);
+
+/// The pending matches, locked: a client answering one right now holds it FOR SHARE and
+/// it waits for the next look (the leader never waits for a client).
+async fn lock_pending(tx: &mut PgConnection, queue: &str) -> Result<Vec<LockedMatch>, DbError> {
+    Ok(sqlx::query_as(
         "SELECT match_id, answer_by <= now() FROM matches
           WHERE queue = $1 AND status = 'pending'
           ORDER BY match_id
@@ -138,10 +158,14 @@ pub async fn resolve_ready_checks(
     )
     .bind(queue)
     .fetch_all(&mut *tx)
-    .await?;
+    .await?)
+}
+
+/// The locked matches' players, read after the lock: every answer committed before it
+/// is here.
+async fn read_seats(tx: &mut PgConnection, locked: &[LockedMatch]) -> Result<Vec<Seat>, DbError> {
     let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
-    // Read after the lock: every answer committed before it is here.
-    let seats: Vec<Seat> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT mp.match_id, mp.entry_id, e.owner, mp.player_id, mp.answer, e.party_key,
                 extract(epoch FROM mp.answered_at - m.created_at)::float8 AS accept_secs
            FROM match_players mp
@@ -152,128 +176,160 @@ pub async fn resolve_ready_checks(
     )
     .bind(&ids)
     .fetch_all(&mut *tx)
-    .await?;
+    .await?)
+}
+
+/// What the resolution writes: the matches made ready or cancelled, each cancelled
+/// match's row (id, reason, answers) and each of its seats' fate with the match's reason.
+#[derive(Default)]
+struct Verdict<'a> {
+    resolved: Resolved,
+    cancel_rows: Vec<(i64, String, serde_json::Value)>,
+    fates: Vec<(&'a Seat, Fate, String)>,
+}
+
+/// Decide every locked match from its seats' answers.
+fn judge<'a>(locked: &[LockedMatch], seats: &'a [Seat]) -> Verdict<'a> {
     let mut by_match: BTreeMap<i64, Vec<&Seat>> = BTreeMap::new();
-    for s in &seats {
+    for s in seats {
         by_match.entry(s.match_id).or_default().push(s);
     }
-
-    let mut out = Resolved::default();
-    let mut fates: Vec<(&Seat, Fate, String)> = Vec::new();
-    let mut cancel_rows: Vec<(i64, String, serde_json::Value)> = Vec::new();
-    for (match_id, timed_out) in &locked {
-        let Some(seats) = by_match.get(match_id) else {
-            continue;
-        };
-        let declined: Vec<&str> = seats
-            .iter()
-            .filter(|s| s.answer.as_deref() == Some("declined"))
-            .map(|s| s.player_id.as_str())
-            .collect();
-        let silent: Vec<&str> = seats
-            .iter()
-            .filter(|s| s.answer.is_none())
-            .map(|s| s.player_id.as_str())
-            .collect();
-        let all_accepted = seats.iter().all(|s| accepted(s));
-        if !all_accepted && declined.is_empty() && !timed_out {
-            continue; // still waiting for answers
+    let mut verdict = Verdict::default();
+    for (match_id, timed_out) in locked {
+        if let Some(seats) = by_match.get(match_id) {
+            judge_match(&mut verdict, *match_id, *timed_out, seats);
         }
-        out.accepted += seats.iter().filter(|s| accepted(s)).count();
-        out.declined += declined.len();
-        out.accept_seconds.extend(
-            seats
-                .iter()
-                .filter(|s| accepted(s))
-                .filter_map(|s| s.accept_secs.map(|x| x.max(0.0))),
+    }
+    verdict
+}
+
+/// One match: ready when every player accepted, cancelled at a decline or at its
+/// timeout, else left pending.
+fn judge_match<'a>(verdict: &mut Verdict<'a>, match_id: i64, timed_out: bool, seats: &[&'a Seat]) {
+    let declined: Vec<&str> = seats
+        .iter()
+        .filter(|s| s.answer.as_deref() == Some("declined"))
+        .map(|s| s.player_id.as_str())
+        .collect();
+    let silent: Vec<&str> = seats
+        .iter()
+        .filter(|s| s.answer.is_none())
+        .map(|s| s.player_id.as_str())
+        .collect();
+    let all_accepted = seats.iter().all(|s| accepted(s));
+    if !all_accepted && declined.is_empty() && !timed_out {
+        return; // still waiting for answers
+    }
+    let out = &mut verdict.resolved;
+    out.accepted += seats.iter().filter(|s| accepted(s)).count();
+    out.declined += declined.len();
+    out.accept_seconds.extend(
+        seats
+            .iter()
+            .filter(|s| accepted(s))
+            .filter_map(|s| s.accept_secs.map(|x| x.max(0.0))),
+    );
+    if all_accepted {
+        out.ready.push(match_id);
+        return;
+    }
+    // The timeout counts only the players who had not answered by then.
+    let silent: Vec<&str> = if timed_out { silent } else { Vec::new() };
+    out.unanswered += silent.len();
+    cancel_match(verdict, match_id, seats, &declined, &silent);
+}
+
+/// Why a match is cancelled: who declined, who did not answer in time.
+fn cancel_reason(declined: &[&str], silent: &[&str]) -> String {
+    let mut why = Vec::new();
+    if !declined.is_empty() {
+        why.push(format!("declined by {}", name_list(declined)));
+    }
+    if !silent.is_empty() {
+        why.push(format!("no answer in time from {}", name_list(silent)));
+    }
+    if why.is_empty() {
+        // Timed out with every answer in and none a decline: cannot be (all
+        // accepted is ready above), but a reason is required.
+        why.push("the ready check timed out".into());
+    }
+    why.join("; ")
+}
+
+/// A cancelled match: its row, and each seat's fate.
+fn cancel_match<'a>(
+    verdict: &mut Verdict<'a>,
+    match_id: i64,
+    seats: &[&'a Seat],
+    declined: &[&str],
+    silent: &[&str],
+) {
+    let reason = cancel_reason(declined, silent);
+    let out_parties: HashSet<i64> = seats
+        .iter()
+        .filter(|s| !accepted(s))
+        .filter_map(|s| s.party_key)
+        .collect();
+    let mut cancelled = CancelledMatch {
+        match_id,
+        reason: reason.clone(),
+        requeued: Vec::new(),
+        declined: Vec::new(),
+        by_login: BTreeMap::new(),
+    };
+    let mut answers = serde_json::Map::new();
+    for &s in seats {
+        // Two logins' "alice" may share a match: the later entry keeps its own key.
+        let key = if answers.contains_key(&s.player_id) {
+            format!("{}#{}", s.player_id, s.entry_id)
+        } else {
+            s.player_id.clone()
+        };
+        answers.insert(
+            key,
+            s.answer.clone().map_or(serde_json::Value::Null, Into::into),
         );
-        if all_accepted {
-            out.ready.push(*match_id);
-            continue;
-        }
-        // The timeout counts only the players who had not answered by then.
-        let silent: Vec<&str> = if *timed_out { silent } else { Vec::new() };
-        out.unanswered += silent.len();
-        let mut why = Vec::new();
-        if !declined.is_empty() {
-            why.push(format!("declined by {}", name_list(&declined)));
-        }
-        if !silent.is_empty() {
-            why.push(format!("no answer in time from {}", name_list(&silent)));
-        }
-        if why.is_empty() {
-            // Timed out with every answer in and none a decline: cannot be (all
-            // accepted is ready above), but a reason is required.
-            why.push("the ready check timed out".into());
-        }
-        let reason = why.join("; ");
-        let out_parties: HashSet<i64> = seats
-            .iter()
-            .filter(|s| !accepted(s))
-            .filter_map(|s| s.party_key)
-            .collect();
-        let mut cancelled = CancelledMatch {
-            match_id: *match_id,
-            reason: reason.clone(),
-            requeued: Vec::new(),
-            declined: Vec::new(),
-            by_login: BTreeMap::new(),
-        };
-        let mut answers = serde_json::Map::new();
-        for s in seats {
-            // Two logins' "alice" may share a match: the later entry keeps its own key.
-            let key = if answers.contains_key(&s.player_id) {
-                format!("{}#{}", s.player_id, s.entry_id)
-            } else {
-                s.player_id.clone()
-            };
-            answers.insert(
-                key,
-                s.answer.clone().map_or(serde_json::Value::Null, Into::into),
-            );
-            let fate = match s.answer.as_deref() {
-                Some("accepted") if s.party_key.is_none_or(|k| !out_parties.contains(&k)) => {
-                    Fate::Requeued
-                }
-                Some("accepted") => Fate::PartyOut(format!(
-                    "match {match_id} was cancelled ({reason}): your party goes out with the \
-                     party member who did not accept"
-                )),
-                Some(_) => Fate::Declined(format!("declined match {match_id}")),
-                None if silent.contains(&s.player_id.as_str()) => Fate::Declined(format!(
-                    "did not answer the ready check of match {match_id} in time"
-                )),
-                // Cancelled by another's decline before this player answered: not theirs
-                // to be penalised for, and they did not accept.
-                None => Fate::PartyOut(format!(
-                    "match {match_id} was cancelled ({reason}) before you answered"
-                )),
-            };
-            let login = cancelled.by_login.entry(s.owner.clone()).or_default();
-            match fate {
-                Fate::Requeued => {
-                    cancelled.requeued.push(s.player_id.clone());
-                    login.0.push(s.player_id.clone());
-                }
-                _ => {
-                    cancelled.declined.push(s.player_id.clone());
-                    login.1.push(s.player_id.clone());
-                }
+        let fate = seat_fate(s, &reason, silent, &out_parties);
+        let login = cancelled.by_login.entry(s.owner.clone()).or_default();
+        match fate {
+            Fate::Requeued => {
+                cancelled.requeued.push(s.player_id.clone());
+                login.0.push(s.player_id.clone());
             }
-            fates.push((s, fate, reason.clone()));
+            _ => {
+                cancelled.declined.push(s.player_id.clone());
+                login.1.push(s.player_id.clone());
+            }
         }
-        cancel_rows.push((*match_id, reason, serde_json::Value::Object(answers)));
-        out.cancelled.push(cancelled);
+        verdict.fates.push((s, fate, reason.clone()));
     }
+    verdict
+        .cancel_rows
+        .push((match_id, reason, serde_json::Value::Object(answers)));
+    verdict.resolved.cancelled.push(cancelled);
+}
 
-    make_ready(&mut tx, &out.ready, rules.history_matches).await?;
-    cancel_matches(&mut tx, queue, &cancel_rows, &fates, rules).await?;
-    for c in &out.cancelled {
-        notify_cancelled(&mut tx, queue, c).await?;
+/// How one seat of a cancelled match ends: queued again when they accepted (and no
+/// party mate failed to); declined with the cooldown when they declined or were silent
+/// at the timeout; otherwise out with their party, without a cooldown of their own.
+fn seat_fate(s: &Seat, reason: &str, silent: &[&str], out_parties: &HashSet<i64>) -> Fate {
+    let match_id = s.match_id;
+    match s.answer.as_deref() {
+        Some("accepted") if s.party_key.is_none_or(|k| !out_parties.contains(&k)) => Fate::Requeued,
+        Some("accepted") => Fate::PartyOut(format!(
+            "match {match_id} was cancelled ({reason}): your party goes out with the \
+             party member who did not accept"
+        )),
+        Some(_) => Fate::Declined(format!("declined match {match_id}")),
+        None if silent.contains(&s.player_id.as_str()) => Fate::Declined(format!(
+            "did not answer the ready check of match {match_id} in time"
+        )),
+        // Cancelled by another's decline before this player answered: not theirs
+        // to be penalised for, and they did not accept.
+        None => Fate::PartyOut(format!(
+            "match {match_id} was cancelled ({reason}) before you answered"
+        )),
     }
-    tx.commit().await?;
-    out.pending = count_pending(db, queue).await?;
-    Ok(out)
 }
 
 /// Matches of `queue` waiting for their ready check.

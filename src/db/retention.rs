@@ -183,22 +183,19 @@ impl QueuePruner {
                     None => self.step = Step::Entries,
                 },
                 Step::Entries => {
-                    let pruned = self.entry_batch(conn).await?;
-                    if pruned.entries > 0 {
+                    if let Some(pruned) = self.single_batch(conn, ENTRIES).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::BackfillRequests;
                 }
                 Step::BackfillRequests => {
-                    let pruned = self.backfill_batch(conn).await?;
-                    if pruned.backfill_requests > 0 {
+                    if let Some(pruned) = self.single_batch(conn, BACKFILL_REQUESTS).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Avoids;
                 }
                 Step::Avoids => {
-                    let pruned = self.avoid_batch(conn).await?;
-                    if pruned.avoids > 0 {
+                    if let Some(pruned) = self.single_batch(conn, AVOIDS).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Rounds { after: None };
@@ -211,8 +208,7 @@ impl QueuePruner {
                     None => self.step = Step::CallBuckets,
                 },
                 Step::CallBuckets => {
-                    let pruned = self.call_bucket_batch(conn).await?;
-                    if pruned.call_buckets > 0 {
+                    if let Some(pruned) = self.single_batch(conn, CALL_BUCKETS).await? {
                         return Ok(Some(pruned));
                     }
                     self.step = Step::Done;
@@ -228,46 +224,17 @@ impl QueuePruner {
         conn: &mut PgConnection,
         after: Option<(DateTime<Utc>, i64)>,
     ) -> Result<Option<(Pruned, (DateTime<Utc>, i64))>, DbError> {
-        let (after_at, after_id) = after.unzip();
-        let candidates: Vec<(i64, DateTime<Utc>, bool)> = sqlx::query_as(
-            "WITH candidate AS (
-                 -- The queue's next old matches, oldest first, from where the last batch
-                 -- stopped (index matches_by_queue_age). SKIP LOCKED: another pruner's.
-                 SELECT m.match_id, m.created_at FROM matches m
-                  WHERE m.queue = $1 AND m.created_at < $2
-                    AND ($3::timestamptz IS NULL OR (m.created_at, m.match_id) > ($3, $4))
-                  ORDER BY m.created_at, m.match_id
-                  LIMIT $5
-                  FOR UPDATE SKIP LOCKED)
-             SELECT c.match_id, c.created_at,
-                    -- Kept: it is among the last $6 matches of one of its players in
-                    -- the queue (recent_matches, the history the snapshot reads).
-                    EXISTS (SELECT 1 FROM match_players mp
-                              JOIN recent_matches r
-                                ON r.queue = mp.queue AND r.player_id = mp.player_id
-                             WHERE mp.match_id = c.match_id
-                               AND c.match_id = ANY (
-                                   r.match_ids[greatest(cardinality(r.match_ids) - $6 + 1, 1):]))
-                    AS kept
-               FROM candidate c
-              ORDER BY c.created_at, c.match_id",
-        )
-        .bind(&self.queue)
-        .bind(self.cutoff)
-        .bind(after_at)
-        .bind(after_id)
-        .bind(self.batch_size as i64)
-        .bind(self.keep_matches as i32)
-        .fetch_all(&mut *conn)
-        .await?;
-        let Some(&(last_id, last_at, _)) = candidates.last() else {
+        let candidates = self
+            .candidates(
+                conn,
+                include_str!("sql/retention_match_candidates.sql"),
+                after,
+                Some(self.keep_matches as i32),
+            )
+            .await?;
+        let Some((ids, next)) = unkept(&candidates) else {
             return Ok(None);
         };
-        let ids: Vec<i64> = candidates
-            .iter()
-            .filter(|(_, _, kept)| !kept)
-            .map(|(id, _, _)| *id)
-            .collect();
         let mut pruned = Pruned::default();
         if !ids.is_empty() {
             // Children first: match_players (-> matches, entries), then the entries they
@@ -294,108 +261,7 @@ impl QueuePruner {
                 .rows_affected();
             pruned.batches = 1;
         }
-        Ok(Some((pruned, (last_at, last_id))))
-    }
-
-    /// Step 2: one batch of entries that ended outside a match before the cutoff.
-    async fn entry_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let entries = sqlx::query(
-            "DELETE FROM queue_entries WHERE entry_id IN (
-                 -- Index queue_entries_ended_outside_matches: never a queued row, never
-                 -- a matched one (those go with their match, step 1).
-                 SELECT e.entry_id FROM queue_entries e
-                  WHERE e.queue = $1 AND e.status NOT IN ('queued', 'matched')
-                    AND e.updated_at < $2
-                    -- Rejected in a round newer than the cutoff: that round's.
-                    AND NOT EXISTS (SELECT 1 FROM rounds r
-                                     WHERE r.round_id = e.round_id AND r.committed_at >= $2)
-                    -- A match player naming an entry without a match was written around
-                    -- the daemon; the entry stays rather than the batch failing.
-                    AND NOT EXISTS (SELECT 1 FROM match_players mp
-                                     WHERE mp.entry_id = e.entry_id)
-                  ORDER BY e.updated_at, e.entry_id
-                  LIMIT $3
-                  FOR UPDATE SKIP LOCKED)",
-        )
-        .bind(&self.queue)
-        .bind(self.cutoff)
-        .bind(self.batch_size as i64)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        Ok(Pruned {
-            entries,
-            batches: u64::from(entries > 0),
-            ..Pruned::default()
-        })
-    }
-
-    /// Step 3: one batch of backfill requests that ended before the cutoff.
-    async fn backfill_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = sqlx::query(
-            "DELETE FROM backfill_requests WHERE request_id IN (
-                 SELECT b.request_id FROM backfill_requests b
-                  WHERE b.queue = $1 AND b.status <> 'open' AND b.updated_at < $2
-                  ORDER BY b.updated_at, b.request_id
-                  LIMIT $3
-                  FOR UPDATE SKIP LOCKED)",
-        )
-        .bind(&self.queue)
-        .bind(self.cutoff)
-        .bind(self.batch_size as i64)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        Ok(Pruned {
-            backfill_requests: deleted,
-            batches: u64::from(deleted > 0),
-            ..Pruned::default()
-        })
-    }
-
-    /// Step 4: one batch of expired avoids.
-    async fn avoid_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = sqlx::query(
-            "DELETE FROM avoids WHERE (owner, player_id, avoided_player_id) IN (
-                 SELECT a.owner, a.player_id, a.avoided_player_id FROM avoids a
-                  WHERE a.expires_at <= now()
-                  ORDER BY a.expires_at
-                  LIMIT $1
-                  FOR UPDATE SKIP LOCKED)",
-        )
-        .bind(self.batch_size as i64)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        Ok(Pruned {
-            avoids: deleted,
-            batches: u64::from(deleted > 0),
-            ..Pruned::default()
-        })
-    }
-
-    /// Step 6: one batch of enqueue buckets that have refilled (or whose queue is retired
-    /// or gone). `at` is the bucket's last take; after `enqueue_burst / enqueue_rate`
-    /// seconds it is full whatever it held (it never holds less than nothing).
-    async fn call_bucket_batch(&self, conn: &mut PgConnection) -> Result<Pruned, DbError> {
-        let deleted = sqlx::query(
-            "DELETE FROM call_buckets WHERE (login, pid, queue) IN (
-                 SELECT b.login, b.pid, b.queue FROM call_buckets b
-                   LEFT JOIN queues q ON q.queue = b.queue AND q.active
-                  WHERE q.queue IS NULL
-                     OR b.at < now() - make_interval(secs => q.enqueue_burst / q.enqueue_rate)
-                  LIMIT $1
-                  FOR UPDATE OF b SKIP LOCKED)",
-        )
-        .bind(self.batch_size as i64)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        Ok(Pruned {
-            call_buckets: deleted,
-            batches: u64::from(deleted > 0),
-            ..Pruned::default()
-        })
+        Ok(Some((pruned, next)))
     }
 
     /// Step 5. `None` when no old round is left after `after`.
@@ -404,40 +270,17 @@ impl QueuePruner {
         conn: &mut PgConnection,
         after: Option<(DateTime<Utc>, i64)>,
     ) -> Result<Option<(Pruned, (DateTime<Utc>, i64))>, DbError> {
-        let (after_at, after_id) = after.unzip();
-        let candidates: Vec<(i64, DateTime<Utc>, bool)> = sqlx::query_as(
-            "WITH candidate AS (
-                 -- Index rounds_by_queue_age.
-                 SELECT r.round_id, r.committed_at FROM rounds r
-                  WHERE r.queue = $1 AND r.committed_at < $2
-                    AND ($3::timestamptz IS NULL OR (r.committed_at, r.round_id) > ($3, $4))
-                  ORDER BY r.committed_at, r.round_id
-                  LIMIT $5
-                  FOR UPDATE SKIP LOCKED)
-             SELECT c.round_id, c.committed_at,
-                    -- Kept while anything points at it: a kept match (and so the
-                    -- entries matched in it), the countdown's last round.
-                    EXISTS (SELECT 1 FROM matches m WHERE m.round_id = c.round_id)
-                    OR EXISTS (SELECT 1 FROM queue_state s WHERE s.last_round_id = c.round_id)
-                    AS kept
-               FROM candidate c
-              ORDER BY c.committed_at, c.round_id",
-        )
-        .bind(&self.queue)
-        .bind(self.cutoff)
-        .bind(after_at)
-        .bind(after_id)
-        .bind(self.batch_size as i64)
-        .fetch_all(&mut *conn)
-        .await?;
-        let Some(&(last_id, last_at, _)) = candidates.last() else {
+        let candidates = self
+            .candidates(
+                conn,
+                include_str!("sql/retention_round_candidates.sql"),
+                after,
+                None,
+            )
+            .await?;
+        let Some((ids, next)) = unkept(&candidates) else {
             return Ok(None);
         };
-        let ids: Vec<i64> = candidates
-            .iter()
-            .filter(|(_, _, kept)| !kept)
-            .map(|(id, _, _)| *id)
-            .collect();
         let mut pruned = Pruned::default();
         if !ids.is_empty() {
             pruned.rounds = sqlx::query("DELETE FROM rounds WHERE round_id = ANY($1)")
@@ -447,9 +290,111 @@ impl QueuePruner {
                 .rows_affected();
             pruned.batches = 1;
         }
-        Ok(Some((pruned, (last_at, last_id))))
+        Ok(Some((pruned, next)))
+    }
+
+    /// The keyset batch of `sql` after `after` ($1 the queue, $2 the cutoff, $3 and $4
+    /// the keyset, $5 the batch size, $6 `keep` when given): (id, time, kept), oldest
+    /// first.
+    async fn candidates(
+        &self,
+        conn: &mut PgConnection,
+        sql: &'static str,
+        after: Option<(DateTime<Utc>, i64)>,
+        keep: Option<i32>,
+    ) -> Result<Vec<(i64, DateTime<Utc>, bool)>, DbError> {
+        let (after_at, after_id) = after.unzip();
+        let query = sqlx::query_as(sql)
+            .bind(&self.queue)
+            .bind(self.cutoff)
+            .bind(after_at)
+            .bind(after_id)
+            .bind(self.batch_size as i64);
+        let query = match keep {
+            Some(keep) => query.bind(keep),
+            None => query,
+        };
+        Ok(query.fetch_all(&mut *conn).await?)
+    }
+
+    /// Run one batch of a one-statement step: None when it deleted nothing (the step is
+    /// done).
+    async fn single_batch(
+        &self,
+        conn: &mut PgConnection,
+        batch: SingleBatch,
+    ) -> Result<Option<Pruned>, DbError> {
+        let query = if batch.per_queue {
+            sqlx::query(batch.sql).bind(&self.queue).bind(self.cutoff)
+        } else {
+            sqlx::query(batch.sql)
+        };
+        let deleted = query
+            .bind(self.batch_size as i64)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+        if deleted == 0 {
+            return Ok(None);
+        }
+        let mut pruned = Pruned {
+            batches: 1,
+            ..Pruned::default()
+        };
+        *(batch.count)(&mut pruned) = deleted;
+        Ok(Some(pruned))
     }
 }
+
+/// A keyset batch's candidates (id, time, kept), oldest first: the ids to delete and
+/// where the next batch starts (None: no candidate left).
+fn unkept(candidates: &[(i64, DateTime<Utc>, bool)]) -> Option<(Vec<i64>, (DateTime<Utc>, i64))> {
+    let &(last_id, last_at, _) = candidates.last()?;
+    let ids = candidates
+        .iter()
+        .filter(|(_, _, kept)| !kept)
+        .map(|(id, _, _)| *id)
+        .collect();
+    Some((ids, (last_at, last_id)))
+}
+
+/// A step that deletes with one statement per batch: its DELETE (with `per_queue`, $1
+/// the queue, $2 the cutoff and $3 the batch size; else $1 the batch size) and what it
+/// counts in [`Pruned`].
+#[derive(Clone, Copy)]
+struct SingleBatch {
+    sql: &'static str,
+    per_queue: bool,
+    count: fn(&mut Pruned) -> &mut u64,
+}
+
+/// Step 2: entries that ended outside a match before the cutoff.
+const ENTRIES: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_entries.sql"),
+    per_queue: true,
+    count: |p| &mut p.entries,
+};
+
+/// Step 3: backfill requests that ended before the cutoff.
+const BACKFILL_REQUESTS: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_backfill_requests.sql"),
+    per_queue: true,
+    count: |p| &mut p.backfill_requests,
+};
+
+/// Step 4: expired avoids.
+const AVOIDS: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_avoids.sql"),
+    per_queue: false,
+    count: |p| &mut p.avoids,
+};
+
+/// Step 6: enqueue buckets that have refilled (or whose queue is retired or gone).
+const CALL_BUCKETS: SingleBatch = SingleBatch {
+    sql: include_str!("sql/retention_call_buckets.sql"),
+    per_queue: false,
+    count: |p| &mut p.call_buckets,
+};
 
 /// Prune one queue completely: every batch its own transaction, a short pause between
 /// batches (other sessions get the server between them). `keep_going` is asked before

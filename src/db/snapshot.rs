@@ -50,6 +50,17 @@ pub struct QueuedEntry {
     pub attributes: String,
 }
 
+/// One player of a pooled player's past match (`snapshot_history.sql`).
+#[derive(sqlx::FromRow)]
+struct PastSeat {
+    match_id: i64,
+    matched_at: DateTime<Utc>,
+    team: i32,
+    /// The login of the past player's entry; player ids are per login.
+    owner: String,
+    player_id: String,
+}
+
 /// The rows of one round and their history, as read.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -163,56 +174,12 @@ async fn try_snapshot(
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         .execute(&mut *tx)
         .await?;
-    let entries: Vec<QueuedEntry> = sqlx::query_as(
-        "WITH horizon AS (
-             -- The queue's sit_out_after-th latest round: an entry left over the same
-             -- futile way since then has been so for that many rounds.
-             SELECT (SELECT round_id FROM rounds WHERE queue = $1
-                      ORDER BY round_id DESC OFFSET $3 - 1 LIMIT 1) AS round_id),
-         queued AS (
-             SELECT e.entry_id, e.party_key, e.party_id, e.enqueued_at,
-                    coalesce(e.left_over IN ('no_host', 'no_valid_match')
-                             AND e.left_over_since <= h.round_id, false) AS sits_out,
-                    row_number() OVER (PARTITION BY e.owner
-                                       ORDER BY e.enqueued_at, e.entry_id) AS turn
-               FROM queue_entries e, horizon h
-              WHERE e.queue = $1 AND e.status = 'queued' AND e.expires_at > now()),
-         oldest AS (
-             -- Each login's oldest in turn, oldest first within a turn: who waited
-             -- longest gets into a capped round, and no login takes more than its share
-             -- while others wait. Entries no round could take lately go last.
-             SELECT entry_id, party_key, party_id
-               FROM queued
-              ORDER BY sits_out, turn, enqueued_at, entry_id
-              LIMIT $2),
-         pool AS (
-             SELECT entry_id, player_id, owner, party_id, skill, skill_sigma,
-                    latencies::text AS latencies, peer_pings::text AS peer_pings,
-                    roles, side, enqueued_at, party_key, party_size,
-                    attributes::text AS attributes
-               FROM queue_entries
-              WHERE queue = $1 AND status = 'queued' AND expires_at > now()
-                AND (entry_id IN (SELECT entry_id FROM oldest)
-                     -- A party is never split across rounds by the size cap: its members
-                     -- beyond the cap come along (the round may exceed the cap by them).
-                     -- (A party is one enqueue_party call; rows written without one,
-                     -- by hand, go by their party_id.)
-                     OR party_key IN (SELECT party_key FROM oldest WHERE party_key IS NOT NULL)
-                     OR (party_key IS NULL
-                         AND party_id IN (SELECT party_id FROM oldest
-                                           WHERE party_key IS NULL AND party_id IS NOT NULL)))
-              -- SKIP LOCKED: a row locked right now is being cancelled by its client (or
-              -- written by a stale leader's commit); it is not ours to take, and the
-              -- snapshot never waits for a client. The lock itself ends with this short
-              -- transaction: nothing stays locked while the solver runs.
-              FOR UPDATE SKIP LOCKED)
-         SELECT * FROM pool ORDER BY enqueued_at, entry_id",
-    )
-    .bind(queue)
-    .bind(max_players as i64)
-    .bind(sit_out_after.max(1) as i64)
-    .fetch_all(&mut *tx)
-    .await?;
+    let entries: Vec<QueuedEntry> = sqlx::query_as(include_str!("sql/snapshot_pool.sql"))
+        .bind(queue)
+        .bind(max_players as i64)
+        .bind(sit_out_after.max(1) as i64)
+        .fetch_all(&mut *tx)
+        .await?;
     let (mut entries, sat_out_players) = whole_parties(entries);
     name_parties_apart(&mut entries);
     name_players_apart(&mut entries);
@@ -222,40 +189,19 @@ async fn try_snapshot(
     } else {
         let owners: Vec<&str> = entries.iter().map(|e| e.owner.as_str()).collect();
         let players: Vec<&str> = entries.iter().map(|e| e.login_player_id.as_str()).collect();
-        let rows: Vec<(i64, DateTime<Utc>, i32, String, String)> = sqlx::query_as(
-            "WITH recent AS (
-                 -- Each pooled player's last N matches in this queue: one row per
-                 -- player, oldest id first, read through the primary key of
-                 -- recent_matches (OFFSET 0: one index lookup per pooled player; a scan
-                 -- of the whole table, one row per player ever seen, would grow with
-                 -- the history).
-                 SELECT DISTINCT h.match_id
-                   FROM unnest($2::text[], $4::text[]) AS p(owner, player_id)
-                  CROSS JOIN LATERAL (
-                        SELECT r.match_ids FROM recent_matches r
-                         WHERE r.queue = $1 AND r.owner = p.owner
-                           AND r.player_id = p.player_id
-                        OFFSET 0) r
-                  CROSS JOIN LATERAL unnest(
-                        r.match_ids[greatest(cardinality(r.match_ids) - $3 + 1, 1):])
-                        AS h(match_id))
-             -- The login of each past player, through its entry (kept with its match).
-             SELECT mp.match_id, mp.matched_at, mp.team, e.owner, mp.player_id
-               FROM recent JOIN match_players mp USING (match_id)
-               JOIN queue_entries e ON e.entry_id = mp.entry_id
-              ORDER BY mp.match_id, mp.team, mp.player_id, e.owner",
-        )
-        .bind(queue)
-        .bind(&owners)
-        .bind(history_matches as i32)
-        .bind(&players)
-        .fetch_all(&mut *tx)
-        .await?;
+        let rows: Vec<PastSeat> = sqlx::query_as(include_str!("sql/snapshot_history.sql"))
+            .bind(queue)
+            .bind(&owners)
+            .bind(history_matches as i32)
+            .bind(&players)
+            .fetch_all(&mut *tx)
+            .await?;
         let ids = PoolIds::of(&entries);
         group_history(
             rows.into_iter()
-                .filter_map(|(m, at, team, owner, player)| {
-                    ids.name(&owner, &player).map(|id| (m, at, team, id))
+                .filter_map(|r| {
+                    ids.name(&r.owner, &r.player_id)
+                        .map(|id| (r.match_id, r.matched_at, r.team, id))
                 })
                 .collect(),
         )
@@ -291,25 +237,12 @@ pub async fn read_avoids<'a>(
     if max_avoids == 0 || ids.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_as(
-        "WITH pooled AS (
-             SELECT DISTINCT owner, player_id
-               FROM unnest($1::text[], $2::text[]) AS p(owner, player_id)),
-         ranked AS (
-             SELECT a.owner, a.player_id, a.avoided_player_id,
-                    row_number() OVER (PARTITION BY a.owner, a.player_id
-                                       ORDER BY a.created_at DESC, a.avoided_player_id) AS n
-               FROM avoids a JOIN pooled USING (owner, player_id)
-              WHERE a.expires_at IS NULL OR a.expires_at > now())
-         SELECT owner, player_id, avoided_player_id FROM ranked
-          WHERE n <= $3
-          ORDER BY owner, player_id, n",
-    )
-    .bind(&owners)
-    .bind(&ids)
-    .bind(max_avoids.min(i64::MAX as usize) as i64)
-    .fetch_all(conn)
-    .await?)
+    Ok(sqlx::query_as(include_str!("sql/snapshot_avoids.sql"))
+        .bind(&owners)
+        .bind(&ids)
+        .bind(max_avoids.min(i64::MAX as usize) as i64)
+        .fetch_all(conn)
+        .await?)
 }
 
 /// Keep solos, and parties whose every member was read; returns the rest's players with
@@ -523,16 +456,7 @@ impl Snapshot {
         if self.avoids.is_empty() {
             return;
         }
-        let pool_id: HashMap<(&str, &str), &str> = self
-            .entries
-            .iter()
-            .map(|e| {
-                (
-                    (e.owner.as_str(), e.login_player_id.as_str()),
-                    e.player_id.as_str(),
-                )
-            })
-            .collect();
+        let pool_id = self.pool_id_by_login();
         let mut of: HashMap<&str, Vec<String>> = HashMap::new();
         for (owner, player, avoided) in &self.avoids {
             let (Some(&me), Some(&them)) = (
@@ -548,6 +472,19 @@ impl Snapshot {
                 p.avoids = avoids;
             }
         }
+    }
+
+    /// Each pooled player's pool id by (login, the login's player id).
+    pub fn pool_id_by_login(&self) -> HashMap<(&str, &str), &str> {
+        self.entries
+            .iter()
+            .map(|e| {
+                (
+                    (e.owner.as_str(), e.login_player_id.as_str()),
+                    e.player_id.as_str(),
+                )
+            })
+            .collect()
     }
 
     /// entry_id by pool id (one queued row per player per queue).

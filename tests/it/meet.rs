@@ -498,30 +498,21 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
         .unwrap();
     listener.listen(&channel).await.unwrap();
     let state = matchmaker::daemon::countdown::after_round("q", queue, now);
+    let recorded = matchmaker::daemon::round::round_config(queue);
     let committed = db::commit_round(
         db,
-        &RoundRecord {
-            snapshot: &snapshot,
-            trigger: RoundTrigger::Manual,
-            lease: &lease,
-            lease_now: Some(now),
-            started_at: now,
-            snapshot_at: now,
-            committed_at: now,
-            outcome: &outcome,
-            rejected: &[],
-            seed: 7,
-            config_hash: &queue.hash(),
-            config: &queue.to_json(),
-            snapshot_ms: 0.0,
-            solve_ms: 0.0,
-            next_state: &state,
-            replay: Some(&replay),
-            backfill: &db::BackfillRecord::default(),
-            keep_countdown: false,
-            history_matches: queue.history_matches(),
-            ready_timeout: None,
-        },
+        &RoundRecord::new(
+            &snapshot,
+            RoundTrigger::Manual,
+            &lease,
+            &recorded,
+            &outcome,
+            &state,
+            now,
+        )
+        .with_lease_now(Some(now))
+        .with_seed(7)
+        .with_replay(Some(&replay)),
     )
     .await
     .unwrap();

@@ -137,30 +137,20 @@ async fn every_ops_query_runs_and_answers() {
     };
     let now = start + chrono::Duration::minutes(10);
     let state = matchmaker::daemon::countdown::after_round("q", &model, now);
+    let recorded = matchmaker::daemon::round::round_config(&model);
     let committed = db::commit_round(
         db,
-        &RoundRecord {
-            snapshot: &snapshot,
-            trigger: RoundTrigger::Manual,
-            lease: &lease,
-            lease_now: Some(now),
-            started_at: now,
-            snapshot_at: now,
-            committed_at: now,
-            outcome: &outcome,
-            rejected: &[],
-            seed: 7,
-            config_hash: &model.hash(),
-            config: &model.to_json(),
-            snapshot_ms: 0.0,
-            solve_ms: 0.0,
-            next_state: &state,
-            replay: None,
-            backfill: &matchmaker::db::BackfillRecord::default(),
-            keep_countdown: false,
-            history_matches: model.history_matches(),
-            ready_timeout: None,
-        },
+        &RoundRecord::new(
+            &snapshot,
+            RoundTrigger::Manual,
+            &lease,
+            &recorded,
+            &outcome,
+            &state,
+            now,
+        )
+        .with_lease_now(Some(now))
+        .with_seed(7),
     )
     .await
     .unwrap();
