@@ -5,6 +5,9 @@
 //! database clock, so tests drive rounds, leases and countdowns with an injected clock.
 
 pub mod access;
+// The audit is the test kit's (the daemon never calls it); the lab's soak reads it here
+// while the lab is part of this crate.
+#[path = "../../testkit/src/audit.rs"]
 pub mod audit;
 pub mod backfill;
 pub mod commit;

@@ -21,7 +21,6 @@ mod deploy_files;
 mod failure_paths;
 mod faults;
 mod hosts;
-mod layers;
 mod local_pg;
 mod meet;
 mod migrations;

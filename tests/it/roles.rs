@@ -5,14 +5,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use matchmaker::config::Config;
-use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::RoundRunner;
-use matchmaker::daemon::{self, DaemonOptions};
-use matchmaker::db::{self, RoundTrigger};
+use matchmaker::daemon::DaemonOptions;
 use matchmaker::lab::simulate::{LoadOptions, SimulateOptions, simulate};
 use matchmaker::ops::Database;
 
@@ -37,30 +33,7 @@ fn matchmaker(url: &str, args: &[&str]) -> (bool, String, String) {
 async fn ops_commands_run_as_an_ops_login_and_name_the_role_to_a_client_login() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    // One committed round (12 matched, 1 left over) for the commands to read.
-    let clock = ManualClock::new(t0());
-    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
-    let lease = db::acquire_lease(
-        db,
-        "q",
-        "test",
-        secs(15),
-        matchmaker::daemon::clock::Clock::lease_now(&clock),
-    )
-    .await
-    .unwrap()
-    .expect("free lease");
-    enqueue_n(db, "q", "p", 13, t0()).await;
-    clock.advance(secs(1));
-    let report = runner
-        .run(
-            "q",
-            queue_config("restarts = 3"),
-            RoundTrigger::Manual,
-            &lease,
-        )
-        .await
-        .unwrap();
+    let report = round_of_thirteen(db).await;
     assert_eq!(report.matched, 12);
     let round = report.round_id.to_string();
 
@@ -134,15 +107,12 @@ async fn readme_local_trial_matches_a_client_logins_players_within_a_minute() {
     let started_at = chrono::Utc::now();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/trial.toml");
     let config = Config::load(&path).expect("config/trial.toml loads");
-    let (stop_daemon, stopped) = tokio::sync::oneshot::channel::<()>();
     let options = DaemonOptions {
         holder: "trial".into(),
         config_path: Some(path),
         ..DaemonOptions::default()
     };
-    let daemon = tokio::spawn(daemon::run(tdb.new_pool(4).await, config, options, async {
-        let _ = stopped.await;
-    }));
+    let daemon = spawn_daemon_with(tdb.new_pool(4).await, config, options);
 
     let (client, client_pool) = client_login(&tdb, 1).await;
     client_pool.close().await;
@@ -152,10 +122,8 @@ async fn readme_local_trial_matches_a_client_logins_players_within_a_minute() {
     let first_round = async move {
         let deadline = start + Duration::from_secs(60);
         while Instant::now() < deadline {
-            let matched: i64 = sqlx::query_scalar("SELECT coalesce(sum(matched), 0) FROM rounds")
-                .fetch_one(&watcher)
-                .await
-                .unwrap();
+            let matched: i64 =
+                count(&watcher, "SELECT coalesce(sum(matched), 0) FROM rounds").await;
             if matched > 0 {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 return;
@@ -166,8 +134,7 @@ async fn readme_local_trial_matches_a_client_logins_players_within_a_minute() {
     let report = simulate(&trial_simulate(tdb.url_as(&client)), first_round)
         .await
         .expect("simulate runs as a client login");
-    let _ = stop_daemon.send(());
-    daemon.await.unwrap().unwrap();
+    daemon.stop().await;
 
     let first: Option<(f64, i32)> = sqlx::query_as(
         "SELECT extract(epoch FROM committed_at - $1::timestamptz)::float8, matched
