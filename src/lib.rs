@@ -7,8 +7,8 @@
 //! `db` (PostgreSQL: snapshot, commit, leases) and `config` (typed, validated settings),
 //! neither knowing the other, under `daemon` (rounds, leadership, reload, metrics),
 //! `report` and `ops` (the operators' commands as functions) under `cli` (the
-//! subcommands' arguments and rendering). `tests/it/layers.rs` checks these rules and
-//! that no two files import each other, directly or around a loop.
+//! subcommands' arguments and rendering); `docs/development.md` says why, and the crate
+//! graph holds what may depend on what (`testkit/tests/crate_graph.rs`).
 //! The lab (simulator, soak, peak, benchmarks) is the `matchmaker-lab` crate (`lab/`),
 //! built on this one; nothing here imports it. `docs/` describes each for its reader.
 

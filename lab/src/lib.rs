@@ -8,8 +8,6 @@
 pub mod bench;
 pub mod bench_db;
 pub mod demo;
-pub mod fleet;
-pub mod load;
 pub mod peak;
 pub mod sim;
 pub mod simulate;

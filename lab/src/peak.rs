@@ -19,7 +19,6 @@ use chrono::{DateTime, TimeZone, Utc};
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::fleet::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 use crate::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
 use crate::sim::peak_figures::{
     CountdownSample, PastBoundApart, PeakFigures, PlacedPlayer, Placements, QueueTiming, RoundRow,
@@ -28,6 +27,7 @@ use crate::sim::peak_figures::{
 use crate::sim::population::{Population, PopulationSpec};
 use crate::sim::simulator::{MeetSpec, SimReport, SimulatorOptions, run_simulator};
 use matchmaker::db::{self, local_pg::LocalPostgres};
+use matchmaker_testkit::fleet::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 
 #[derive(Debug, Clone)]
 pub struct PeakRun {

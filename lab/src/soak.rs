@@ -5,7 +5,7 @@
 //! stops the leader of a queue (SIGKILL; SIGTERM; SIGSTOP until a standby leads, preferably
 //! mid-commit), restarts PostgreSQL (fast, then immediate) and fires cancel storms at
 //! solves in flight, until the replicas have committed `--rounds` rounds. Then it audits
-//! the database ([`matchmaker::db::audit`]) and prints a table; it exits non-zero if any
+//! the database ([`matchmaker_testkit::audit`]) and prints a table; it exits non-zero if any
 //! violation count is not zero.
 //!
 //! The building blocks, [`crate::fleet`] (replicas, leases) and [`crate::load`] (the
@@ -22,11 +22,12 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
+use matchmaker::db;
 use matchmaker::db::local_pg::{LocalPostgres, StopMode};
-use matchmaker::db::{self, audit};
+use matchmaker_testkit::audit;
 
-use crate::fleet::*;
-use crate::load::*;
+use matchmaker_testkit::fleet::*;
+use matchmaker_testkit::load::*;
 
 #[derive(Debug, Clone)]
 pub struct SoakOptions {

@@ -5,7 +5,6 @@
 //! database clock, so tests drive rounds, leases and countdowns with an injected clock.
 
 pub mod access;
-pub mod audit;
 pub mod backfill;
 pub mod commit;
 pub mod enqueue;

@@ -11,12 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::SubsecRound;
 use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::RoundRunner;
+use matchmaker::daemon::round::{RoundRunner, SolvedRound};
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
-use matchmaker::db::RoundTrigger;
+use matchmaker::db::{Lease, RoundTrigger};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
@@ -25,13 +24,7 @@ use crate::support::*;
 
 /// q: 2 teams of 3, peer-to-peer, a round every 10 minutes (never during a test unless
 /// the clock is moved), backfill on with its defaults.
-const QUEUES: &str = r#"
-[queues.q]
-[queues.q.round]
-every = "10m"
-budget = "50ms"
-seed = 7
-"#;
+const QUEUES: &str = include_str!("configs/backfill.toml");
 
 struct World {
     tdb: TestDb,
@@ -43,13 +36,12 @@ struct World {
 impl World {
     async fn new() -> World {
         let tdb = fresh_db().await;
-        let config = Config::from_toml_str(QUEUES).expect("valid config");
-        let config = Arc::new(config.queues["q"].clone());
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
-        let mut worker = QueueWorker::new("q", "bf", runner, config.clone(), secs(15));
-        let first = worker.step().await.unwrap();
-        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
+        let Leader {
+            clock,
+            worker,
+            config,
+            ..
+        } = leader(&tdb.pool, QUEUES, "q", "bf").await;
         World {
             tdb,
             clock,
@@ -61,29 +53,18 @@ impl World {
     fn db(&self) -> &PgPool {
         &self.tdb.pool
     }
-}
 
-async fn solo(client: &PgPool, player: &str, skill: f64, eu_ms: f64) {
-    sqlx::query("SELECT enqueue('q', $1, $2, jsonb_build_object('eu', $3::float8))")
-        .bind(player)
-        .bind(skill)
-        .bind(eu_ms)
-        .execute(client)
-        .await
-        .unwrap_or_else(|e| panic!("enqueue {player}: {e}"));
-}
-
-async fn party(client: &PgPool, party_id: &str, members: &[&str], skill: f64) {
-    let members: Vec<Value> = members
-        .iter()
-        .map(|m| json!({"player_id": m, "skill": skill, "latencies": {"eu": 30}}))
-        .collect();
-    sqlx::query("SELECT * FROM enqueue_party('q', $1, $2)")
-        .bind(party_id)
-        .bind(sqlx::types::Json(members))
-        .execute(client)
-        .await
-        .unwrap_or_else(|e| panic!("enqueue_party {party_id}: {e}"));
+    /// The backfill round up to its commit: the runner, the worker's lease, the solve.
+    async fn solve_backfill(&self) -> (RoundRunner, Lease, SolvedRound) {
+        let runner = RoundRunner::new(self.db().clone(), Arc::new(self.clock.clone()));
+        let lease = self.worker.keep_lease().await.unwrap().expect("leading");
+        let prepared = runner
+            .prepare("q", self.config.clone(), RoundTrigger::Backfill)
+            .await
+            .unwrap();
+        let solved = runner.solve(prepared).await.unwrap();
+        (runner, lease, solved)
+    }
 }
 
 /// Members a, b, c on team 0 and d, e on team 1 (one left team 1), all 1500 at 30 ms.
@@ -92,29 +73,20 @@ fn lost_one() -> Value {
     json!([m("a", 0), m("b", 0), m("c", 0), m("d", 1), m("e", 1)])
 }
 
-async fn request(
-    client: &PgPool,
-    session: &str,
-    members: &Value,
-    open: &[i32],
-    expires_in: &str,
-) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT request_backfill('q', $1, $2, $3, $4::interval)")
-        .bind(session)
-        .bind(sqlx::types::Json(members))
-        .bind(open)
-        .bind(expires_in)
-        .fetch_one(client)
+/// A world where a client has queued `near` (1500, 30 ms from eu) and a game server asks
+/// a fill for `session`, which lost a player ([`lost_one`]): the world, the client's and
+/// the server's pools, the request's id.
+async fn near_and_a_request(session: &str) -> (World, PgPool, PgPool, i64) {
+    let w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
+    enqueue(&client, "q", "near", 1500.0)
+        .latency("eu", 30.0)
+        .await;
+    let id = request_backfill(&server, "q", session, &lost_one(), &[0, 1], "30 seconds")
         .await
-}
-
-/// (status, reason, filled_by) of a request, as `client` reads it.
-async fn status(client: &PgPool, id: i64) -> Option<(String, Option<String>, Vec<String>)> {
-    sqlx::query_as("SELECT status, reason, filled_by FROM backfill_status WHERE request_id = $1")
-        .bind(id)
-        .fetch_optional(client)
-        .await
-        .unwrap()
+        .unwrap();
+    (w, client, server, id)
 }
 
 /// The worker's next step must be an immediate backfill round.
@@ -130,29 +102,25 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 2).await;
     let (_, server) = server_login(&w.tdb, 2).await;
-    solo(&client, "far", 2900.0, 260.0).await;
-    solo(&client, "near", 1520.0, 35.0).await;
+    enqueue(&client, "q", "far", 2900.0)
+        .latency("eu", 260.0)
+        .await;
+    enqueue(&client, "q", "near", 1520.0)
+        .latency("eu", 35.0)
+        .await;
     let before: (Option<chrono::DateTime<chrono::Utc>>, Option<i64>) =
         sqlx::query_as("SELECT next_round_at, last_round_id FROM queue_state WHERE queue = 'q'")
             .fetch_one(w.db())
             .await
             .unwrap();
-    let channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
-        .fetch_one(&client)
-        .await
-        .unwrap();
-    let mut listener = PgListener::connect_with(&client).await.unwrap();
-    listener.listen(&channel).await.unwrap();
+    let (mut listener, channel) = listen_to(&client, "q").await;
     // The game server hears of its fill on its own channel.
-    let server_channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
-        .fetch_one(&server)
-        .await
-        .unwrap();
+    let server_channel = queue_channel(&server, "q").await;
     assert_ne!(server_channel, channel);
     let mut server_listener = PgListener::connect_with(&server).await.unwrap();
     server_listener.listen(&server_channel).await.unwrap();
 
-    let id = request(&server, "game-1", &lost_one(), &[0, 1], "30 seconds")
+    let id = request_backfill(&server, "q", "game-1", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     // The clock has not moved: the schedule is 10 minutes away, the round is the
@@ -161,7 +129,7 @@ async fn a_session_that_lost_a_player_is_refilled_at_once_by_a_close_player() {
     assert_eq!(report.backfilled, 1, "{report:?}");
     assert_eq!(report.matched, 1, "{report:?}");
 
-    let (st, reason, filled_by) = status(&server, id).await.unwrap();
+    let (st, reason, filled_by) = backfill_status(&server, id).await.unwrap();
     assert_eq!(st, "filled", "{reason:?}");
     assert_eq!(filled_by, vec!["near".to_string()]);
     let near: (String, Option<String>, Option<i32>) = sqlx::query_as(
@@ -228,16 +196,22 @@ async fn parties_stay_whole() {
     let (_, client) = client_login(&w.tdb, 2).await;
     let (_, server) = server_login(&w.tdb, 2).await;
     // one slot on each team: the close duo cannot be split, two farther solos fill
-    party(&client, "duo", &["d1", "d2"], 1500.0).await;
-    solo(&client, "s1", 1700.0, 30.0).await;
-    solo(&client, "s2", 1300.0, 30.0).await;
+    enqueue_party(&client, "q", "duo")
+        .members(&["d1", "d2"], 1500.0)
+        .await;
+    enqueue(&client, "q", "s1", 1700.0)
+        .latency("eu", 30.0)
+        .await;
+    enqueue(&client, "q", "s2", 1300.0)
+        .latency("eu", 30.0)
+        .await;
     let m = |id: &str, team: i32| json!({"player_id": id, "team": team, "skill": 1500, "latencies": {"eu": 30}});
     let members = json!([m("a", 0), m("b", 0), m("c", 1), m("d", 1)]);
-    let id = request(&server, "game-2", &members, &[1, 1], "30 seconds")
+    let id = request_backfill(&server, "q", "game-2", &members, &[1, 1], "30 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
-    let (st, _, mut filled_by) = status(&server, id).await.unwrap();
+    let (st, _, mut filled_by) = backfill_status(&server, id).await.unwrap();
     assert_eq!(st, "filled");
     filled_by.sort();
     assert_eq!(filled_by, vec!["s1".to_string(), "s2".to_string()]);
@@ -257,11 +231,11 @@ async fn parties_stay_whole() {
 
     // Two open slots on team 1: the duo fills them together.
     let members = json!([m("x", 0), m("y", 0), m("z", 0), m("v", 1)]);
-    let id = request(&server, "game-3", &members, &[0, 2], "30 seconds")
+    let id = request_backfill(&server, "q", "game-3", &members, &[0, 2], "30 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
-    let (st, _, filled_by) = status(&server, id).await.unwrap();
+    let (st, _, filled_by) = backfill_status(&server, id).await.unwrap();
     assert_eq!(st, "filled");
     assert_eq!(filled_by, vec!["d1".to_string(), "d2".to_string()]);
     assert_nobody_matched_twice(w.db()).await;
@@ -274,10 +248,12 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
     let (_, client) = client_login(&w.tdb, 2).await;
     let (_, server) = server_login(&w.tdb, 2).await;
     for i in 0..7 {
-        solo(&client, &format!("p{i}"), 1400.0 + 30.0 * i as f64, 30.0).await;
+        enqueue(&client, "q", &format!("p{i}"), 1400.0 + 30.0 * i as f64)
+            .latency("eu", 30.0)
+            .await;
     }
     // The request arrives with the tick due: the scheduled round takes it.
-    let id = request(&server, "game-4", &lost_one(), &[0, 1], "30 seconds")
+    let id = request_backfill(&server, "q", "game-4", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     w.clock.advance(Duration::from_secs(601));
@@ -289,7 +265,7 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
     assert_eq!(report.backfilled, 1, "{report:?}");
     assert_eq!(report.matches, 2, "one fill and one new match: {report:?}");
     assert_eq!(report.matched, 7, "{report:?}");
-    let (st, _, filled_by) = status(&server, id).await.unwrap();
+    let (st, _, filled_by) = backfill_status(&server, id).await.unwrap();
     assert_eq!(st, "filled");
     let in_new_match: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM match_players mp JOIN matches m USING (match_id)
@@ -308,9 +284,9 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
         .fetch_all(w.db())
         .await
         .unwrap();
-    let audit = matchmaker::db::audit::audit(
+    let audit = audit::audit(
         w.db(),
-        matchmaker::db::audit::Expected {
+        audit::Expected {
             entries: &entries,
             cancelled_players: &[],
         },
@@ -322,20 +298,8 @@ async fn a_scheduled_round_fills_and_forms_new_matches_from_one_pool() {
 
 #[tokio::test]
 async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
-    let w = World::new().await;
-    let (_, client) = client_login(&w.tdb, 2).await;
-    let (_, server) = server_login(&w.tdb, 2).await;
-    solo(&client, "near", 1500.0, 30.0).await;
-    let id = request(&server, "game-5", &lost_one(), &[0, 1], "30 seconds")
-        .await
-        .unwrap();
-    let runner = RoundRunner::new(w.db().clone(), Arc::new(w.clock.clone()));
-    let lease = w.worker.keep_lease().await.unwrap().expect("leading");
-    let prepared = runner
-        .prepare("q", w.config.clone(), RoundTrigger::Backfill)
-        .await
-        .unwrap();
-    let solved = runner.solve(prepared).await.unwrap();
+    let (w, client, server, id) = near_and_a_request("game-5").await;
+    let (runner, lease, solved) = w.solve_backfill().await;
     assert_eq!(solved.backfill.fills.len(), 1);
     let cancelled: i32 = sqlx::query_scalar("SELECT cancel('near', 'q')")
         .fetch_one(&client)
@@ -344,7 +308,7 @@ async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
     assert_eq!(cancelled, 1);
     let report = runner.commit(solved, &lease).await.unwrap();
     assert_eq!(report.backfilled, 0);
-    let (st, reason, filled_by) = status(&server, id).await.unwrap();
+    let (st, reason, filled_by) = backfill_status(&server, id).await.unwrap();
     assert_eq!(st, "open");
     assert!(reason.unwrap().contains("fill was dropped"));
     assert!(filled_by.is_empty());
@@ -356,20 +320,8 @@ async fn a_cancel_during_the_round_drops_the_fill_and_the_request_stays_open() {
 #[tokio::test]
 async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
     for case in ["cancelled", "expired", "locked"] {
-        let mut w = World::new().await;
-        let (_, client) = client_login(&w.tdb, 2).await;
-        let (_, server) = server_login(&w.tdb, 2).await;
-        solo(&client, "near", 1500.0, 30.0).await;
-        let id = request(&server, "game-10", &lost_one(), &[0, 1], "30 seconds")
-            .await
-            .unwrap();
-        let runner = RoundRunner::new(w.db().clone(), Arc::new(w.clock.clone()));
-        let lease = w.worker.keep_lease().await.unwrap().expect("leading");
-        let prepared = runner
-            .prepare("q", w.config.clone(), RoundTrigger::Backfill)
-            .await
-            .unwrap();
-        let solved = runner.solve(prepared).await.unwrap();
+        let (mut w, _client, server, id) = near_and_a_request("game-10").await;
+        let (runner, lease, solved) = w.solve_backfill().await;
         assert_eq!(solved.backfill.fills.len(), 1, "{case}");
 
         let mut holder = None;
@@ -420,7 +372,7 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
                 .await
                 .unwrap();
         assert_eq!(near, "queued", "{case}: the candidate still waits");
-        let (st, _, filled_by) = status(&server, id).await.unwrap();
+        let (st, _, filled_by) = backfill_status(&server, id).await.unwrap();
         assert!(filled_by.is_empty(), "{case}: {filled_by:?}");
         let stored: (String, Option<i64>) =
             sqlx::query_as("SELECT status, match_id FROM backfill_requests WHERE request_id = $1")
@@ -440,7 +392,7 @@ async fn a_request_closed_or_locked_during_the_round_drops_its_fill() {
                 w.clock.advance(Duration::from_secs(6));
                 let report = backfill_round(&mut w).await;
                 assert_eq!(report.backfilled, 1, "{report:?}");
-                let (st, _, filled_by) = status(&server, id).await.unwrap();
+                let (st, _, filled_by) = backfill_status(&server, id).await.unwrap();
                 assert_eq!(
                     (st.as_str(), filled_by),
                     ("filled", vec!["near".to_string()])
@@ -465,8 +417,10 @@ async fn an_expired_request_says_why() {
     let (_, client) = client_login(&w.tdb, 2).await;
     let (_, server) = server_login(&w.tdb, 2).await;
     // Only a party of three is queued: it never fits one open slot.
-    party(&client, "trio", &["t1", "t2", "t3"], 1500.0).await;
-    let id = request(&server, "game-6", &lost_one(), &[0, 1], "3 seconds")
+    enqueue_party(&client, "q", "trio")
+        .members(&["t1", "t2", "t3"], 1500.0)
+        .await;
+    let id = request_backfill(&server, "q", "game-6", &lost_one(), &[0, 1], "3 seconds")
         .await
         .unwrap();
     backfill_round(&mut w).await;
@@ -496,7 +450,7 @@ async fn an_expired_request_says_why() {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_secs_f64(left.max(0.0) + 0.1)).await;
-    let (st, reason, _) = status(&server, id).await.unwrap();
+    let (st, reason, _) = backfill_status(&server, id).await.unwrap();
     assert_eq!(st, "expired");
     let reason = reason.unwrap();
     assert!(reason.starts_with("expired: nothing filled it"), "{reason}");
@@ -513,10 +467,7 @@ async fn an_expired_request_says_why() {
     assert_eq!(stored.0, "expired");
     assert_eq!(stored.1, reason);
     // Nothing was matched.
-    let matched: i64 = sqlx::query_scalar("SELECT count(*) FROM match_players")
-        .fetch_one(w.db())
-        .await
-        .unwrap();
+    let matched: i64 = count(w.db(), "SELECT count(*) FROM match_players").await;
     assert_eq!(matched, 0);
 }
 
@@ -685,10 +636,10 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
         assert_eq!(message, refusal);
     }
     // A second open request for one session.
-    request(&server, "dup", &five, &[0, 1], "30s")
+    request_backfill(&server, "q", "dup", &five, &[0, 1], "30s")
         .await
         .unwrap();
-    let err = request(&server, "dup", &five, &[0, 1], "30s")
+    let err = request_backfill(&server, "q", "dup", &five, &[0, 1], "30s")
         .await
         .unwrap_err();
     let (code, message) = db_error(&err);
@@ -697,10 +648,7 @@ async fn malformed_requests_are_refused_readably_and_touch_nothing() {
         message,
         "session_id = 'dup': already has an open backfill request in queue q (cancel it first)"
     );
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM backfill_requests")
-        .fetch_one(w.db())
-        .await
-        .unwrap();
+    let rows: i64 = count(w.db(), "SELECT count(*) FROM backfill_requests").await;
     assert_eq!(rows, 1, "only the one valid request was written");
 }
 
@@ -709,14 +657,11 @@ async fn a_login_cannot_see_or_cancel_another_logins_request() {
     let w = World::new().await;
     let (_, alice) = server_login(&w.tdb, 2).await;
     let (_, mallory) = server_login(&w.tdb, 2).await;
-    let id = request(&alice, "game-7", &lost_one(), &[0, 1], "30 seconds")
+    let id = request_backfill(&alice, "q", "game-7", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
-    assert!(status(&mallory, id).await.is_none());
-    let seen: i64 = sqlx::query_scalar("SELECT count(*) FROM backfill_status")
-        .fetch_one(&mallory)
-        .await
-        .unwrap();
+    assert!(backfill_status(&mallory, id).await.is_none());
+    let seen: i64 = count(&mallory, "SELECT count(*) FROM backfill_status").await;
     assert_eq!(seen, 0);
     let cancelled: bool = sqlx::query_scalar("SELECT cancel_backfill($1)")
         .bind(id)
@@ -731,14 +676,14 @@ async fn a_login_cannot_see_or_cancel_another_logins_request() {
         let err = sqlx::query(sql).execute(&mallory).await.unwrap_err();
         assert_eq!(db_error(&err).0, "42501", "{sql}");
     }
-    assert_eq!(status(&alice, id).await.unwrap().0, "open");
+    assert_eq!(backfill_status(&alice, id).await.unwrap().0, "open");
     let cancelled: bool = sqlx::query_scalar("SELECT cancel_backfill($1)")
         .bind(id)
         .fetch_one(&alice)
         .await
         .unwrap();
     assert!(cancelled);
-    let (st, reason, _) = status(&alice, id).await.unwrap();
+    let (st, reason, _) = backfill_status(&alice, id).await.unwrap();
     assert_eq!(
         (st.as_str(), reason.as_deref()),
         ("cancelled", Some("cancelled by the client"))
@@ -751,7 +696,7 @@ async fn a_login_cannot_see_or_cancel_another_logins_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
     let _timing = TIMING.write().await;
-    use matchmaker::daemon::{self, DaemonOptions};
+
     use std::time::Instant;
     let tdb = fresh_db().await;
     let config = Config::from_toml_str(
@@ -761,43 +706,23 @@ async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
     )
     .unwrap();
     let delay = config.queues["q"].backfill.delay;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let options = DaemonOptions {
-        holder: "bf-daemon".into(),
-        ..DaemonOptions::default()
-    };
-    let task = tokio::spawn(daemon::run(tdb.new_pool(4).await, config, options, async {
-        let _ = stop_rx.await;
-    }));
-    // Published, and listening (a NOTIFY sent before the LISTEN is lost).
-    let ready = Instant::now();
-    while count(
-        &tdb.pool,
-        "SELECT count(*) FROM pg_stat_activity
-          WHERE datname = current_database() AND state = 'idle'
-            AND query = 'LISTEN \"matchmaker_enqueue\"'",
-    )
-    .await
-        < 1
-        || count(&tdb.pool, "SELECT count(*) FROM queues WHERE active").await < 1
-    {
-        assert!(
-            ready.elapsed() < Duration::from_secs(30),
-            "the daemon did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let daemon = spawn_daemon(tdb.new_pool(4).await, config, "bf-daemon");
+    wait_until_serving(&tdb.pool, 1).await;
     let (_, client) = client_login(&tdb, 2).await;
     let (_, server) = server_login(&tdb, 2).await;
-    solo(&client, "far", 2900.0, 260.0).await;
-    solo(&client, "near", 1520.0, 35.0).await;
+    enqueue(&client, "q", "far", 2900.0)
+        .latency("eu", 260.0)
+        .await;
+    enqueue(&client, "q", "near", 1520.0)
+        .latency("eu", 35.0)
+        .await;
 
     let asked = Instant::now();
-    let id = request(&server, "game-9", &lost_one(), &[0, 1], "30 seconds")
+    let id = request_backfill(&server, "q", "game-9", &lost_one(), &[0, 1], "30 seconds")
         .await
         .unwrap();
     let filled = loop {
-        let s = status(&server, id).await.unwrap();
+        let s = backfill_status(&server, id).await.unwrap();
         if s.0 != "open" || asked.elapsed() > delay {
             break s;
         }
@@ -811,6 +736,5 @@ async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
         .unwrap();
     assert_eq!(trigger, "backfill");
 
-    let _ = stop_tx.send(());
-    task.await.unwrap().unwrap();
+    daemon.stop().await;
 }

@@ -3,15 +3,12 @@
 //! password shows in `--help`.
 
 use std::process::{Command, Output, Stdio};
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use matchmaker::db::{self, DbError};
 use matchmaker::ops::error_report;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Connection};
 
-use crate::support::{fresh_db, server_url};
+use crate::support::{fresh_db, unmigrated_db};
 
 fn cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_matchmaker"))
@@ -41,44 +38,6 @@ fn output_within(cmd: &mut Command, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().expect("collect output")
-}
-
-/// A new database on the test server without any migration, and its URL. The caller
-/// drops it with [`drop_db`].
-async fn unmigrated_db() -> (String, String) {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = format!(
-        "mm_t_bare_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    let mut admin = PgConnectOptions::from_str(server_url())
-        .expect("valid server URL")
-        .connect()
-        .await
-        .expect("connect to the test server");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut admin)
-        .await
-        .expect("create an unmigrated database");
-    admin.close().await.ok();
-    let (base, _) = server_url()
-        .rsplit_once('/')
-        .expect("URL has a database path");
-    (format!("{base}/{name}"), name)
-}
-
-async fn drop_db(name: &str) {
-    let mut admin = PgConnectOptions::from_str(server_url())
-        .expect("valid server URL")
-        .connect()
-        .await
-        .expect("connect to the test server");
-    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&mut admin)
-        .await;
-    admin.close().await.ok();
 }
 
 /// The subcommands the binary's `--help` lists (so a new one is covered too).
@@ -131,12 +90,13 @@ fn cli_help_never_shows_the_database_password() {
 
 #[tokio::test]
 async fn cli_run_no_migrate_refuses_an_unmigrated_database_with_one_line() {
-    let (url, name) = unmigrated_db().await;
+    let bare = unmigrated_db().await;
+    let url = bare.url();
     let out = output_within(
         cli().args(["run", "--no-migrate", "--database-url", &url]),
         Duration::from_secs(15),
     );
-    drop_db(&name).await;
+    bare.drop_now().await;
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "must exit non-zero:\n{stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
@@ -151,12 +111,13 @@ async fn cli_run_no_migrate_refuses_an_unmigrated_database_with_one_line() {
 
 #[tokio::test]
 async fn cli_status_prints_the_schema_error_once() {
-    let (url, name) = unmigrated_db().await;
+    let bare = unmigrated_db().await;
+    let url = bare.url();
     let out = output_within(
         cli().args(["status", "--once", "--database-url", &url]),
         Duration::from_secs(15),
     );
-    drop_db(&name).await;
+    bare.drop_now().await;
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "must exit non-zero:\n{stderr}");
     assert_eq!(stderr.matches("not migrated").count(), 1, "{stderr}");

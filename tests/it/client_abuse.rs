@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::SubsecRound;
 use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::{RoundReport, RoundRunner};
@@ -18,21 +17,7 @@ use sqlx::PgPool;
 use crate::support::*;
 
 /// q: 2 teams of 3, no roles, any region. r: roles, and latencies only to eu and us.
-const QUEUES: &str = r#"
-default_queue = "q"
-[queues.q]
-[queues.q.round]
-every = "1s"
-budget = "50ms"
-seed = 5
-[queues.r]
-roles = ["tank", "healer", "dps"]
-[queues.r.round]
-every = "1s"
-budget = "50ms"
-[queues.r.tickets]
-regions = ["eu", "us"]
-"#;
+const QUEUES: &str = include_str!("configs/client_abuse.toml");
 
 /// A database whose queues q and r are published, and the worker of q on a manual clock.
 struct World {
@@ -46,13 +31,13 @@ struct World {
 impl World {
     async fn new() -> World {
         let tdb = fresh_db().await;
+        let Leader {
+            clock,
+            runner,
+            worker,
+            config: q,
+        } = leader(&tdb.pool, QUEUES, "q", "abuse").await;
         let config = Config::from_toml_str(QUEUES).expect("valid config");
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
-        let q = Arc::new(config.queues["q"].clone());
-        let mut worker = QueueWorker::new("q", "abuse", runner.clone(), q.clone(), secs(15));
-        let first = worker.step().await.unwrap();
-        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
         db::queues::publish_queue(&tdb.pool, "r", &config.queues["r"], "abuse")
             .await
             .unwrap();
@@ -72,53 +57,16 @@ impl World {
     /// The next tick of q: a round must run.
     async fn round(&mut self) -> RoundReport {
         self.clock.advance(secs(1));
-        match self.worker.step().await.unwrap() {
-            StepOutcome::Ran(report) => report,
-            other => panic!("expected a round, got {other:?}"),
-        }
+        expect_round(self.worker.step().await.unwrap(), "q")
     }
-}
-
-/// A solo player through the front door, as `client`.
-async fn solo(client: &PgPool, queue: &str, player: &str, skill: f64) -> i64 {
-    sqlx::query_scalar(
-        r#"SELECT enqueue(queue => $1, player_id => $2, skill => $3, latencies => '{"eu": 30}')"#,
-    )
-    .bind(queue)
-    .bind(player)
-    .bind(skill)
-    .fetch_one(client)
-    .await
-    .unwrap_or_else(|e| panic!("enqueue {player}: {e}"))
 }
 
 async fn solos(client: &PgPool, queue: &str, players: &[&str]) {
     for (i, p) in players.iter().enumerate() {
-        solo(client, queue, p, 1400.0 + 25.0 * i as f64).await;
+        enqueue(client, queue, p, 1400.0 + 25.0 * i as f64)
+            .latency("eu", 30.0)
+            .await;
     }
-}
-
-/// A party through the front door, as `client`.
-async fn party(client: &PgPool, queue: &str, party_id: &str, members: &[&str]) {
-    let members: Vec<serde_json::Value> = members
-        .iter()
-        .map(|m| serde_json::json!({"player_id": m, "skill": 1500, "latencies": {"eu": 35}}))
-        .collect();
-    sqlx::query("SELECT * FROM enqueue_party($1, $2, $3)")
-        .bind(queue)
-        .bind(party_id)
-        .bind(sqlx::types::Json(members))
-        .fetch_all(client)
-        .await
-        .unwrap_or_else(|e| panic!("enqueue_party {party_id}: {e}"));
-}
-
-async fn cancel(client: &PgPool, player: &str) -> i32 {
-    sqlx::query_scalar("SELECT cancel($1)")
-        .bind(player)
-        .fetch_one(client)
-        .await
-        .unwrap()
 }
 
 /// `sql` as `client` must fail with a permission error.
@@ -149,26 +97,6 @@ async fn refused<'e>(client: impl sqlx::PgExecutor<'e>, sql: &str, needles: &[&s
         );
     }
     message
-}
-
-/// Everything the daemon owns, as one string: equal before and after means untouched.
-async fn fingerprint(db: &PgPool) -> String {
-    sqlx::query_scalar(
-        "SELECT concat_ws(' / ',
-            (SELECT count(*) || ':' || md5(coalesce(string_agg(e::text, ',' ORDER BY entry_id), ''))
-               FROM queue_entries e),
-            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY match_id), '')) FROM matches m),
-            (SELECT md5(coalesce(string_agg(p::text, ',' ORDER BY entry_id), ''))
-               FROM match_players p),
-            (SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY round_id), '')) FROM rounds r),
-            (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY queue), '')) FROM leases l),
-            (SELECT md5(coalesce(string_agg(q::text, ',' ORDER BY queue), '')) FROM queues q),
-            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY queue), ''))
-               FROM queue_state s))",
-    )
-    .fetch_one(db)
-    .await
-    .unwrap()
 }
 
 async fn status_of(db: &PgPool, player: &str) -> Vec<(String, String, Option<String>)> {
@@ -335,10 +263,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
-    let entry: i64 = sqlx::query_scalar("SELECT enqueue('q', 'shadow', 1500)")
-        .fetch_one(&mut *conn)
-        .await
-        .unwrap();
+    let entry = enqueue(&mut *conn, "q", "shadow", 1500.0).await;
     drop(conn);
     let (queue, live): (String, bool) = sqlx::query_as(
         "SELECT queue, expires_at > now() + interval '4 minutes' FROM queue_entries
@@ -416,22 +341,13 @@ async fn a_client_transaction_holding_locks_never_holds_up_a_round() {
     // (b) A cancel and a keep_alive in open transactions hold their rows; an enqueue in an
     // open transaction holds an uncommitted entry.
     let mut cancelling = client.begin().await.unwrap();
-    let n: i32 = sqlx::query_scalar("SELECT cancel('alice')")
-        .fetch_one(&mut *cancelling)
-        .await
-        .unwrap();
+    let n = cancel(&mut *cancelling, "alice").await;
     assert_eq!(n, 1);
     let mut refreshing = client.begin().await.unwrap();
-    let n: i32 = sqlx::query_scalar("SELECT keep_alive('{p6}')")
-        .fetch_one(&mut *refreshing)
-        .await
-        .unwrap();
+    let n = keep_alive(&mut *refreshing, &["p6"]).await;
     assert_eq!(n, 1);
     let mut enqueueing = client.begin().await.unwrap();
-    sqlx::query("SELECT enqueue('q', 'zed', 1500)")
-        .execute(&mut *enqueueing)
-        .await
-        .unwrap();
+    enqueue(&mut *enqueueing, "q", "zed", 1500.0).await;
 
     // The round takes who it can lock (p0..p5) and does not wait for the rest.
     let started = Instant::now();
@@ -469,16 +385,10 @@ async fn a_client_transaction_holding_locks_never_holds_up_a_round() {
     let solved = w.runner.solve(prepared).await.unwrap();
     assert_eq!(solved.outcome.matches.len(), 1);
     let mut cancelling = client.begin().await.unwrap();
-    let n: i32 = sqlx::query_scalar("SELECT cancel('alice')")
-        .fetch_one(&mut *cancelling)
-        .await
-        .unwrap();
+    let n = cancel(&mut *cancelling, "alice").await;
     assert_eq!(n, 1);
     let mut enqueueing = client.begin().await.unwrap();
-    sqlx::query("SELECT enqueue('q', 'yan', 1500)")
-        .execute(&mut *enqueueing)
-        .await
-        .unwrap();
+    enqueue(&mut *enqueueing, "q", "yan", 1500.0).await;
     let started = Instant::now();
     let report = tokio::time::timeout(secs(10), w.runner.commit(solved, &lease))
         .await
@@ -511,10 +421,7 @@ async fn an_enqueue_racing_the_retirement_of_its_queue_is_rejected_by_the_next_s
     let (_, client) = client_login(&w.tdb, 1).await;
     // The client's enqueue reads queue r as active, and stays open while r is retired.
     let mut enqueueing = client.begin().await.unwrap();
-    sqlx::query("SELECT enqueue('r', 'late', 1500)")
-        .execute(&mut *enqueueing)
-        .await
-        .unwrap();
+    enqueue(&mut *enqueueing, "r", "late", 1500.0).await;
     let rejected = tokio::time::timeout(
         secs(10),
         db::queues::retire_queue(w.db(), "r", "queue r was removed from the config"),
@@ -555,10 +462,7 @@ async fn an_enqueue_racing_the_retirement_of_its_queue_is_rejected_by_the_next_s
 async fn retiring_a_queue_waits_for_a_clients_row_lock_by_the_lock_timeout_at_most() {
     let w = World::new().await;
     let (_, client) = client_login(&w.tdb, 1).await;
-    sqlx::query("SELECT enqueue('r', 'held', 1500)")
-        .execute(&client)
-        .await
-        .unwrap();
+    enqueue(&client, "r", "held", 1500.0).await;
     // A keep_alive in an open transaction holds the entry's row.
     let mut refreshing = client.begin().await.unwrap();
     let n: i32 = sqlx::query_scalar("SELECT keep_alive('{held}', 'r')")
@@ -606,7 +510,9 @@ async fn a_party_cannot_be_split_or_joined() {
     let mut w = World::new().await;
     let (_, a) = client_login(&w.tdb, 1).await;
     let (_, b) = client_login(&w.tdb, 1).await;
-    party(&a, "q", "crew", &["bob", "carol"]).await;
+    enqueue_party(&a, "q", "crew")
+        .members_at(&["bob", "carol"], 1500.0, "eu", 35.0)
+        .await;
     let before = fingerprint(w.db()).await;
 
     // (c) Joining a queued party, by its id. (Another login's "crew" is its own party:
@@ -676,9 +582,13 @@ async fn two_logins_may_each_queue_a_party_of_one_id() {
     let mut w = World::new().await;
     let (_, a) = client_login(&w.tdb, 1).await;
     let (_, b) = client_login(&w.tdb, 1).await;
-    party(&a, "q", "crew", &["bob", "carol"]).await;
+    enqueue_party(&a, "q", "crew")
+        .members_at(&["bob", "carol"], 1500.0, "eu", 35.0)
+        .await;
     // Another login's party id neither blocks this one's nor says that it is queued.
-    party(&b, "q", "crew", &["dan", "eve"]).await;
+    enqueue_party(&b, "q", "crew")
+        .members_at(&["dan", "eve"], 1500.0, "eu", 35.0)
+        .await;
     refused(
         &b,
         r#"SELECT * FROM enqueue_party('q', 'crew', '[{"player_id": "fay", "skill": 1500},
@@ -694,7 +604,9 @@ async fn two_logins_may_each_queue_a_party_of_one_id() {
             .fetch_one(w.db())
             .await
             .unwrap();
-    party(&c, "q", &format!("crew#{key}"), &["hal", "ida"]).await;
+    enqueue_party(&c, "q", &format!("crew#{key}"))
+        .members_at(&["hal", "ida"], 1500.0, "eu", 35.0)
+        .await;
 
     // Three parties of two: two matches of 3v3 with solos, each party on one team.
     solos(&a, "q", &["s0", "s1", "s2", "s3", "s4", "s5"]).await;
@@ -861,7 +773,9 @@ async fn a_login_sees_and_cancels_only_its_own_players() {
     let second = w.round().await;
     assert_eq!(second.matched, 6);
     solos(&a, "q", &["a6"]).await;
-    party(&a, "q", "apar", &["a7", "a8"]).await;
+    enqueue_party(&a, "q", "apar")
+        .members_at(&["a7", "a8"], 1500.0, "eu", 35.0)
+        .await;
 
     assert_eq!(
         visible_players(&a).await,
@@ -884,12 +798,11 @@ async fn a_login_sees_and_cancels_only_its_own_players() {
         .await
         .unwrap();
     assert_eq!(by_id, 0, "another login's match, asked for by id");
-    let by_player: i64 = sqlx::query_scalar(
+    let by_player: i64 = count(
+        &b,
         "SELECT count(*) FROM player_status WHERE player_id IN ('a0', 'a6', 'a7')",
     )
-    .fetch_one(&b)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(by_player, 0, "another login's players, asked for by id");
 
     // B cannot cancel or refresh A's waiting players.
@@ -1405,9 +1318,15 @@ async fn malformed_inputs_are_refused_with_22023_naming_field_and_rule() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 1).await;
     let (_, other) = client_login(&w.tdb, 1).await;
-    solo(&client, "q", "alice", 1500.0).await;
-    party(&client, "q", "crew", &["bob", "carol"]).await;
-    solo(&other, "q", "zoe", 1500.0).await;
+    enqueue(&client, "q", "alice", 1500.0)
+        .latency("eu", 30.0)
+        .await;
+    enqueue_party(&client, "q", "crew")
+        .members_at(&["bob", "carol"], 1500.0, "eu", 35.0)
+        .await;
+    enqueue(&other, "q", "zoe", 1500.0)
+        .latency("eu", 30.0)
+        .await;
     assert!(MALFORMED.len() >= 40, "{} cases", MALFORMED.len());
 
     for (sql, needles) in MALFORMED {

@@ -5,105 +5,26 @@
 //! added and retired by a reload.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::SubsecRound;
-use matchmaker::config::{Config, QueueConfig};
-use matchmaker::daemon::clock::{Clock, ManualClock};
-use matchmaker::daemon::round::{RoundReport, RoundRunner};
-use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
-use matchmaker::daemon::{self, DaemonOptions};
+use matchmaker::config::Config;
+use matchmaker::daemon::DaemonOptions;
+use matchmaker::daemon::clock::Clock;
+use matchmaker::daemon::worker::StepOutcome;
 use matchmaker::db::{self, RoundTrigger, enqueue as front};
-use matchmaker_optimizer::Player;
 use sqlx::PgPool;
 
 use crate::support::*;
 
 /// Queues a and b, 2 teams of 3 each, a round every second.
-const TWO_QUEUES: &str = r#"
-default_queue = "a"
-[queues.a]
-[queues.a.round]
-every = "1s"
-budget = "50ms"
-seed = 11
-[queues.b]
-[queues.b.round]
-every = "1s"
-budget = "50ms"
-seed = 12
-"#;
+const TWO_QUEUES: &str = include_str!("configs/two_queues.toml");
 
-/// Workers of some queues sharing one manual clock (wall-clock time at the start, so the
-/// database's `now()` and the clock agree roughly).
-struct Daemon {
-    tdb: TestDb,
-    clock: ManualClock,
-    runner: RoundRunner,
-    config: Config,
-    workers: BTreeMap<String, QueueWorker>,
-}
-
-impl Daemon {
-    /// The workers of every queue in `toml`; each publishes its queue on a first look.
-    async fn start(toml: &str) -> Daemon {
-        let tdb = fresh_db().await;
-        let config = Config::from_toml_str(toml).expect("valid config");
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
-        let mut workers = BTreeMap::new();
-        for (name, q) in &config.queues {
-            let mut w = QueueWorker::new(
-                name,
-                "lifecycle",
-                runner.clone(),
-                Arc::new(q.clone()),
-                secs(15),
-            );
-            let first = w.step().await.unwrap();
-            assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
-            workers.insert(name.clone(), w);
-        }
-        Daemon {
-            tdb,
-            clock,
-            runner,
-            config,
-            workers,
-        }
-    }
-
-    fn db(&self) -> &PgPool {
-        &self.tdb.pool
-    }
-
-    fn queue(&self, name: &str) -> Arc<QueueConfig> {
-        Arc::new(self.config.queues[name].clone())
-    }
-
-    /// One look at `queue` (after the clock moved, if it did).
-    async fn step(&mut self, queue: &str) -> StepOutcome {
-        self.workers
-            .get_mut(queue)
-            .expect("a worker of that queue")
-            .step()
-            .await
-            .unwrap()
-    }
-
-    /// The next tick, and a round of `queue` that must run.
-    async fn round(&mut self, queue: &str) -> RoundReport {
-        self.clock.advance(secs(1));
-        match self.step(queue).await {
-            StepOutcome::Ran(report) => report,
-            other => panic!("{queue}: expected a round, got {other:?}"),
-        }
-    }
-}
-
-fn solo_player(id: &str, skill: f64) -> Player {
-    player(id, skill, chrono::Utc::now())
+/// The workers of a and b, and the test's pool.
+async fn two_queues() -> (Daemon, PgPool) {
+    let d = Daemon::start(TWO_QUEUES, "lifecycle").await;
+    let db = d.db().clone();
+    (d, db)
 }
 
 /// Solo players through `enqueue()`.
@@ -113,14 +34,6 @@ async fn solos(db: &PgPool, queue: &str, ids: &[&str]) {
             .await
             .unwrap_or_else(|e| panic!("enqueue {id} into {queue}: {e}"));
     }
-}
-
-/// A party through `enqueue_party()`.
-async fn party(db: &PgPool, queue: &str, party_id: &str, ids: &[&str]) {
-    let members: Vec<Player> = ids.iter().map(|id| solo_player(id, 1500.0)).collect();
-    front::enqueue_party(db, queue, party_id, &members)
-        .await
-        .unwrap_or_else(|e| panic!("enqueue_party {party_id} into {queue}: {e}"));
 }
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -157,8 +70,7 @@ async fn entry(db: &PgPool, player: &str, queue: &str) -> Entry {
 
 #[tokio::test]
 async fn a_player_in_two_queues_is_matched_once_and_withdrawn_from_the_other() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
+    let (mut d, db) = two_queues().await;
     solos(&db, "a", &["x0", "x1", "x2", "x3", "x4", "x5"]).await;
     solos(&db, "b", &["x0", "b1", "b2", "b3", "b4", "b5"]).await;
 
@@ -197,8 +109,7 @@ async fn a_player_in_two_queues_is_matched_once_and_withdrawn_from_the_other() {
 
 #[tokio::test]
 async fn a_player_whose_other_entry_is_locked_waits_in_both_queues() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
+    let (mut d, db) = two_queues().await;
     solos(&db, "a", &["z0", "z1", "z2", "z3", "z4", "z5"]).await;
     solos(&db, "b", &["z0"]).await;
 
@@ -232,8 +143,7 @@ async fn a_player_whose_other_entry_is_locked_waits_in_both_queues() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_queues_racing_for_one_player_never_both_match_them() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
+    let (mut d, db) = two_queues().await;
     let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
     for i in 0..4 {
         let shared = format!("y{i}");
@@ -337,10 +247,13 @@ async fn two_queues_racing_for_one_player_never_both_match_them() {
 
 #[tokio::test]
 async fn a_party_in_two_queues_plays_in_one_and_leaves_the_other_whole() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
-    party(&db, "a", "crew", &["c1", "c2"]).await;
-    party(&db, "b", "crew", &["c1", "c2"]).await;
+    let (mut d, db) = two_queues().await;
+    enqueue_party(&db, "a", "crew")
+        .members(&["c1", "c2"], 1500.0)
+        .await;
+    enqueue_party(&db, "b", "crew")
+        .members(&["c1", "c2"], 1500.0)
+        .await;
     solos(&db, "a", &["a1", "a2", "a3", "a4"]).await;
     solos(&db, "b", &["b1", "b2", "b3", "b4"]).await;
 
@@ -372,11 +285,16 @@ async fn a_party_in_two_queues_plays_in_one_and_leaves_the_other_whole() {
 
 #[tokio::test]
 async fn cancelling_one_member_cancels_the_party_in_every_queue() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
-    party(&db, "a", "trio", &["t1", "t2", "t3"]).await;
-    party(&db, "a", "duo", &["d1", "d2"]).await;
-    party(&db, "b", "duo", &["d1", "d2"]).await;
+    let (mut d, db) = two_queues().await;
+    enqueue_party(&db, "a", "trio")
+        .members(&["t1", "t2", "t3"], 1500.0)
+        .await;
+    enqueue_party(&db, "a", "duo")
+        .members(&["d1", "d2"], 1500.0)
+        .await;
+    enqueue_party(&db, "b", "duo")
+        .members(&["d1", "d2"], 1500.0)
+        .await;
     solos(&db, "a", &["s1", "s2", "s3"]).await;
 
     assert_eq!(front::cancel(&db, Some("a"), "t2").await.unwrap(), 3);
@@ -414,6 +332,7 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
     let mut d = Daemon::start(
         "[queues.q]\n[queues.q.round]\nevery = \"1s\"\nbudget = \"50ms\"\n\
          [queues.q.tickets]\nttl = \"8s\"\n",
+        "lifecycle",
     )
     .await;
     let db = d.db().clone();
@@ -514,9 +433,10 @@ async fn sleep_until_db(db: &PgPool, at: chrono::DateTime<chrono::Utc>) {
 
 #[tokio::test]
 async fn a_party_with_a_member_locked_at_the_snapshot_sits_out_whole() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
-    party(&db, "a", "trio", &["t1", "t2", "t3"]).await;
+    let (mut d, db) = two_queues().await;
+    enqueue_party(&db, "a", "trio")
+        .members(&["t1", "t2", "t3"], 1500.0)
+        .await;
     solos(&db, "a", &["s1", "s2", "s3", "s4", "s5", "s6"]).await;
 
     // A call in flight holds one member's row while the round runs.
@@ -549,8 +469,7 @@ async fn a_party_with_a_member_locked_at_the_snapshot_sits_out_whole() {
 
 #[tokio::test]
 async fn a_member_the_core_refuses_takes_its_party_out_with_a_reason() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
+    let (mut d, db) = two_queues().await;
     let now = chrono::Utc::now();
     // Written straight into the table (the daemon's own bulk tool): a party by party_id
     // whose member names a role queue a does not have.
@@ -563,7 +482,9 @@ async fn a_member_the_core_refuses_takes_its_party_out_with_a_reason() {
         .await
         .unwrap();
     // A party of the front door, one member's row changed around it afterwards.
-    party(&db, "a", "pk", &["k1", "k2"]).await;
+    enqueue_party(&db, "a", "pk")
+        .members(&["k1", "k2"], 1500.0)
+        .await;
     sqlx::query("UPDATE queue_entries SET roles = '{wizard}' WHERE player_id = 'k1'")
         .execute(&db)
         .await
@@ -589,8 +510,7 @@ async fn a_member_the_core_refuses_takes_its_party_out_with_a_reason() {
 
 #[tokio::test]
 async fn a_lease_lost_before_the_commit_writes_nothing() {
-    let mut d = Daemon::start(TWO_QUEUES).await;
-    let db = d.db().clone();
+    let (mut d, db) = two_queues().await;
     solos(&db, "a", &["l0", "l1", "l2", "l3", "l4", "l5"]).await;
     // Another holder's lease (the worker's was released: nobody holds a now).
     d.workers["a"].release().await.unwrap();
@@ -639,7 +559,7 @@ async fn a_lease_lost_before_the_commit_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
-    let d = Daemon::start(TWO_QUEUES).await;
+    let d = Daemon::start(TWO_QUEUES, "lifecycle").await;
     let db = d.db().clone();
     let canceller = d.tdb.new_pool(2).await;
     d.workers["a"].release().await.unwrap();
@@ -724,16 +644,7 @@ async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
 
 /// Poll until `sql` (a count) is `want`.
 async fn wait_until(db: &PgPool, sql: &'static str, want: i64) {
-    for _ in 0..200 {
-        if count(db, sql).await == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "timed out waiting for `{sql}` to be {want} (is {})",
-        count(db, sql).await
-    );
+    wait_for_count(db, sql, want, Duration::from_secs(10)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -761,20 +672,13 @@ async fn a_reload_publishes_new_queues_and_retires_removed_ones() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("matchmaker.toml");
     std::fs::write(&path, queues(&["a", "b"])).unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let options = DaemonOptions {
         holder: "reloader".into(),
         config_path: Some(path.clone()),
         ..DaemonOptions::default()
     };
-    let task = tokio::spawn(daemon::run(
-        tdb.new_pool(4).await,
-        Config::load(&path).unwrap(),
-        options,
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    let config = Config::load(&path).unwrap();
+    let task = spawn_daemon_with(tdb.new_pool(4).await, config, options);
 
     // At start: a and b published, z (no config lists it) retired with its player.
     wait_until(
@@ -843,7 +747,6 @@ async fn a_reload_publishes_new_queues_and_retires_removed_ones() {
         .unwrap();
     assert_eq!(catalog, ["a", "c"]);
 
-    stop_tx.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    task.stop().await;
     assert_contract_invariants(&db).await;
 }

@@ -93,12 +93,9 @@ async fn the_countdown_shown_names_the_round_that_places_the_player() {
         let rate = arrival_rate(started.elapsed());
         if rng.random_bool((rate * tick.as_secs_f64()).min(1.0)) {
             let skill: f64 = rng.random_range(1000.0..2000.0);
-            sqlx::query("SELECT enqueue('q', $1, $2, jsonb_build_object('eu', 30.0))")
-                .bind(format!("p{next_id}"))
-                .bind(skill)
-                .execute(&client)
-                .await
-                .unwrap();
+            enqueue(&client, "q", &format!("p{next_id}"), skill)
+                .latency("eu", 30.0)
+                .await;
             next_id += 1;
         }
         type Row = (

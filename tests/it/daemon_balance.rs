@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use matchmaker::config::Config;
 use matchmaker::daemon::{self, DaemonOptions};
-use matchmaker::db::audit;
 use matchmaker::ops::status::read_status;
+use matchmaker_testkit::audit;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use tokio::sync::{oneshot, watch};

@@ -5,11 +5,10 @@
 //! players make a 5v5, the client views show the formats and the match, and the audit
 //! holds every match to the queue's published formats.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use matchmaker::config::Config;
-use matchmaker::daemon::{self, DaemonOptions};
-use matchmaker::db::audit::{self, Expected};
+use matchmaker_testkit::audit::{self, Expected};
 use sqlx::PgPool;
 
 use crate::support::*;
@@ -45,29 +44,17 @@ fn config() -> String {
 const PROMPTLY: Duration = Duration::from_secs(10);
 
 async fn wait_for(db: &PgPool, sql: &'static str, want: i64) {
-    let start = Instant::now();
-    let mut got = -1;
-    while start.elapsed() < PROMPTLY {
-        got = count(db, sql).await;
-        if got == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{sql}: {got}, not {want} within {PROMPTLY:?}");
+    wait_for_count(db, sql, want, PROMPTLY).await;
 }
 
 /// `n` players `{prefix}{i}` of skills 1500, 1510, ... enqueued one call each.
 async fn enqueue_players(client: &PgPool, queue: &str, prefix: &str, n: usize) -> Vec<i64> {
     let mut ids = Vec::new();
     for i in 0..n {
-        let id: i64 = sqlx::query_scalar("SELECT enqueue($1, $2, $3, '{\"eu\": 30}'::jsonb)")
-            .bind(queue)
-            .bind(format!("{prefix}{i}"))
-            .bind(1500.0 + 10.0 * i as f64)
-            .fetch_one(client)
-            .await
-            .unwrap_or_else(|e| panic!("enqueue {prefix}{i} into {queue}: {e}"));
+        let skill = 1500.0 + 10.0 * i as f64;
+        let id = enqueue(client, queue, &format!("{prefix}{i}"), skill)
+            .latency("eu", 30.0)
+            .await;
         ids.push(id);
     }
     ids
@@ -98,14 +85,7 @@ async fn a_flexible_queue_forms_a_5v4_only_when_the_score_says_so() {
         8,
         "min_pool defaults to the smallest format (4v4)"
     );
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let options = DaemonOptions {
-        holder: "formats-a".into(),
-        ..DaemonOptions::default()
-    };
-    let daemon = tokio::spawn(daemon::run(tdb.new_pool(6).await, config, options, async {
-        let _ = stop_rx.await;
-    }));
+    let daemon = spawn_daemon(tdb.new_pool(6).await, config, "formats-a");
     wait_for(db, "SELECT count(*) FROM queue_state", 3).await;
     // A NOTIFY sent before the daemon LISTENs is lost.
     wait_for(
@@ -160,8 +140,7 @@ async fn a_flexible_queue_forms_a_5v4_only_when_the_score_says_so() {
         3,
     )
     .await;
-    let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    daemon.stop().await;
 
     let formed = matches(db).await;
     assert_eq!(formed.len(), 2, "one match in nine, one in ten: {formed:?}");

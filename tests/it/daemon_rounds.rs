@@ -10,19 +10,6 @@ use matchmaker::db::{self, RoundTrigger};
 
 use crate::support::*;
 
-async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
-    db::acquire_lease(
-        db,
-        "q",
-        "test",
-        secs(15),
-        matchmaker::daemon::clock::Clock::lease_now(clock),
-    )
-    .await
-    .unwrap()
-    .expect("free lease")
-}
-
 #[tokio::test]
 async fn enqueue_round_assignment() {
     let tdb = fresh_db().await;

@@ -55,17 +55,7 @@ fn reload_refuses_a_bad_file_and_keeps_the_old_config() {
 /// Poll the database until `sql` returns `want`, for at most `within` (the daemon works
 /// on its own time).
 async fn wait_until(db: &sqlx::PgPool, sql: &'static str, want: i64, within: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < within {
-        if count(db, sql).await == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!(
-        "waited {within:?} for `{sql}` to be {want} (is {})",
-        count(db, sql).await
-    );
+    wait_for_count(db, sql, want, within).await;
 }
 
 /// The error lines of `daemon::reload`, from every test of this binary: a refused file

@@ -10,7 +10,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::support::fresh_db;
+use crate::support::{fresh_db, publish};
 
 /// One member as enqueue() takes it.
 #[derive(Debug, Clone)]
@@ -24,45 +24,44 @@ struct Member {
     side: Option<f64>,
 }
 
+/// `SELECT function(q, <m's fields>)` over `queue`'s row.
+fn member_call<'q>(
+    function: &str,
+    queue: &'q str,
+    m: &'q Member,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let sql = format!(
+        "SELECT {function}(q, $2, $3, $4, $5, $6, $7, $8) FROM queues q WHERE q.queue = $1"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(queue)
+        .bind(&m.player_id)
+        .bind(m.skill)
+        .bind(m.skill_sigma)
+        .bind(&m.latencies)
+        .bind(&m.peer_pings)
+        .bind(&m.roles)
+        .bind(m.side)
+}
+
 /// (fast path accepts, the checks accept; else the checks' message).
 async fn judge(db: &PgPool, queue: &str, m: &Member) -> (bool, Result<(), String>) {
-    let fast: Option<bool> = sqlx::query_scalar(
-        "SELECT matchmaker_member_ok(q, $2, $3, $4, $5, $6, $7, $8) FROM queues q
-          WHERE q.queue = $1",
-    )
-    .bind(queue)
-    .bind(&m.player_id)
-    .bind(m.skill)
-    .bind(m.skill_sigma)
-    .bind(&m.latencies)
-    .bind(&m.peer_pings)
-    .bind(&m.roles)
-    .bind(m.side)
-    .fetch_one(db)
-    .await
-    .unwrap_or_else(|e| panic!("the fast path never raises: {e} for {m:?}"));
-    let checks = sqlx::query(
-        "SELECT matchmaker_check_member(q, $2, $3, $4, $5, $6, $7, $8) FROM queues q
-          WHERE q.queue = $1",
-    )
-    .bind(queue)
-    .bind(&m.player_id)
-    .bind(m.skill)
-    .bind(m.skill_sigma)
-    .bind(&m.latencies)
-    .bind(&m.peer_pings)
-    .bind(&m.roles)
-    .bind(m.side)
-    .execute(db)
-    .await
-    .map(|_| ())
-    .map_err(|e| match &e {
-        sqlx::Error::Database(d) => {
-            assert_eq!(d.code().as_deref(), Some("22023"), "{e}");
-            d.message().to_string()
-        }
-        _ => panic!("{e}"),
-    });
+    let fast: Option<bool> = member_call("matchmaker_member_ok", queue, m)
+        .fetch_one(db)
+        .await
+        .map(|row| sqlx::Row::get(&row, 0))
+        .unwrap_or_else(|e| panic!("the fast path never raises: {e} for {m:?}"));
+    let checks = member_call("matchmaker_check_member", queue, m)
+        .execute(db)
+        .await
+        .map(|_| ())
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) => {
+                assert_eq!(d.code().as_deref(), Some("22023"), "{e}");
+                d.message().to_string()
+            }
+            _ => panic!("{e}"),
+        });
     (fast.expect("the fast path is never NULL"), checks)
 }
 
@@ -77,11 +76,7 @@ async fn setup() -> (crate::support::TestDb, Vec<String>) {
          [queues.open]\n[queues.open.round]\nevery = \"1m\"\n"
     ))
     .expect("test config is valid");
-    for (name, queue) in &config.queues {
-        matchmaker::db::queues::publish_queue(&db.pool, name, queue, "test")
-            .await
-            .unwrap();
-    }
+    publish(&db.pool, &config, "test").await;
     (db, regions)
 }
 

@@ -1,6 +1,6 @@
 //! The enqueue contract: constraints refuse bad rows at INSERT time with readable errors.
 
-use crate::support::fresh_db;
+use crate::support::{count, fresh_db};
 
 async fn insert_err(db: &sqlx::PgPool, sql: &'static str) -> String {
     match sqlx::query(sql).execute(db).await {
@@ -96,9 +96,6 @@ async fn constraints_refuse_bad_rows_with_named_rules() {
         .execute(pool)
         .await
         .expect("re-enqueue after cancel");
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM queue_entries")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let rows: i64 = count(pool, "SELECT count(*) FROM queue_entries").await;
     assert_eq!(rows, 2, "bad rows were not stored");
 }

@@ -2,7 +2,7 @@
 //! killed with SIGKILL at random points of their rounds, PostgreSQL restarted mid-round,
 //! three replicas whose leaders are killed while one runs its clock 20 s ahead, a storm of
 //! cancels racing a solve, and a leader frozen (SIGSTOP) inside a commit. After each, the database is audited
-//! (`matchmaker::db::audit`, the same counts `matchmaker-lab soak` prints): nothing lost,
+//! (the test kit's audit, the same counts `matchmaker-lab soak` prints): nothing lost,
 //! nobody in two matches, no match holding a cancelled/expired/withdrawn entry, no split
 //! party, every closed row with a reason, no lease taken while live.
 //!
@@ -13,13 +13,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::fleet::{
+use matchmaker::db::local_pg::StopMode;
+use matchmaker_testkit::audit::{self, Audit};
+use matchmaker_testkit::fleet::{
     Replica, ReplicaSpec, lease_of, round_count, takeover_bound, wait_for_leaders,
     wait_for_new_term, wait_for_quiet, wait_for_rounds, write_config,
 };
-use crate::load::{ClientLog, LoadSpec, StormSpec, cancel_storm, run_load};
-use matchmaker::db::audit::{self, Audit};
-use matchmaker::db::local_pg::{LocalPostgres, StopMode};
+use matchmaker_testkit::load::{ClientLog, LoadSpec, StormSpec, cancel_storm, run_load};
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
@@ -93,11 +93,7 @@ async fn fault_invariants(db: &PgPool, clients: &ClientLog) -> Audit {
 }
 
 fn assert_clean(audit: &Audit) {
-    let bad: Vec<_> = audit
-        .violations()
-        .into_iter()
-        .filter(|(_, n)| *n != 0)
-        .collect();
+    let bad = audit.nonzero_violations();
     assert!(bad.is_empty(), "violations: {bad:?}\n{audit}");
     assert!(
         audit.checked > 0 && audit.checked <= audit.entries,
@@ -128,10 +124,7 @@ fn start_load(
 /// The queues are published (the leader's first step): clients may enqueue.
 async fn wait_for_published(db: &PgPool, queues: i64) {
     for _ in 0..200 {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE active")
-            .fetch_one(db)
-            .await
-            .unwrap();
+        let n: i64 = count(db, "SELECT count(*) FROM queues WHERE active").await;
         if n == queues {
             return;
         }
@@ -235,22 +228,8 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
 async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
     let _timing = TIMING.write().await;
     // A server of our own: it is restarted under the daemon.
-    let server = LocalPostgres::start_temporary()
-        .await
-        .expect("private server");
-    let url = server.url();
-    {
-        // The test server runs with synchronous_commit = off; an immediate stop would
-        // forget acknowledged commits (enqueues the clients were told about).
-        let admin = matchmaker::db::connect_with(&url, 1).await.unwrap();
-        sqlx::query("ALTER DATABASE postgres SET synchronous_commit = on")
-            .execute(&admin)
-            .await
-            .unwrap();
-        admin.close().await;
-    }
-    let db = &matchmaker::db::connect_with(&url, 4).await.unwrap();
-    matchmaker::db::migrate(db).await.unwrap();
+    let (server, url, db) = own_server().await;
+    let db = &db;
     audit::install_lease_log(db).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
@@ -564,7 +543,9 @@ async fn a_cancel_storm_racing_a_solve_matches_no_cancelled_player() {
 const IDLE_IN_TRANSACTION: Duration = matchmaker::db::IDLE_IN_TRANSACTION_TIMEOUT;
 
 async fn committing_sessions(db: &PgPool) -> i64 {
-    crate::fleet::committing_sessions(db).await.unwrap()
+    matchmaker_testkit::fleet::committing_sessions(db)
+        .await
+        .unwrap()
 }
 
 /// Freeze `replica` (SIGSTOP) while it is inside a commit; true once it is frozen there

@@ -22,7 +22,6 @@ mod deploy_samples;
 mod failure_paths;
 mod faults;
 mod hosts;
-mod layers;
 mod local_pg;
 mod meet;
 mod migrations;
@@ -44,12 +43,3 @@ mod tenancy_daemon;
 mod tenancy_ids;
 mod tenancy_limits;
 mod tenancy_notify;
-
-// The lab's replica fleet and client load, shared with the fault tests until the test kit
-// holds them: they name only the `matchmaker` crate.
-#[allow(dead_code)]
-#[path = "../../lab/src/fleet.rs"]
-mod fleet;
-#[allow(dead_code)]
-#[path = "../../lab/src/load.rs"]
-mod load;

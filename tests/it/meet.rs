@@ -8,17 +8,12 @@
 //! player they avoid): they pass once the core honours `filters` and `avoids`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use chrono::SubsecRound;
-use matchmaker::config::{Config, QueueConfig};
-use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::RoundRunner;
-use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
-use matchmaker::db::{self, RoundRecord, RoundTrigger};
-use matchmaker_optimizer::{
-    Attribute, LeftOver, LeftOverKind, MatchOutcome, RoundOutcome, SolveStats, StopReason,
-};
+use matchmaker::config::Config;
+use matchmaker::daemon::worker::StepOutcome;
+use matchmaker::db::{self};
+use matchmaker_optimizer::{Attribute, LeftOver, LeftOverKind, MatchOutcome, RoundOutcome};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -26,53 +21,10 @@ use crate::support::*;
 
 /// q: 3v3, everyone in a match shares `build`, `platform` is the crossplay attribute,
 /// three avoids per player. open: 3v3 without filters, two avoids per player.
-const QUEUES: &str = r#"
-default_queue = "q"
-[queues.q]
-[queues.q.round]
-every = "1s"
-budget = "50ms"
-seed = 11
-[queues.q.filters]
-same = ["build"]
-crossplay = "platform"
-language = "language"
-[queues.q.avoids]
-max_per_player = 3
-[queues.open]
-[queues.open.round]
-every = "1s"
-budget = "50ms"
-seed = 11
-[queues.open.avoids]
-max_per_player = 2
-"#;
+const QUEUES: &str = include_str!("configs/meet.toml");
 
 fn config() -> Config {
     Config::from_toml_str(QUEUES).expect("valid config")
-}
-
-async fn publish(db: &PgPool, config: &Config) {
-    for (name, queue) in &config.queues {
-        db::queues::publish_queue(db, name, queue, "meet")
-            .await
-            .unwrap();
-    }
-}
-
-/// A solo player with attributes, as `client`.
-async fn solo(client: &PgPool, queue: &str, player: &str, skill: f64, attributes: Value) {
-    sqlx::query(
-        r#"SELECT enqueue(queue => $1, player_id => $2, skill => $3,
-                          latencies => '{"eu": 30}', attributes => $4)"#,
-    )
-    .bind(queue)
-    .bind(player)
-    .bind(skill)
-    .bind(sqlx::types::Json(attributes))
-    .execute(client)
-    .await
-    .unwrap_or_else(|e| panic!("enqueue {player}: {e}"));
 }
 
 async fn avoid(client: &PgPool, player: &str, avoided: &str) -> i32 {
@@ -103,21 +55,14 @@ fn one(v: &str) -> Attribute {
 async fn attributes_are_stored_and_reach_the_pool() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    publish(db, &config()).await;
+    publish(db, &config(), "meet").await;
     let (_, client) = client_login(&tdb, 1).await;
-    solo(
-        &client,
-        "q",
-        "alice",
-        1500.0,
-        json!({"build": "1.4.2", "platform": "pc", "language": ["en", "de"]}),
-    )
-    .await;
+    enqueue(&client, "q", "alice", 1500.0)
+        .latency("eu", 30.0)
+        .attributes(json!({"build": "1.4.2", "platform": "pc", "language": ["en", "de"]}))
+        .await;
     // Existing calls keep working: no attributes, no change.
-    sqlx::query("SELECT enqueue('q', 'bob', 1500)")
-        .execute(&client)
-        .await
-        .unwrap();
+    enqueue(&client, "q", "bob", 1500.0).await;
     sqlx::query(
         r#"SELECT * FROM enqueue_party('q', 'crew', '[
              {"player_id": "carol", "skill": 1500, "attributes": {"build": "1.4.2", "crossplay": "off", "platform": "ps5"}},
@@ -178,7 +123,7 @@ async fn attributes_are_stored_and_reach_the_pool() {
 async fn a_party_mixing_builds_is_refused() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    publish(db, &config()).await;
+    publish(db, &config(), "meet").await;
     let (_, client) = client_login(&tdb, 1).await;
     let party = |members: Value| {
         let client = client.clone();
@@ -236,7 +181,7 @@ async fn a_party_mixing_builds_is_refused() {
 async fn avoid_unavoid_and_avoid_list_work_and_a_login_sees_only_its_own() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    publish(db, &config()).await;
+    publish(db, &config(), "meet").await;
     let (me, client) = client_login(&tdb, 1).await;
     let (_, other) = client_login(&tdb, 1).await;
 
@@ -320,13 +265,19 @@ async fn avoid_unavoid_and_avoid_list_work_and_a_login_sees_only_its_own() {
 async fn the_snapshot_gives_each_player_their_newest_avoids_of_pooled_players() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    publish(db, &config()).await;
+    publish(db, &config(), "meet").await;
     let (_, client) = client_login(&tdb, 1).await;
     let (_, other) = client_login(&tdb, 1).await;
     for p in ["a", "b", "c", "d", "e"] {
-        solo(&client, "q", p, 1500.0, json!({"build": "1"})).await;
+        enqueue(&client, "q", p, 1500.0)
+            .latency("eu", 30.0)
+            .attributes(json!({"build": "1"}))
+            .await;
     }
-    solo(&other, "q", "x", 1500.0, json!({"build": "1"})).await;
+    enqueue(&other, "q", "x", 1500.0)
+        .latency("eu", 30.0)
+        .attributes(json!({"build": "1"}))
+        .await;
     // a avoids b, c, d, then somebody not queued (newest); avoid() keeps the newest three
     // (the largest max_per_player of the queues), so b goes.
     for avoided in ["b", "c", "d", "ghost"] {
@@ -401,24 +352,6 @@ async fn the_snapshot_gives_each_player_their_newest_avoids_of_pooled_players() 
     assert_eq!(count(db, "SELECT count(*) FROM avoids").await, 4);
 }
 
-fn stats() -> SolveStats {
-    SolveStats {
-        strategy: "test".into(),
-        elapsed: std::time::Duration::ZERO,
-        elapsed_ms: 0.0,
-        restarts: 0,
-        moves_evaluated: 0,
-        moves_per_second: 0.0,
-        moves_rejected_by_bound: 0,
-        time_to_best: std::time::Duration::ZERO,
-        time_to_best_ms: 0.0,
-        stop_reason: StopReason::Exhausted,
-        threads: 1,
-        seed: 0,
-        delta_checks: 0,
-    }
-}
-
 /// player_id, status, relay, left_over, reason of player_status.
 type StatusRow = (String, String, bool, Option<String>, Option<String>);
 
@@ -427,17 +360,13 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let config = config();
-    publish(db, &config).await;
+    publish(db, &config, "meet").await;
     let (_, client) = client_login(&tdb, 2).await;
     for i in 0..8 {
-        solo(
-            &client,
-            "q",
-            &format!("f{i}"),
-            1500.0,
-            json!({"build": "1"}),
-        )
-        .await;
+        enqueue(&client, "q", &format!("f{i}"), 1500.0)
+            .latency("eu", 30.0)
+            .attributes(json!({"build": "1"}))
+            .await;
     }
     let queue = &config.queues["q"];
     let now = chrono::Utc::now().trunc_subsecs(6);
@@ -465,7 +394,7 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
         unmatched: vec!["f6".into(), "f7".into()],
         rejected: vec![],
         score: 0.5,
-        stats: stats(),
+        stats: hand_written_stats(),
     };
     let (pool_lz4, pool_json_bytes) = db::round_snapshot::compress_pool(&pool);
     let replay = db::ReplayRecord {
@@ -489,33 +418,9 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
             },
         ],
     };
-    let channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
-        .fetch_one(&client)
-        .await
-        .unwrap();
-    let mut listener = sqlx::postgres::PgListener::connect_with(&client)
-        .await
-        .unwrap();
-    listener.listen(&channel).await.unwrap();
-    let state = matchmaker::daemon::countdown::after_round("q", queue, now);
-    let recorded = matchmaker::daemon::round::round_config(queue);
-    let committed = db::commit_round(
-        db,
-        &RoundRecord::new(
-            &snapshot,
-            RoundTrigger::Manual,
-            &lease,
-            &recorded,
-            &outcome,
-            &state,
-            now,
-        )
-        .with_lease_now(Some(now))
-        .with_seed(7)
-        .with_replay(Some(&replay)),
-    )
-    .await
-    .unwrap();
+    let (mut listener, _) = listen_to(&client, "q").await;
+    let committed =
+        commit_hand_written(db, &snapshot, &lease, now, queue, &outcome, Some(&replay)).await;
     assert_eq!(committed.matched, 6);
     assert_eq!(
         committed.left_over_by_kind,
@@ -564,31 +469,24 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
     assert_eq!(matches[0]["relay"], true);
 }
 
-/// The queue's worker on a manual clock: a database where q and open are published.
+/// A database where q is published, and q's leader on a manual clock.
 struct World {
     tdb: TestDb,
-    clock: ManualClock,
-    worker: QueueWorker,
+    q: Leader,
 }
 
 impl World {
     async fn new() -> World {
         let tdb = fresh_db().await;
-        let config = config();
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
-        let q: Arc<QueueConfig> = Arc::new(config.queues["q"].clone());
-        let mut worker = QueueWorker::new("q", "meet", runner, q, secs(15));
-        let first = worker.step().await.unwrap();
-        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
-        World { tdb, clock, worker }
+        let q = leader(&tdb.pool, QUEUES, "q", "meet").await;
+        World { tdb, q }
     }
 
     /// Rounds until one runs.
     async fn round(&mut self) {
         for _ in 0..5 {
-            self.clock.advance(secs(1));
-            if let StepOutcome::Ran(_) = self.worker.step().await.unwrap() {
+            self.q.clock.advance(secs(1));
+            if let StepOutcome::Ran(_) = self.q.worker.step().await.unwrap() {
                 return;
             }
         }
@@ -614,22 +512,14 @@ async fn after_core_two_builds_never_share_a_match() {
     // Two builds of six players each; skills that pair across builds best.
     for i in 0..6 {
         let skill = 1000.0 + 200.0 * (i / 2) as f64;
-        solo(
-            &client,
-            "q",
-            &format!("old{i}"),
-            skill,
-            json!({"build": "1.4"}),
-        )
-        .await;
-        solo(
-            &client,
-            "q",
-            &format!("new{i}"),
-            skill + 5.0,
-            json!({"build": "1.5"}),
-        )
-        .await;
+        enqueue(&client, "q", &format!("old{i}"), skill)
+            .latency("eu", 30.0)
+            .attributes(json!({"build": "1.4"}))
+            .await;
+        enqueue(&client, "q", &format!("new{i}"), skill + 5.0)
+            .latency("eu", 30.0)
+            .attributes(json!({"build": "1.5"}))
+            .await;
     }
     w.round().await;
     let placed = placements(&client).await;
@@ -665,7 +555,10 @@ async fn after_core_crossplay_opt_outs_meet_only_their_platform() {
             json!({"build": "1", "platform": plat})
         };
         platform.insert(p.clone(), plat);
-        solo(&client, "q", &p, 1500.0 + i as f64, attributes).await;
+        enqueue(&client, "q", &p, 1500.0 + i as f64)
+            .latency("eu", 30.0)
+            .attributes(attributes)
+            .await;
     }
     w.round().await;
     let placed = placements(&client).await;
@@ -689,14 +582,10 @@ async fn after_core_nobody_meets_a_player_they_avoid() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 1).await;
     for i in 0..12 {
-        solo(
-            &client,
-            "q",
-            &format!("p{i}"),
-            1500.0 + i as f64,
-            json!({"build": "1"}),
-        )
-        .await;
+        enqueue(&client, "q", &format!("p{i}"), 1500.0 + i as f64)
+            .latency("eu", 30.0)
+            .attributes(json!({"build": "1"}))
+            .await;
     }
     // Neighbours in skill (whom the search would put together) avoid each other.
     let mut pairs = Vec::new();

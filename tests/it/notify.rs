@@ -12,7 +12,6 @@ use matchmaker::config::Config;
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
-use matchmaker::daemon::{self, DaemonOptions};
 use serde_json::Value;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
@@ -193,12 +192,7 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
         } else {
             4000.0
         };
-        sqlx::query("SELECT enqueue(queue => 'q', player_id => $1, skill => $2)")
-            .bind(format!("p{i:02}"))
-            .bind(skill)
-            .execute(&client)
-            .await
-            .unwrap();
+        enqueue(&client, "q", &format!("p{i:02}"), skill).await;
     }
     assert!(matches!(
         worker.step().await.unwrap(),
@@ -298,10 +292,7 @@ async fn each_match_and_each_countdown_move_is_notified_on_the_queue_channel() {
 
     // Not enough players for a match after the tick (p12 and one more): the queue waits for players (a
     // round as soon as they come: 0 s, and no latest round); that move is notified too.
-    sqlx::query("SELECT enqueue(queue => 'q', player_id => 'late', skill => 1200)")
-        .execute(&client)
-        .await
-        .unwrap();
+    enqueue(&client, "q", "late", 1200.0).await;
     clock.advance(secs(30));
     worker.step().await.unwrap();
     let notes = drain(&mut listener, Duration::from_millis(500)).await;
@@ -347,12 +338,7 @@ async fn the_largest_match_is_notified_in_parts_under_the_payload_limit() {
     worker.step().await.unwrap();
 
     let (_, client) = client_login(&tdb, 2).await;
-    let channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
-        .fetch_one(&client)
-        .await
-        .unwrap();
-    let mut listener = PgListener::connect_with(&client).await.unwrap();
-    listener.listen(&channel).await.unwrap();
+    let (mut listener, _) = listen_to(&client, "q").await;
 
     let mut ids: Vec<String> = (0..16).map(|i| long(0x1F600, i)).collect();
     ids[15] = "\"\\".repeat(32);
@@ -462,26 +448,14 @@ async fn long_queue_names_get_valid_channels_and_oversized_headers_a_compact_for
     let huge = "h".repeat(9000);
     let mut channels = BTreeSet::new();
     for queue in ["q", &"y".repeat(52), &long_a, &long_b, &huge] {
-        let channel: String = sqlx::query_scalar("SELECT queue_channel($1)")
-            .bind(queue)
-            .fetch_one(db)
-            .await
-            .unwrap();
+        let channel = queue_channel(db, queue).await;
         assert!(is_login_channel(&channel), "{channel}");
         channels.insert(channel);
     }
     assert_eq!(channels.len(), 5, "distinct channels: {channels:?}");
 
-    let channel_a: String = sqlx::query_scalar("SELECT queue_channel($1)")
-        .bind(&long_a)
-        .fetch_one(db)
-        .await
-        .unwrap();
-    let channel_huge: String = sqlx::query_scalar("SELECT queue_channel($1)")
-        .bind(&huge)
-        .fetch_one(db)
-        .await
-        .unwrap();
+    let channel_a = queue_channel(db, &long_a).await;
+    let channel_huge = queue_channel(db, &huge).await;
     let mut listener = PgListener::connect_with(db).await.unwrap();
     listener.listen(&channel_a).await.unwrap();
     listener.listen(&channel_huge).await.unwrap();
@@ -600,37 +574,16 @@ async fn the_example_client_receives_its_match() {
          [queues.q.round]\nevery = \"1h\"\nbudget = \"50ms\"\n",
     )
     .expect("valid config");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let options = DaemonOptions {
-        holder: "notify".into(),
-        ..DaemonOptions::default()
-    };
-    let daemon = tokio::spawn(daemon::run(tdb.new_pool(4).await, config, options, async {
-        let _ = stop_rx.await;
-    }));
-    let started = std::time::Instant::now();
-    while count(db, "SELECT count(*) FROM queues WHERE active").await < 1 {
-        assert!(started.elapsed() < secs(30), "the daemon publishes queue q");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let daemon = spawn_daemon(tdb.new_pool(4).await, config, "notify");
+    wait_for_count(db, "SELECT count(*) FROM queues WHERE active", 1, secs(30)).await;
 
     // Four other players, from another backend; the example's party of two makes a match.
     let (_, others) = client_login(&tdb, 1).await;
     for (i, p) in ["o1", "o2", "o3", "o4"].iter().enumerate() {
-        sqlx::query("SELECT enqueue(queue => 'q', player_id => $1, skill => $2)")
-            .bind(p)
-            .bind(1400.0 + 50.0 * i as f64)
-            .execute(&others)
-            .await
-            .unwrap();
+        enqueue(&others, "q", p, 1400.0 + 50.0 * i as f64).await;
     }
     let (login, _) = client_login(&tdb, 1).await;
-    let url = format!(
-        "postgres://{login}:pw-{login}@{}:{}/{}",
-        tdb.options.get_host(),
-        tdb.options.get_port(),
-        tdb.name
-    );
+    let url = tdb.url_as(&login);
     // No polling (1 h): only the notification can tell it of its match.
     let child = tokio::process::Command::new(&client_bin)
         .args(["--queue", "q", "--party", "crew"])
@@ -681,8 +634,7 @@ async fn the_example_client_receives_its_match() {
         "it exits on its match:\n{stdout}"
     );
 
-    let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    daemon.stop().await;
     assert_nobody_matched_twice(db).await;
 }
 
@@ -693,16 +645,9 @@ async fn the_example_client_prints_a_refusal_once() {
     let client_bin = tokio::task::spawn_blocking(example_client).await.unwrap();
     let tdb = fresh_db().await;
     let config = Config::from_toml_str("[queues.q]\n").expect("valid config");
-    matchmaker::db::queues::publish_queue(&tdb.pool, "q", &config.queues["q"], "notify")
-        .await
-        .unwrap();
+    publish(&tdb.pool, &config, "notify").await;
     let (login, _) = client_login(&tdb, 1).await;
-    let url = format!(
-        "postgres://{login}:pw-{login}@{}:{}/{}",
-        tdb.options.get_host(),
-        tdb.options.get_port(),
-        tdb.name
-    );
+    let url = tdb.url_as(&login);
     let out = tokio::process::Command::new(&client_bin)
         .args(["--queue", "ranked_9v9", "--player", "alice=1500"])
         .env("DATABASE_URL", &url)

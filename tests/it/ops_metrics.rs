@@ -7,13 +7,10 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use matchmaker::ops::health::{Answer, get};
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Connection};
 
 use crate::support::*;
 
@@ -502,44 +499,10 @@ async fn metrics_after_two_rounds_agree_with_the_rounds_table() {
     );
 }
 
-/// A new database without any migration: its URL and name.
-async fn unmigrated_db() -> (String, String) {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = format!(
-        "mm_t_ready_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    let mut admin = PgConnectOptions::from_str(server_url())
-        .unwrap()
-        .connect()
-        .await
-        .expect("connect to the test server");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut admin)
-        .await
-        .expect("create an unmigrated database");
-    admin.close().await.ok();
-    let (base, _) = server_url().rsplit_once('/').unwrap();
-    (format!("{base}/{name}"), name)
-}
-
-async fn drop_db(name: &str) {
-    let mut admin = PgConnectOptions::from_str(server_url())
-        .unwrap()
-        .connect()
-        .await
-        .expect("connect to the test server");
-    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&mut admin)
-        .await;
-    admin.close().await.ok();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_is_503_on_an_unmigrated_database_until_it_is_migrated() {
-    let (url, name) = unmigrated_db().await;
+    let bare = unmigrated_db().await;
+    let url = bare.url();
     let mut daemon = Daemon::start(&url, "replica-a", &["--no-migrate"]);
 
     let not_ready = daemon.get("/readyz");
@@ -628,7 +591,7 @@ async fn readyz_is_503_on_an_unmigrated_database_until_it_is_migrated() {
         .await;
     pool.close().await;
     drop(daemon);
-    drop_db(&name).await;
+    bare.drop_now().await;
 }
 
 #[test]

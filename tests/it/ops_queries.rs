@@ -7,8 +7,8 @@ use std::sync::Arc;
 use matchmaker::config::Config;
 use matchmaker::daemon::clock::ManualClock;
 use matchmaker::daemon::round::RoundRunner;
-use matchmaker::db::{self, RoundRecord, RoundTrigger};
-use matchmaker_optimizer::{MatchOutcome, RoundOutcome, SolveStats, StopReason};
+use matchmaker::db::{self, RoundTrigger};
+use matchmaker_optimizer::{MatchOutcome, RoundOutcome};
 use serde_json::Value;
 
 use crate::support::*;
@@ -48,24 +48,6 @@ async fn rows(db: &sqlx::PgPool, sql: &str, params: &[&str]) -> Vec<Value> {
     q.fetch_all(db)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{body}"))
-}
-
-fn stats() -> SolveStats {
-    SolveStats {
-        strategy: "test".into(),
-        elapsed: std::time::Duration::ZERO,
-        elapsed_ms: 0.0,
-        restarts: 0,
-        moves_evaluated: 0,
-        moves_rejected_by_bound: 0,
-        moves_per_second: 0.0,
-        time_to_best: std::time::Duration::ZERO,
-        time_to_best_ms: 0.0,
-        stop_reason: StopReason::Exhausted,
-        threads: 1,
-        seed: 0,
-        delta_checks: 0,
-    }
 }
 
 #[tokio::test]
@@ -133,27 +115,10 @@ async fn every_ops_query_runs_and_answers() {
         unmatched: vec![],
         rejected: vec![],
         score: 0.6,
-        stats: stats(),
+        stats: hand_written_stats(),
     };
     let now = start + chrono::Duration::minutes(10);
-    let state = matchmaker::daemon::countdown::after_round("q", &model, now);
-    let recorded = matchmaker::daemon::round::round_config(&model);
-    let committed = db::commit_round(
-        db,
-        &RoundRecord::new(
-            &snapshot,
-            RoundTrigger::Manual,
-            &lease,
-            &recorded,
-            &outcome,
-            &state,
-            now,
-        )
-        .with_lease_now(Some(now))
-        .with_seed(7),
-    )
-    .await
-    .unwrap();
+    let committed = commit_hand_written(db, &snapshot, &lease, now, &model, &outcome, None).await;
 
     let last = rows(db, &queries["last_rounds"], &["q"]).await;
     assert_eq!(last.len(), 4);

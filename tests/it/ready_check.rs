@@ -146,30 +146,17 @@ async fn statuses_of(client: &PgPool, players: &[String]) -> Seen {
     .collect()
 }
 
-async fn enqueue(client: &PgPool, player: &str, skill: f64) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT enqueue('q', $1, $2)")
-        .bind(player)
-        .bind(skill)
-        .fetch_one(client)
-        .await
-}
-
 async fn answer(
     client: &PgPool,
     f: &str,
     player: &str,
     match_id: i64,
 ) -> Result<String, sqlx::Error> {
-    let sql = if f == "accept" {
-        "SELECT accept_match($1, $2)"
+    if f == "accept" {
+        accept_match(client, player, match_id).await
     } else {
-        "SELECT decline_match($1, $2)"
-    };
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(player)
-        .bind(match_id)
-        .fetch_one(client)
-        .await
+        decline_match(client, player, match_id).await
+    }
 }
 
 fn names(prefix: &str, n: usize) -> Vec<String> {
@@ -192,7 +179,7 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     // ---- One player declines -------------------------------------------------------
     let first = names("a", 6);
     for (i, p) in first.iter().enumerate() {
-        enqueue(&client, p, 1500.0 + 10.0 * i as f64).await.unwrap();
+        enqueue(&client, "q", p, 1500.0 + 10.0 * i as f64).await;
     }
     d.wait_status(&client, &first, "pending").await;
     let before = statuses_of(&client, &first).await;
@@ -271,7 +258,13 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     );
 
     // The decliner: held back, with the time left; answers to the cancelled match refused.
-    let held = db_error(&enqueue(&client, "a0", 1500.0).await.unwrap_err()).1;
+    let held = db_error(
+        &enqueue(&client, "q", "a0", 1500.0)
+            .send()
+            .await
+            .unwrap_err(),
+    )
+    .1;
     assert!(
         held.starts_with(&format!(
             "player_id = 'a0': declined match {m1} in queue q; may enqueue again in "
@@ -287,7 +280,7 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     );
 
     // ---- The next round places them, and all accept --------------------------------
-    enqueue(&client, "b0", 1520.0).await.unwrap();
+    enqueue(&client, "q", "b0", 1520.0).await;
     let second: Vec<String> = five.iter().cloned().chain(["b0".to_string()]).collect();
     d.wait_status(&client, &second, "pending").await;
     let placed = statuses_of(&client, &second).await;
@@ -311,7 +304,7 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     // ---- One player never answers ----------------------------------------------------
     let third = names("c", 6);
     for (i, p) in third.iter().enumerate() {
-        enqueue(&client, p, 1400.0 + 10.0 * i as f64).await.unwrap();
+        enqueue(&client, "q", p, 1400.0 + 10.0 * i as f64).await;
     }
     d.wait_status(&client, &third, "pending").await;
     let m3 = statuses_of(&client, &third).await["c0"].1.unwrap();
@@ -336,23 +329,25 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
         "{late}"
     );
     assert!(
-        db_error(&enqueue(&client, "c0", 1400.0).await.unwrap_err())
-            .1
-            .contains("(decline_cooldown)")
+        db_error(
+            &enqueue(&client, "q", "c0", 1400.0)
+                .send()
+                .await
+                .unwrap_err()
+        )
+        .1
+        .contains("(decline_cooldown)")
     );
 
     // ---- Cancel while pending counts as a decline -----------------------------------
-    enqueue(&client, "d0", 1450.0).await.unwrap();
+    enqueue(&client, "q", "d0", 1450.0).await;
     let fourth: Vec<String> = back.iter().cloned().chain(["d0".to_string()]).collect();
     d.wait_status(&client, &fourth, "pending").await;
     let m4 = statuses_of(&client, &fourth).await["d0"].1.unwrap();
     for p in &fourth[..5] {
         answer(&client, "accept", p, m4).await.unwrap();
     }
-    let n: i32 = sqlx::query_scalar("SELECT cancel('d0')")
-        .fetch_one(&client)
-        .await
-        .unwrap();
+    let n = cancel(&client, "d0").await;
     assert_eq!(n, 1, "cancel declines the pending match");
     d.wait_status(&client, &fourth[..5], "queued").await;
     d.wait_status(&client, &fourth[5..], "declined").await;
@@ -378,9 +373,7 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
             .await
             .unwrap();
     assert!(median.is_some(), "the catalog shows the recent median wait");
-    let audit = matchmaker::db::audit::audit(d.db(), Default::default())
-        .await
-        .unwrap();
+    let audit = audit::audit(d.db(), Default::default()).await.unwrap();
     assert_eq!(audit.violation_count(), 0, "{audit}");
     d.stop().await;
 }
@@ -435,26 +428,14 @@ async fn answer_pending(db: PgPool, mut stop: tokio::sync::watch::Receiver<bool>
 /// cancelled, never both), nobody is lost, nobody is in two matches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_and_restarts_during_ready_checks_resolve_every_match_once() {
-    use crate::fleet::{Replica, ReplicaSpec, lease_of, wait_for_quiet, write_config};
-    use crate::load::{LoadSpec, run_load};
-    use matchmaker::db::audit;
-    use matchmaker::db::local_pg::{LocalPostgres, StopMode};
+    use matchmaker::db::local_pg::StopMode;
+    use matchmaker_testkit::audit;
+    use matchmaker_testkit::fleet::{Replica, ReplicaSpec, lease_of, wait_for_quiet, write_config};
+    use matchmaker_testkit::load::{LoadSpec, run_load};
 
     let _timing = TIMING.write().await;
-    let server = LocalPostgres::start_temporary()
-        .await
-        .expect("private server");
-    let url = server.url();
-    {
-        let admin = matchmaker::db::connect_with(&url, 1).await.unwrap();
-        sqlx::query("ALTER DATABASE postgres SET synchronous_commit = on")
-            .execute(&admin)
-            .await
-            .unwrap();
-        admin.close().await;
-    }
-    let db = &matchmaker::db::connect_with(&url, 4).await.unwrap();
-    matchmaker::db::migrate(db).await.unwrap();
+    let (server, url, db) = own_server().await;
+    let db = &db;
     audit::install_lease_log(db).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
@@ -551,11 +532,7 @@ async fn kills_and_restarts_during_ready_checks_resolve_every_match_once() {
     }
     let audit = audit::audit(db, clients.expected()).await.unwrap();
     eprintln!("{audit}answers: {answered}");
-    let bad: Vec<_> = audit
-        .violations()
-        .into_iter()
-        .filter(|(_, n)| *n != 0)
-        .collect();
+    let bad = audit.nonzero_violations();
     assert!(bad.is_empty(), "violations: {bad:?}\n{audit}");
     assert_eq!(audit.pending_matches, 0, "every pending match was resolved");
     assert!(

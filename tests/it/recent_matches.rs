@@ -10,9 +10,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::{Clock, ManualClock};
-use matchmaker::daemon::round::RoundRunner;
 use matchmaker::db::retention::{self, QueuePruner};
-use matchmaker::db::{self, RoundTrigger};
+use matchmaker::db::{self};
 use matchmaker_optimizer::{PastMatch, Player};
 use sqlx::PgPool;
 
@@ -29,19 +28,7 @@ fn config(history_matches: usize) -> Arc<QueueConfig> {
 }
 
 async fn round(db: &PgPool, clock: &ManualClock, config: &Arc<QueueConfig>) -> usize {
-    let lease = db::acquire_lease(db, "q", "test", secs(15), clock.lease_now())
-        .await
-        .unwrap()
-        .expect("free lease");
-    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
-    let report = runner
-        .run("q", config.clone(), RoundTrigger::Manual, &lease)
-        .await
-        .unwrap();
-    db::release_lease(db, &lease, clock.lease_now())
-        .await
-        .unwrap();
-    report.matched
+    run_round(db, clock, config).await.matched
 }
 
 /// Twelve solos `p0`..`p11` and two parties of three (`pa`, `pb`), enqueued at `at`.

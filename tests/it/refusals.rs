@@ -7,7 +7,6 @@
 //! what the database answers.
 
 use matchmaker::config::Config;
-use matchmaker::db;
 use sqlx::PgPool;
 
 use crate::support::*;
@@ -45,37 +44,6 @@ const CLIENT_FUNCTIONS: [&str; 11] = [
     "unavoid",
     "queue_channel",
 ];
-
-/// Publishes every queue of `config` as the daemon does.
-async fn publish(db: &PgPool, config: &Config) {
-    for (name, queue) in &config.queues {
-        db::queues::publish_queue(db, name, queue, "refusals")
-            .await
-            .unwrap();
-    }
-}
-
-/// Everything the daemon owns and the clients write, as one string: equal before and
-/// after a call means it wrote nothing.
-async fn fingerprint(db: &PgPool) -> String {
-    sqlx::query_scalar(
-        "SELECT concat_ws(' / ',
-            (SELECT count(*) || ':' || md5(coalesce(string_agg(e::text, ',' ORDER BY entry_id), ''))
-               FROM queue_entries e),
-            (SELECT count(*) || ':' || md5(coalesce(string_agg(b::text, ',' ORDER BY request_id), ''))
-               FROM backfill_requests b),
-            (SELECT count(*) || ':' || md5(coalesce(string_agg(a::text, ','
-                                                    ORDER BY owner, player_id, avoided_player_id), ''))
-               FROM avoids a),
-            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY match_id), '')) FROM matches m),
-            (SELECT md5(coalesce(string_agg(q::text, ',' ORDER BY queue), '')) FROM queues q),
-            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY queue), ''))
-               FROM queue_state s))",
-    )
-    .fetch_one(db)
-    .await
-    .unwrap()
-}
 
 /// SQLSTATE and message of `sql` run as `client`, which must fail.
 async fn refusal(client: &PgPool, sql: &str) -> (String, String) {
@@ -600,7 +568,12 @@ const UNPARSED: &[(&str, &str, &str)] = &[
 async fn every_malformed_input_to_a_client_function_is_refused_in_class_22() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    publish(db, &Config::from_toml_str(QUEUES).expect("valid config")).await;
+    publish(
+        db,
+        &Config::from_toml_str(QUEUES).expect("valid config"),
+        "refusals",
+    )
+    .await;
     // The client functions and the game server's (backfill), as one login in both roles.
     let (_, client) = client_server_login(&tdb, 1).await;
     let (_, other) = client_login(&tdb, 1).await;
@@ -676,7 +649,12 @@ async fn every_malformed_input_to_a_client_function_is_refused_in_class_22() {
 #[tokio::test]
 async fn a_dedicated_queue_accepts_its_regions_only() {
     let tdb = fresh_db().await;
-    publish(&tdb.pool, &Config::from_toml_str(QUEUES).unwrap()).await;
+    publish(
+        &tdb.pool,
+        &Config::from_toml_str(QUEUES).unwrap(),
+        "refusals",
+    )
+    .await;
     let (_, client) = client_login(&tdb, 1).await;
     sqlx::query(
         r#"SELECT enqueue('d', 'p1', 1500, latencies => '{"eu-west": 30, "us-east": 90}')"#,
@@ -823,7 +801,7 @@ async fn every_refusal_example_in_the_docs_is_what_the_database_answers() {
         let steps = doc_examples(file, text);
         // Each doc's story on a database of its own, with the shipped config's queues.
         let tdb = fresh_db().await;
-        publish(&tdb.pool, &Config::embedded_default()).await;
+        publish(&tdb.pool, &Config::embedded_default(), "refusals").await;
         // A backend that runs its own game servers: the guide's backfill examples too.
         let (_, client) = client_server_login(&tdb, 1).await;
         for (statement, example) in steps {
@@ -877,6 +855,7 @@ async fn a_login_over_its_quota_is_refused_and_nobody_else_is() {
     publish(
         db,
         &Config::from_toml_str(QUOTA_QUEUES).expect("valid config"),
+        "refusals",
     )
     .await;
     let (_, client) = client_server_login(&tdb, 1).await;

@@ -16,19 +16,6 @@ use matchmaker_population::population::{Population, PopulationSpec};
 
 use crate::support::*;
 
-async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
-    db::acquire_lease(
-        db,
-        "q",
-        "test",
-        secs(15),
-        matchmaker::daemon::clock::Clock::lease_now(clock),
-    )
-    .await
-    .unwrap()
-    .expect("free lease")
-}
-
 fn args(_database_url: String) -> ReplayOptions {
     ReplayOptions::default()
 }
@@ -254,20 +241,7 @@ async fn the_commit_names_who_left_during_the_solve_and_whose_match_was_dropped(
 async fn the_cli_replays_a_round_and_a_range_and_explains_a_player() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    let clock = ManualClock::new(t0());
-    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
-    let lease = lead(db, &clock).await;
-    enqueue_n(db, "q", "p", 13, t0()).await;
-    clock.advance(secs(1));
-    let report = runner
-        .run(
-            "q",
-            queue_config("restarts = 3"),
-            RoundTrigger::Manual,
-            &lease,
-        )
-        .await
-        .unwrap();
+    let report = round_of_thirteen(db).await;
     assert_eq!(report.left_over, 1);
 
     let cli = |args: &[&str]| {

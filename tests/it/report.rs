@@ -68,28 +68,35 @@ fn assert_self_contained(page: &str) {
     }
 }
 
-async fn run_round(
-    runner: &RoundRunner,
-    clock: &ManualClock,
-    queue: &str,
-    config: &Config,
-    lease: &db::Lease,
-    at: DateTime<Utc>,
-) {
-    clock.set(at);
-    let report = runner
-        .run(
-            queue,
-            Arc::new(config.queues[queue].clone()),
-            RoundTrigger::Schedule,
-            lease,
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        report.matched, 12,
-        "every player of the test pool is placed"
-    );
+/// Scheduled rounds of the config's queues, each at a time of the test's, on leases
+/// held all along.
+struct Rounds {
+    runner: RoundRunner,
+    clock: ManualClock,
+    config: Config,
+    leases: Vec<db::Lease>,
+}
+
+impl Rounds {
+    /// A round of `queue` at `at`; it places every player of the test pool.
+    async fn at(&self, queue: &str, at: DateTime<Utc>) {
+        self.clock.set(at);
+        let lease = self
+            .leases
+            .iter()
+            .find(|l| l.queue == queue)
+            .expect("leading");
+        let config = Arc::new(self.config.queues[queue].clone());
+        let report = self
+            .runner
+            .run(queue, config, RoundTrigger::Schedule, lease)
+            .await
+            .unwrap();
+        assert_eq!(
+            report.matched, 12,
+            "every player of the test pool is placed"
+        );
+    }
 }
 
 #[tokio::test]
@@ -113,19 +120,17 @@ async fn report_of_real_rounds_is_self_contained_and_agrees_with_sql() {
                 .expect("free lease"),
         );
     }
+    let rounds = Rounds {
+        runner,
+        clock,
+        config,
+        leases,
+    };
 
     // A round before the window, which the report must leave out.
     enqueue_n(db, "q", "a", 6, early).await;
     enqueue_n(db, "q", "b", 6, early).await;
-    run_round(
-        &runner,
-        &clock,
-        "q",
-        &config,
-        &leases[0],
-        early + Duration::seconds(30),
-    )
-    .await;
+    rounds.at("q", early + Duration::seconds(30)).await;
 
     // Five rounds of the same 12 players in the window (so opponents repeat), with
     // waits of 45 and 25 s, and one round of another queue.
@@ -133,26 +138,10 @@ async fn report_of_real_rounds_is_self_contained_and_agrees_with_sql() {
         let at = t0() + Duration::minutes(3 * r);
         enqueue_n(db, "q", "a", 6, at).await;
         enqueue_n(db, "q", "b", 6, at + Duration::seconds(20 + r)).await;
-        run_round(
-            &runner,
-            &clock,
-            "q",
-            &config,
-            &leases[0],
-            at + Duration::seconds(45),
-        )
-        .await;
+        rounds.at("q", at + Duration::seconds(45)).await;
     }
     enqueue_n(db, "other", "o", 12, t0()).await;
-    run_round(
-        &runner,
-        &clock,
-        "other",
-        &config,
-        &leases[1],
-        t0() + Duration::minutes(14),
-    )
-    .await;
+    rounds.at("other", t0() + Duration::minutes(14)).await;
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report.html");

@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::{Clock, ManualClock};
 use matchmaker::daemon::round::RoundRunner;
-use matchmaker::daemon::{self, DaemonOptions};
 use matchmaker::db::retention::{self, Pruned, QueuePruner};
 use matchmaker::db::{self, RoundTrigger};
 
@@ -27,26 +26,6 @@ fn config(extra: &str) -> Arc<QueueConfig> {
     Arc::new(config.queues["q"].clone())
 }
 
-async fn lead(db: &sqlx::PgPool, clock: &ManualClock) -> db::Lease {
-    db::acquire_lease(db, "q", "test", secs(15), clock.lease_now())
-        .await
-        .unwrap()
-        .expect("free lease")
-}
-
-/// A round of queue `q` now, on the manual clock.
-async fn round(db: &sqlx::PgPool, clock: &ManualClock, config: &Arc<QueueConfig>) {
-    let lease = lead(db, clock).await;
-    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
-    runner
-        .run("q", config.clone(), RoundTrigger::Manual, &lease)
-        .await
-        .unwrap();
-    db::release_lease(db, &lease, clock.lease_now())
-        .await
-        .unwrap();
-}
-
 /// One pass over `queue`, every batch committed.
 async fn prune(db: &sqlx::PgPool, queue: &str, cutoff: DateTime<Utc>, keep: usize) -> Pruned {
     let mut pruner = QueuePruner::new(queue, cutoff, keep, 3);
@@ -60,7 +39,7 @@ async fn ids(db: &sqlx::PgPool, sql: &'static str) -> Vec<i64> {
 }
 
 /// Row counts and id sums of every table pruning touches.
-async fn fingerprint(db: &sqlx::PgPool) -> Vec<i64> {
+async fn table_counts(db: &sqlx::PgPool) -> Vec<i64> {
     let mut out = Vec::new();
     for sql in [
         "SELECT count(*) FROM rounds",
@@ -78,9 +57,7 @@ async fn fingerprint(db: &sqlx::PgPool) -> Vec<i64> {
 /// The audit's count of match_players rows whose match or entry is gone: their links
 /// are not foreign keys, so pruning must keep them whole itself.
 async fn players_without_match_or_entry(db: &sqlx::PgPool) -> i64 {
-    let audit = matchmaker::db::audit::audit(db, Default::default())
-        .await
-        .unwrap();
+    let audit = audit::audit(db, Default::default()).await.unwrap();
     audit.players_without_match_or_entry
 }
 
@@ -99,13 +76,13 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
 
     // Old history: rounds A and B of the same twelve players, round C of six others.
     enqueue_n(db, "q", "p", 12, clock.now()).await;
-    round(db, &clock, &config).await;
+    run_round(db, &clock, &config).await;
     clock.advance(secs(120));
     enqueue_n(db, "q", "p", 12, clock.now()).await;
-    round(db, &clock, &config).await;
+    run_round(db, &clock, &config).await;
     clock.advance(secs(120));
     enqueue_n(db, "q", "x", 6, clock.now()).await;
-    round(db, &clock, &config).await;
+    run_round(db, &clock, &config).await;
     let rounds = ids(db, "SELECT round_id FROM rounds ORDER BY round_id").await;
     let [a, b, c] = rounds[..] else {
         panic!("three rounds: {rounds:?}")
@@ -233,7 +210,7 @@ async fn the_audit_counts_match_players_whose_match_or_entry_is_gone() {
     let config = config("");
     let clock = ManualClock::new(t0());
     enqueue_n(db, "q", "p", 12, clock.now()).await;
-    round(db, &clock, &config).await;
+    run_round(db, &clock, &config).await;
     let matches = ids(db, "SELECT match_id FROM matches ORDER BY match_id").await;
     assert!(matches.len() >= 2, "two matches at least: {matches:?}");
     assert_eq!(players_without_match_or_entry(db).await, 0);
@@ -276,7 +253,7 @@ async fn withdrawn_entries_go_by_their_age_in_their_own_queue() {
     // withdraws their other entries, naming the match.
     enqueue_n(db, "q", "p", 6, clock.now()).await;
     enqueue_n(db, "other", "p", 6, clock.now()).await;
-    round(db, &clock, &config).await;
+    run_round(db, &clock, &config).await;
     let match_id = count(db, "SELECT max(match_id) FROM matches").await;
     assert_eq!(
         count(
@@ -337,7 +314,7 @@ async fn the_history_the_depth_needs_is_kept() {
     // Five rounds of the same twelve players; then six of them once more.
     for _ in 0..5 {
         enqueue_n(db, "q", "p", 12, clock.now()).await;
-        round(db, &clock, &config).await;
+        run_round(db, &clock, &config).await;
         clock.advance(secs(60));
     }
     let players: Vec<matchmaker_optimizer::Player> = (0..6)
@@ -346,7 +323,7 @@ async fn the_history_the_depth_needs_is_kept() {
     db::enqueue::enqueue_many(db, "q", &players, clock.now())
         .await
         .unwrap();
-    round(db, &clock, &config).await;
+    run_round(db, &clock, &config).await;
 
     // What the next round of all twelve would read, before and after pruning everything
     // past a horizon that all of it is past.
@@ -414,7 +391,7 @@ async fn prune_dry_run_changes_nothing_and_counts_what_prune_deletes() {
     let clock = ManualClock::new(now - chrono::Duration::days(40));
     for _ in 0..3 {
         enqueue_n(db, "q", "p", 12, clock.now()).await;
-        round(db, &clock, &config).await;
+        run_round(db, &clock, &config).await;
         clock.advance(secs(60));
     }
     enqueue_n(db, "q", "c", 3, clock.now()).await;
@@ -460,10 +437,14 @@ async fn prune_dry_run_changes_nothing_and_counts_what_prune_deletes() {
         (stdout, n)
     };
 
-    let before = fingerprint(db).await;
+    let before = table_counts(db).await;
     let (text, dry) = prune_cli(&["--dry-run"]);
     assert!(text.starts_with("Dry run (nothing is deleted)"), "{text}");
-    assert_eq!(fingerprint(db).await, before, "the dry run changed nothing");
+    assert_eq!(
+        table_counts(db).await,
+        before,
+        "the dry run changed nothing"
+    );
     // keep 1; rounds 1 and 2 (round 3 holds everyone's last match); their 4 matches, 24
     // players and entries, and the 3 expired entries.
     assert_eq!(&dry[..5], &[1, 2, 4, 24, 27], "{text}");
@@ -471,7 +452,7 @@ async fn prune_dry_run_changes_nothing_and_counts_what_prune_deletes() {
     let (text, real) = prune_cli(&[]);
     assert!(text.starts_with("Pruning"), "{text}");
     assert_eq!(&real[..5], &dry[..5], "{text}");
-    let after = fingerprint(db).await;
+    let after = table_counts(db).await;
     assert_eq!(after[0], before[0] - 2);
     assert_eq!(after[2], before[2] - 24);
     assert_eq!(
@@ -537,7 +518,7 @@ async fn the_daemon_prunes_its_queue_while_running_rounds() {
     let clock = ManualClock::new(now - chrono::Duration::days(2));
     for _ in 0..3 {
         enqueue_n(db, "q", "p", 12, clock.now()).await;
-        round(db, &clock, &config_q).await;
+        run_round(db, &clock, &config_q).await;
         clock.advance(secs(60));
     }
     // A player waiting as long in a second queue (too few players for a round there).
@@ -556,18 +537,7 @@ async fn the_daemon_prunes_its_queue_while_running_rounds() {
          [queues.idle.round]\nevery = \"1h\"\n",
     )
     .unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let daemon = tokio::spawn(daemon::run(
-        db.clone(),
-        config,
-        DaemonOptions {
-            holder: "pruner".into(),
-            ..DaemonOptions::default()
-        },
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    let daemon = spawn_daemon(db.clone(), config, "pruner");
     // Rounds keep running meanwhile: eight new players, an early start.
     enqueue_n(db, "q", "new", 8, Utc::now()).await;
 
@@ -588,8 +558,7 @@ async fn the_daemon_prunes_its_queue_while_running_rounds() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    daemon.stop().await;
 
     assert_eq!(last_old_round, 3);
     assert_eq!(
@@ -683,10 +652,7 @@ async fn refilled_enqueue_buckets_go_and_draining_ones_stay() {
         .unwrap();
     // A real enqueue's bucket: 999 tokens left, taken a moment ago.
     let (login, client) = client_login(&tdb, 1).await;
-    sqlx::query("SELECT enqueue('q', 'alice', 1500)")
-        .execute(&client)
-        .await
-        .unwrap();
+    enqueue(&client, "q", "alice", 1500.0).await;
     let written: (f64, i32) =
         sqlx::query_as("SELECT tokens, pid FROM call_buckets WHERE login = $1")
             .bind(&login)

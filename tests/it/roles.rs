@@ -3,11 +3,6 @@
 //! lab's `simulate` as a `matchmaker_client` login is in `lab/tests/lab/trial.rs`.)
 
 use std::process::Command;
-use std::sync::Arc;
-
-use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::RoundRunner;
-use matchmaker::db::{self, RoundTrigger};
 
 use crate::support::*;
 
@@ -30,30 +25,7 @@ fn matchmaker(url: &str, args: &[&str]) -> (bool, String, String) {
 async fn ops_commands_run_as_an_ops_login_and_name_the_role_to_a_client_login() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    // One committed round (12 matched, 1 left over) for the commands to read.
-    let clock = ManualClock::new(t0());
-    let runner = RoundRunner::new(db.clone(), Arc::new(clock.clone()));
-    let lease = db::acquire_lease(
-        db,
-        "q",
-        "test",
-        secs(15),
-        matchmaker::daemon::clock::Clock::lease_now(&clock),
-    )
-    .await
-    .unwrap()
-    .expect("free lease");
-    enqueue_n(db, "q", "p", 13, t0()).await;
-    clock.advance(secs(1));
-    let report = runner
-        .run(
-            "q",
-            queue_config("restarts = 3"),
-            RoundTrigger::Manual,
-            &lease,
-        )
-        .await
-        .unwrap();
+    let report = round_of_thirteen(db).await;
     assert_eq!(report.matched, 12);
     let round = report.round_id.to_string();
 

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use matchmaker::config::Config;
-use matchmaker::daemon::{self, DaemonOptions};
 use sqlx::Connection;
 
 use crate::support::*;
@@ -68,20 +67,15 @@ async fn attack(tdb: &TestDb, stop: Arc<AtomicBool>) -> Vec<tokio::task::JoinHan
     let (b, client_b) = client_login(tdb, 4).await;
     // Ghosts under A's future ids (a squat) up to B's quota, kept alive.
     for i in 0..300 {
-        sqlx::query("SELECT enqueue('q', $1, 1500, '{\"eu\": 5000}')")
-            .bind(format!("a{i}"))
-            .execute(&client_b)
-            .await
-            .unwrap();
+        enqueue(&client_b, "q", &format!("a{i}"), 1500.0)
+            .latency("eu", 5000.0)
+            .await;
     }
     // A's ids again in q2, as real players: matched there, they withdraw B's own entries.
     for i in 0..60 {
-        sqlx::query("SELECT enqueue('q2', $1, $2, '{\"eu\": 30}')")
-            .bind(format!("a{i}"))
-            .bind(1500.0 + i as f64)
-            .execute(&client_b)
-            .await
-            .unwrap();
+        enqueue(&client_b, "q2", &format!("a{i}"), 1500.0 + i as f64)
+            .latency("eu", 30.0)
+            .await;
     }
     let mut tasks = Vec::new();
     {
@@ -118,10 +112,9 @@ async fn attack(tdb: &TestDb, stop: Arc<AtomicBool>) -> Vec<tokio::task::JoinHan
     // An entry held in an open transaction, and a LISTEN inside another.
     let mut held = connect_as(tdb, &b).await.unwrap();
     sqlx::query("BEGIN").execute(&mut held).await.unwrap();
-    sqlx::query("SELECT enqueue('q', 'held', 1500, '{\"eu\": 30}')")
-        .execute(&mut held)
-        .await
-        .unwrap();
+    enqueue(&mut held, "q", "held", 1500.0)
+        .latency("eu", 30.0)
+        .await;
     let stuck = stuck_listener(tdb, &b, "spam").await;
     let mut spammer = connect_as(tdb, &b).await.unwrap();
     {
@@ -155,14 +148,7 @@ async fn run(attacked: bool) -> Outcome {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let config = Config::from_toml_str(CONFIG).expect("valid config");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let options = DaemonOptions {
-        holder: "tenancy".into(),
-        ..DaemonOptions::default()
-    };
-    let daemon = tokio::spawn(daemon::run(tdb.new_pool(6).await, config, options, async {
-        let _ = stop_rx.await;
-    }));
+    let daemon = spawn_daemon(tdb.new_pool(6).await, config, "tenancy");
     let started = Instant::now();
     while count(db, "SELECT count(*) FROM queues WHERE active").await < 2 {
         assert!(
@@ -185,10 +171,10 @@ async fn run(attacked: bool) -> Outcome {
     for tick in 0..TICKS {
         tokio::time::sleep_until(begun + TICK * tick).await;
         for _ in 0..PER_TICK {
-            let r = sqlx::query("SELECT enqueue('q', $1, $2, '{\"eu\": 30}')")
-                .bind(format!("a{enqueued}"))
-                .bind(1500.0 + (enqueued % 7) as f64 * 10.0)
-                .execute(&client_a)
+            let skill = 1500.0 + (enqueued % 7) as f64 * 10.0;
+            let r = enqueue(&client_a, "q", &format!("a{enqueued}"), skill)
+                .latency("eu", 30.0)
+                .send()
                 .await;
             if let Err(e) = r {
                 eprintln!("A's enqueue refused: {e}");
@@ -226,8 +212,7 @@ async fn run(attacked: bool) -> Outcome {
     for t in tasks {
         t.await.unwrap();
     }
-    let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    daemon.stop().await;
     assert_nobody_matched_twice(db).await;
     Outcome {
         matched,

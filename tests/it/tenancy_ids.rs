@@ -5,51 +5,19 @@
 //! or told anything because of the other. Numbers are stored in canonical form, so a
 //! number written with a huge scale costs a round nothing more.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use chrono::SubsecRound;
-use matchmaker::config::Config;
-use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::{RoundReport, RoundRunner};
-use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
+use matchmaker::daemon::round::RoundReport;
 use matchmaker::db::enqueue as front;
-use matchmaker_optimizer::Player;
 use serde_json::json;
 use sqlx::PgPool;
 
 use crate::support::*;
 
 /// Queues x and y: 2v2 on dedicated servers in one region, a round every second.
-const QUEUES: &str = r#"
-default_queue = "x"
-[queues.x]
-teams = 2
-team_size = 2
-network = "dedicated"
-[queues.x.tickets]
-regions = ["eu"]
-[queues.x.round]
-every = "1s"
-budget = "50ms"
-seed = 1
-[queues.y]
-teams = 2
-team_size = 2
-network = "dedicated"
-[queues.y.tickets]
-regions = ["eu"]
-[queues.y.round]
-every = "1s"
-budget = "50ms"
-seed = 2
-"#;
+const QUEUES: &str = include_str!("configs/tenancy_ids.toml");
 
 /// The workers of x and y on one manual clock, and two client logins, a and b.
 struct Tenants {
-    tdb: TestDb,
-    clock: ManualClock,
-    workers: BTreeMap<String, QueueWorker>,
+    d: Daemon,
     a: PgPool,
     b: PgPool,
     a_name: String,
@@ -58,31 +26,13 @@ struct Tenants {
 
 impl Tenants {
     async fn start() -> Tenants {
-        let tdb = fresh_db().await;
-        let config = Config::from_toml_str(QUEUES).expect("valid config");
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
-        let mut workers = BTreeMap::new();
-        for (name, q) in &config.queues {
-            let mut w = QueueWorker::new(
-                name,
-                "tenancy",
-                runner.clone(),
-                Arc::new(q.clone()),
-                secs(15),
-            );
-            let first = w.step().await.unwrap();
-            assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
-            workers.insert(name.clone(), w);
-        }
+        let d = Daemon::start(QUEUES, "tenancy").await;
         // Each in both roles: a game backend that also runs its game servers, so the
         // same login names players and backfill sessions.
-        let (a_name, a) = client_server_login(&tdb, 2).await;
-        let (b_name, b) = client_server_login(&tdb, 2).await;
+        let (a_name, a) = client_server_login(&d.tdb, 2).await;
+        let (b_name, b) = client_server_login(&d.tdb, 2).await;
         Tenants {
-            tdb,
-            clock,
-            workers,
+            d,
             a,
             b,
             a_name,
@@ -91,28 +41,19 @@ impl Tenants {
     }
 
     fn db(&self) -> &PgPool {
-        &self.tdb.pool
+        self.d.db()
     }
 
     /// The next tick, and a round of `queue` that must run.
     async fn round(&mut self, queue: &str) -> RoundReport {
-        self.clock.advance(secs(1));
-        let w = self.workers.get_mut(queue).expect("a worker of that queue");
-        match w.step().await.unwrap() {
-            StepOutcome::Ran(report) => report,
-            other => panic!("{queue}: expected a round, got {other:?}"),
-        }
+        self.d.round(queue).await
     }
-}
-
-fn solo(id: &str, skill: f64) -> Player {
-    player(id, skill, chrono::Utc::now())
 }
 
 /// Solo players through `enqueue()`, as `login`; none may be refused.
 async fn solos(login: &PgPool, queue: &str, ids: &[&str]) {
     for (i, id) in ids.iter().enumerate() {
-        front::enqueue(login, queue, &solo(id, 1500.0 + 10.0 * i as f64))
+        front::enqueue(login, queue, &solo_player(id, 1500.0 + 10.0 * i as f64))
             .await
             .unwrap_or_else(|e| panic!("enqueue {id} into {queue}: {e}"));
     }
@@ -150,14 +91,19 @@ async fn two_logins_each_queue_alice_and_both_are_matched() {
     solos(&t.a, "x", &["alice", "a1", "a2", "a3"]).await;
     // b's alice is b's own: not "already queued", in solo or in a party.
     solos(&t.b, "x", &["alice", "b1"]).await;
-    front::enqueue_party(&t.b, "x", "crew", &[solo("b2", 1500.0), solo("b3", 1500.0)])
-        .await
-        .expect("b's party");
+    front::enqueue_party(
+        &t.b,
+        "x",
+        "crew",
+        &[solo_player("b2", 1500.0), solo_player("b3", 1500.0)],
+    )
+    .await
+    .expect("b's party");
     front::enqueue_party(
         &t.a,
         "y",
         "crew",
-        &[solo("alice", 1500.0), solo("a4", 1500.0)],
+        &[solo_player("alice", 1500.0), solo_player("a4", 1500.0)],
     )
     .await
     .expect("a's alice in a party of another queue, and a's party crew");
@@ -196,11 +142,11 @@ async fn two_logins_each_queue_alice_and_both_are_matched() {
         rows.iter().map(|(o, _)| o.clone()).collect::<Vec<_>>(),
         owners
     );
-    let histories: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM recent_matches WHERE player_id = 'alice'")
-            .fetch_one(t.db())
-            .await
-            .unwrap();
+    let histories: i64 = count(
+        t.db(),
+        "SELECT count(*) FROM recent_matches WHERE player_id = 'alice'",
+    )
+    .await;
     assert_eq!(histories, 2);
     assert_contract_invariants(t.db()).await;
 }
@@ -219,18 +165,14 @@ async fn a_match_in_one_queue_withdraws_the_same_logins_alice_only() {
     let (status, match_id, reason) = status_of(&t.a, "y", "alice").await;
     assert_eq!(status, "queued", "{reason:?}");
     assert_eq!(match_id, None);
-    let still: i64 = sqlx::query_scalar(
+    let still: i64 = count(
+        t.db(),
         "SELECT count(*) FROM queue_entries WHERE queue = 'y' AND status = 'queued'",
     )
-    .fetch_one(t.db())
-    .await
-    .unwrap();
+    .await;
     assert_eq!(still, 1);
     // a's cancel of alice reaches a's own entry, and says so.
-    let cancelled: i32 = sqlx::query_scalar("SELECT cancel('alice')")
-        .fetch_one(&t.a)
-        .await
-        .unwrap();
+    let cancelled = cancel(&t.a, "alice").await;
     assert_eq!(cancelled, 1);
     assert_contract_invariants(t.db()).await;
 }
@@ -312,8 +254,8 @@ async fn no_lock_of_another_login_blocks_a_party() {
     let t = Tenants::start().await;
     let crew = |p: &str| {
         vec![
-            solo(&format!("{p}1"), 1500.0),
-            solo(&format!("{p}2"), 1500.0),
+            solo_player(&format!("{p}1"), 1500.0),
+            solo_player(&format!("{p}2"), 1500.0),
         ]
     };
     // b holds every advisory key it could compute for a's party (the login name shows in
@@ -343,23 +285,22 @@ async fn no_lock_of_another_login_blocks_a_party() {
     .expect("not refused because of b");
     assert_eq!(entered.len(), 2);
     // Nor does b's open transaction over its own alice block a's alice.
-    front::enqueue(&mut *held, "x", &solo("alice", 1500.0))
+    front::enqueue(&mut *held, "x", &solo_player("alice", 1500.0))
         .await
         .unwrap();
     tokio::time::timeout(
         std::time::Duration::from_secs(5),
-        front::enqueue(&t.a, "x", &solo("alice", 1500.0)),
+        front::enqueue(&t.a, "x", &solo_player("alice", 1500.0)),
     )
     .await
     .expect("not blocked by b")
     .expect("not refused because of b");
     held.commit().await.unwrap();
-    let queued: i64 = sqlx::query_scalar(
+    let queued: i64 = count(
+        t.db(),
         "SELECT count(*) FROM queue_entries WHERE status = 'queued' AND queue = 'x'",
     )
-    .fetch_one(t.db())
-    .await
-    .unwrap();
+    .await;
     assert_eq!(queued, 6);
 }
 
@@ -468,7 +409,7 @@ async fn nothing_b_can_call_or_read_shows_as_entries_matches_or_sessions() {
     assert!(!cancelled);
     solos(&t.b, "y", &["carol"]).await;
     // b's refusal of its own duplicate is about b's entry only.
-    let again = front::enqueue(&t.b, "y", &solo("carol", 1500.0))
+    let again = front::enqueue(&t.b, "y", &solo_player("carol", 1500.0))
         .await
         .unwrap_err();
     assert!(

@@ -8,13 +8,10 @@
 //! transaction open or run a long statement; a notification flood leaves rounds
 //! committing; large objects are closed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::SubsecRound;
-use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::{RoundReport, RoundRunner};
+use matchmaker::daemon::round::RoundReport;
 use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
 use serde_json::json;
 use sqlx::PgPool;
@@ -23,14 +20,7 @@ use crate::support::*;
 
 /// q: 3v3 peer-to-peer, a round every 10 minutes (run by moving the clock), at most 36
 /// players a round.
-const QUEUES: &str = r#"
-[queues.q]
-[queues.q.round]
-every = "10m"
-budget = "150ms"
-seed = 11
-max_round_size = 36
-"#;
+const QUEUES: &str = include_str!("configs/tenancy_limits.toml");
 
 struct World {
     tdb: TestDb,
@@ -46,13 +36,7 @@ impl World {
     /// A world whose queue q is the `q` of `queues`.
     async fn with(queues: &str) -> World {
         let tdb = fresh_db().await;
-        let config = Config::from_toml_str(queues).expect("valid config");
-        let config: Arc<QueueConfig> = Arc::new(config.queues["q"].clone());
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.pool.clone(), Arc::new(clock.clone()));
-        let mut worker = QueueWorker::new("q", "tenancy", runner, config, secs(15));
-        let first = worker.step().await.unwrap();
-        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
+        let Leader { clock, worker, .. } = leader(&tdb.pool, queues, "q", "tenancy").await;
         World { tdb, clock, worker }
     }
 
@@ -81,12 +65,10 @@ impl World {
 /// `n` honest players of `client` (close to each other: anyone can host them).
 async fn honest(client: &PgPool, prefix: &str, n: usize) {
     for i in 0..n {
-        sqlx::query("SELECT enqueue('q', $1, $2, '{\"eu\": 30}')")
-            .bind(format!("{prefix}{i}"))
-            .bind(1500.0 + (i % 7) as f64 * 10.0)
-            .execute(client)
-            .await
-            .unwrap();
+        let skill = 1500.0 + (i % 7) as f64 * 10.0;
+        enqueue(client, "q", &format!("{prefix}{i}"), skill)
+            .latency("eu", 30.0)
+            .await;
     }
 }
 
@@ -94,11 +76,9 @@ async fn honest(client: &PgPool, prefix: &str, n: usize) {
 /// everyone), as a flooding login sends them.
 async fn ghosts(client: &PgPool, n: usize) {
     for i in 0..n {
-        sqlx::query("SELECT enqueue('q', $1, 1500, '{\"eu\": 5000}')")
-            .bind(format!("ghost{i}"))
-            .execute(client)
-            .await
-            .unwrap();
+        enqueue(client, "q", &format!("ghost{i}"), 1500.0)
+            .latency("eu", 5000.0)
+            .await;
     }
 }
 
@@ -333,21 +313,19 @@ async fn backfill_is_a_game_servers_and_its_requests_take_a_share_of_a_round() {
     honest(&client, "a", 24).await;
     let r = w.round().await;
     assert!(r.backfilled <= 2, "{r:?}");
-    let filled: i64 = sqlx::query_scalar(
+    let filled: i64 = count(
+        w.db(),
         "SELECT count(*) FROM match_players mp JOIN matches m USING (match_id)
           WHERE m.session_id IS NOT NULL",
     )
-    .fetch_one(w.db())
-    .await
-    .unwrap();
+    .await;
     assert!(filled <= 12, "fills took {filled} players: {r:?}");
-    let in_new_matches: i64 = sqlx::query_scalar(
+    let in_new_matches: i64 = count(
+        w.db(),
         "SELECT count(*) FROM match_players mp JOIN matches m USING (match_id)
           WHERE m.session_id IS NULL",
     )
-    .fetch_one(w.db())
-    .await
-    .unwrap();
+    .await;
     assert!(
         in_new_matches >= 12,
         "{in_new_matches} in new matches: {r:?}"
@@ -414,10 +392,7 @@ async fn a_bounded_login_cannot_hold_a_transaction_open_or_run_long() {
     // An enqueue left inside an open transaction: the session is ended, the entry never
     // lands, and rounds go on.
     sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
-    sqlx::query("SELECT enqueue('q', 'held', 1500)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    enqueue(&mut conn, "q", "held", 1500.0).await;
     let mut ended = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -443,10 +418,7 @@ async fn a_notification_flood_does_not_stop_rounds() {
     let (a, client) = client_login(&w.tdb, 2).await;
     honest(&client, "a", 12).await;
     // Fake wake-ups and large payloads on the daemon's channel and the queue's.
-    let channel: String = sqlx::query_scalar("SELECT queue_channel('q')")
-        .fetch_one(&client)
-        .await
-        .unwrap();
+    let channel = queue_channel(&client, "q").await;
     for i in 0..200 {
         sqlx::query(
             "SELECT pg_notify('matchmaker_enqueue', 'q'), pg_notify($1, repeat('x', 7000) || $2)",

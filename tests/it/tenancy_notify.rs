@@ -6,14 +6,11 @@
 //! notifications flow again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::SubsecRound;
-use matchmaker::config::{Config, QueueConfig};
 use matchmaker::daemon::clock::ManualClock;
-use matchmaker::daemon::round::{RoundReport, RoundRunner};
-use matchmaker::daemon::worker::{QueueWorker, StepOutcome};
+use matchmaker::daemon::round::RoundReport;
+use matchmaker::daemon::worker::QueueWorker;
 use serde_json::Value;
 use sqlx::postgres::PgListener;
 use sqlx::{Connection, PgConnection, PgPool};
@@ -22,15 +19,7 @@ use crate::support::*;
 
 /// q: 3v3 peer-to-peer, a round every 10 minutes (run by moving the clock); players of
 /// one `band` only meet each other.
-const QUEUES: &str = r#"
-[queues.q]
-[queues.q.filters]
-same = ["band"]
-[queues.q.round]
-every = "10m"
-budget = "150ms"
-seed = 5
-"#;
+const QUEUES: &str = include_str!("configs/tenancy_notify.toml");
 
 struct World {
     clock: ManualClock,
@@ -45,40 +34,28 @@ impl World {
     }
 
     async fn with(tdb: &TestDb, queues: &str) -> World {
-        let config = Config::from_toml_str(queues).expect("valid config");
-        let config: Arc<QueueConfig> = Arc::new(config.queues["q"].clone());
-        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        let runner = RoundRunner::new(tdb.new_pool(2).await, Arc::new(clock.clone()));
-        let mut worker = QueueWorker::new("q", "tenancy", runner, config, secs(15));
-        let first = worker.step().await.unwrap();
-        assert!(matches!(first, StepOutcome::Waiting { .. }), "{first:?}");
+        let pool = tdb.new_pool(2).await;
+        let Leader { clock, worker, .. } = leader(&pool, queues, "q", "tenancy").await;
         World { clock, worker }
     }
 
     async fn round(&mut self) -> RoundReport {
         self.clock.advance(Duration::from_secs(601));
-        match self.worker.step().await.unwrap() {
-            StepOutcome::Ran(r) => r,
-            other => panic!("expected a round, got {other:?}"),
-        }
+        expect_round(self.worker.step().await.unwrap(), "q")
     }
 }
 
-async fn enqueue(client: &PgPool, player: &str, skill: f64) {
-    sqlx::query("SELECT enqueue('q', $1, $2, '{\"eu\": 30}', attributes => $3)")
-        .bind(player)
-        .bind(skill)
-        .bind(serde_json::json!({"band": (skill / 500.0).floor().to_string()}))
-        .execute(client)
-        .await
-        .unwrap();
+/// A player of `q` in the band of their skill (500 points wide).
+async fn enqueue_banded(client: &PgPool, player: &str, skill: f64) {
+    let band = (skill / 500.0).floor().to_string();
+    enqueue(client, "q", player, skill)
+        .latency("eu", 30.0)
+        .attributes(serde_json::json!({ "band": band }))
+        .await;
 }
 
 async fn channel_of(client: &PgPool) -> String {
-    sqlx::query_scalar("SELECT queue_channel('q')")
-        .fetch_one(client)
-        .await
-        .unwrap()
+    queue_channel(client, "q").await
 }
 
 async fn listener_of(client: &PgPool) -> PgListener {
@@ -135,15 +112,15 @@ async fn each_login_hears_only_its_own_matches_on_a_channel_no_other_login_can_n
 
     // Three skill bands: A's own match, B's own match, and one both share.
     for i in 0..6 {
-        enqueue(&client_a, &format!("p{i}"), 1000.0 + i as f64).await;
-        enqueue(&client_b, &format!("p{i}"), 2400.0 + i as f64).await;
+        enqueue_banded(&client_a, &format!("p{i}"), 1000.0 + i as f64).await;
+        enqueue_banded(&client_b, &format!("p{i}"), 2400.0 + i as f64).await;
     }
     for i in 6..9 {
-        enqueue(&client_a, &format!("p{i}"), 1700.0 + i as f64).await;
-        enqueue(&client_b, &format!("p{i}"), 1700.0 + i as f64).await;
+        enqueue_banded(&client_a, &format!("p{i}"), 1700.0 + i as f64).await;
+        enqueue_banded(&client_b, &format!("p{i}"), 1700.0 + i as f64).await;
     }
     // And one of A's far from everyone: left over, A still has a player waiting.
-    enqueue(&client_a, "far", 4500.0).await;
+    enqueue_banded(&client_a, "far", 4500.0).await;
     let before_a = drain(&mut hear_a).await;
     let before_b = drain(&mut hear_b).await;
     assert!(
@@ -227,8 +204,8 @@ async fn a_ready_check_and_its_cancellation_tell_each_login_of_its_own_players()
     let mut hear_b = listener_of(&client_b).await;
     // One match of three of A's and three of B's, all named alike.
     for i in 0..3 {
-        enqueue(&client_a, &format!("p{i}"), 1500.0 + i as f64).await;
-        enqueue(&client_b, &format!("p{i}"), 1500.0 + i as f64).await;
+        enqueue_banded(&client_a, &format!("p{i}"), 1500.0 + i as f64).await;
+        enqueue_banded(&client_b, &format!("p{i}"), 1500.0 + i as f64).await;
     }
     drain(&mut hear_a).await;
     drain(&mut hear_b).await;
@@ -360,7 +337,7 @@ async fn a_stalled_notification_queue_stops_no_enqueue_and_no_round() {
     let mut hear = listener_of(&honest).await;
 
     for i in 0..6 {
-        enqueue(&honest, &format!("a{i}"), 1500.0 + i as f64).await;
+        enqueue_banded(&honest, &format!("a{i}"), 1500.0 + i as f64).await;
     }
     let r = w.round().await;
     assert_eq!((r.matches, r.matched), (1, 6), "{r:?}");
@@ -378,7 +355,7 @@ async fn a_stalled_notification_queue_stops_no_enqueue_and_no_round() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for i in 0..6 {
-        enqueue(&honest, &format!("b{i}"), 1500.0 + i as f64).await;
+        enqueue_banded(&honest, &format!("b{i}"), 1500.0 + i as f64).await;
     }
     let r = w.round().await;
     assert_eq!((r.matches, r.matched), (1, 6), "{r:?}");

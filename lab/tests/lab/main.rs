@@ -8,9 +8,8 @@ mod sim;
 mod sim_demo;
 mod trial;
 
-// The tests' shared support (a PostgreSQL per run, a database per test, client logins).
-#[path = "../../../tests/it/support/mod.rs"]
-mod support;
+// The test kit (a PostgreSQL per run, a database per test, client logins).
+use matchmaker_testkit as support;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -1,6 +1,6 @@
-//! The client contract's invariants as counts, read after the fact: what fault-injection
-//! tests (`tests/it/faults.rs`) and `matchmaker soak` check after crashes, restarts and
-//! races. Every count in [`Audit::violations`] must be zero; the rest describe the run.
+//! The client contract's invariants as counts, read after the fact: what the tests and
+//! the lab's soak (`matchmaker-lab soak`) check after crashes, restarts and races. The
+//! daemon never calls it. Every count in [`Audit::violations`] must be zero; the rest describe the run.
 //!
 //! The audit assumes what those runs do: a player id names one wait. A client that
 //! re-queues a player after their match under the same id would show up as a player in
@@ -11,9 +11,7 @@
 //! the audit can tell whether a lease was ever taken while it was live (a replica whose
 //! clock runs ahead, a renewal race). It changes the schema: only for scratch databases.
 
-use sqlx::PgPool;
-
-use super::DbError;
+use sqlx::{PgConnection, PgPool};
 
 /// What the run promised the audit: the entries clients were told exist (ids returned by
 /// `enqueue` / `enqueue_party`) and the players whose `cancel()` reported entries
@@ -107,6 +105,13 @@ impl Audit {
         ]
     }
 
+    /// The violations whose count is not zero.
+    pub fn nonzero_violations(&self) -> Vec<(&'static str, i64)> {
+        let mut found = self.violations();
+        found.retain(|(_, n)| *n != 0);
+        found
+    }
+
     /// The sum of the violation counts.
     pub fn violation_count(&self) -> i64 {
         self.violations().iter().map(|(_, n)| n).sum()
@@ -154,13 +159,25 @@ impl std::fmt::Display for Audit {
 }
 
 /// Count everything, in one consistent snapshot of the database.
-pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError> {
+pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, sqlx::Error> {
     let mut tx = db.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
         .await?;
     let mut a = Audit::default();
+    count_rows(&mut tx, &mut a).await?;
+    count_lost(&mut tx, expected.entries, &mut a).await?;
+    count_players_outside_their_match(&mut tx, &mut a).await?;
+    a.short_matches = count_short_matches(&mut tx).await?;
+    count_unfair_exits(&mut tx, expected.cancelled_players, &mut a).await?;
+    count_ready_checks(&mut tx, &mut a).await?;
+    a.live_leases_taken = count_live_leases_taken(&mut tx).await?;
+    tx.commit().await?;
+    Ok(a)
+}
 
+/// The descriptive totals: entries by status, rounds, matches.
+async fn count_rows(tx: &mut PgConnection, a: &mut Audit) -> Result<(), sqlx::Error> {
     (
         a.entries,
         a.queued,
@@ -187,8 +204,16 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
         sqlx::query_as("SELECT (SELECT count(*) FROM rounds), (SELECT count(*) FROM matches)")
             .fetch_one(&mut *tx)
             .await?;
+    Ok(())
+}
 
-    a.checked = expected.entries.len() as i64;
+/// Entries the clients were told exist that have no row in a known status.
+async fn count_lost(
+    tx: &mut PgConnection,
+    entries: &[i64],
+    a: &mut Audit,
+) -> Result<(), sqlx::Error> {
+    a.checked = entries.len() as i64;
     a.lost = sqlx::query_scalar(
         "SELECT count(*) FROM unnest($1::bigint[]) AS x(entry_id)
           WHERE NOT EXISTS (
@@ -197,10 +222,17 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
                    AND e.status IN ('queued', 'matched', 'cancelled', 'rejected', 'expired',
                                     'withdrawn', 'declined'))",
     )
-    .bind(expected.entries)
+    .bind(entries)
     .fetch_one(&mut *tx)
     .await?;
+    Ok(())
+}
 
+/// Players in two matches, and matches and entries that disagree about each other.
+async fn count_players_outside_their_match(
+    tx: &mut PgConnection,
+    a: &mut Audit,
+) -> Result<(), sqlx::Error> {
     // A player is a login's player id (two logins may each have an alice).
     a.players_in_two_matches = sqlx::query_scalar(
         "SELECT count(*) FROM (
@@ -237,13 +269,17 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
     )
     .fetch_one(&mut *tx)
     .await?;
+    Ok(())
+}
 
+/// Matches outside their queue's formats, and backfills that do not fill their request.
+async fn count_short_matches(tx: &mut PgConnection) -> Result<i64, sqlx::Error> {
     // The formats as the queue is published now (the fault runs never change them). A
     // match's format in the published words: its team sizes, largest first, joined by
     // 'v' (a 4v5 reads '5v4'); a match without players reads '' and matches no format.
     // A backfill's match holds the players it added to a session: exactly the request's
     // open slots, team by team.
-    a.short_matches = sqlx::query_scalar(
+    sqlx::query_scalar(
         "SELECT (SELECT count(*) FROM (
              SELECT m.match_id
                FROM matches m
@@ -274,8 +310,15 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
                                     AND mp.team >= cardinality(b.open_slots))))",
     )
     .fetch_one(&mut *tx)
-    .await?;
+    .await
+}
 
+/// Parties matched in part, rows that left without a reason, cancelled players matched.
+async fn count_unfair_exits(
+    tx: &mut PgConnection,
+    cancelled_players: &[String],
+    a: &mut Audit,
+) -> Result<(), sqlx::Error> {
     // A party is matched whole, on one team of one match, or not at all. (A party with
     // members still queued beside closed ones is a moment's state the daemon's next look
     // closes; not counted.)
@@ -306,10 +349,14 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
         "SELECT count(DISTINCT mp.player_id) FROM match_players mp
           WHERE mp.player_id = ANY($1)",
     )
-    .bind(expected.cancelled_players)
+    .bind(cancelled_players)
     .fetch_one(&mut *tx)
     .await?;
+    Ok(())
+}
 
+/// Matches by ready check state, and ready checks resolved both ways or not at all.
+async fn count_ready_checks(tx: &mut PgConnection, a: &mut Audit) -> Result<(), sqlx::Error> {
     (a.pending_matches, a.cancelled_matches) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE status = 'pending'),
                 count(*) FILTER (WHERE status = 'cancelled')
@@ -335,22 +382,25 @@ pub async fn audit(db: &PgPool, expected: Expected<'_>) -> Result<Audit, DbError
     )
     .fetch_one(&mut *tx)
     .await?;
+    Ok(())
+}
 
+/// Leases taken while live, from the lease log (None: no log installed).
+async fn count_live_leases_taken(tx: &mut PgConnection) -> Result<Option<i64>, sqlx::Error> {
     let has_log: bool = sqlx::query_scalar("SELECT to_regclass('audit_lease_log') IS NOT NULL")
         .fetch_one(&mut *tx)
         .await?;
-    if has_log {
-        a.live_leases_taken = Some(
-            sqlx::query_scalar(
-                "SELECT count(*) FROM audit_lease_log
-                  WHERE old_term IS NOT NULL AND old_expires_at > new_acquired_at",
-            )
-            .fetch_one(&mut *tx)
-            .await?,
-        );
+    if !has_log {
+        return Ok(None);
     }
-    tx.commit().await?;
-    Ok(a)
+    Ok(Some(
+        sqlx::query_scalar(
+            "SELECT count(*) FROM audit_lease_log
+                  WHERE old_term IS NOT NULL AND old_expires_at > new_acquired_at",
+        )
+        .fetch_one(&mut *tx)
+        .await?,
+    ))
 }
 
 /// One change of hands of a lease, from the lease log.
@@ -377,7 +427,7 @@ impl LeaseChange {
 /// Record every change of hands of a lease (and first acquisition) in `audit_lease_log`,
 /// with the previous holder's expiry. Idempotent. Scratch databases only: it adds a table
 /// and a trigger on `leases`.
-pub async fn install_lease_log(db: &PgPool) -> Result<(), DbError> {
+pub async fn install_lease_log(db: &PgPool) -> Result<(), sqlx::Error> {
     let mut tx = db.begin().await?;
     sqlx::query(
         "CREATE TABLE IF NOT EXISTS audit_lease_log (
@@ -430,7 +480,7 @@ pub async fn install_lease_log(db: &PgPool) -> Result<(), DbError> {
 }
 
 /// The lease log, oldest first (empty without [`install_lease_log`]).
-pub async fn lease_changes(db: &PgPool) -> Result<Vec<LeaseChange>, DbError> {
+pub async fn lease_changes(db: &PgPool) -> Result<Vec<LeaseChange>, sqlx::Error> {
     let has_log: bool = sqlx::query_scalar("SELECT to_regclass('audit_lease_log') IS NOT NULL")
         .fetch_one(db)
         .await?;

@@ -1,7 +1,6 @@
 //! A fleet of daemon replicas as child processes (`matchmaker run`, killed when dropped)
 //! and what the database says of them: leases, terms, committed rounds. The soak and the
-//! peak evening run on it, and so do the daemon's fault tests (`tests/it/faults.rs`,
-//! which include this file): it names nothing of the lab, only the `matchmaker` crate.
+//! peak evening run on it, and so do the daemon's fault tests (`tests/it/faults.rs`).
 
 use std::fs::OpenOptions;
 use std::io::Write as _;

@@ -1,7 +1,7 @@
 //! The client load of the soak and the fault tests: solo players enqueued into one queue
 //! or two, cancels, and cancel storms fired at a solve in flight, with a log of what the
-//! clients were told for the audit. Like [`fleet`](crate::fleet) it names only the
-//! `matchmaker` crate, so the daemon's fault tests include it too.
+//! clients were told for the audit. The soak and the daemon's fault tests
+//! run it.
 
 use std::time::Duration;
 
@@ -10,7 +10,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use matchmaker::db::{self, DbError, audit};
+use matchmaker::db::{self, DbError};
+
+use crate::audit;
 use matchmaker_optimizer::Player;
 
 /// What the client load does, one action per `pace`.
