@@ -26,7 +26,7 @@ use super::model::{Network, QueueModel};
 use super::pool::{Player, Pool};
 use super::rebalance::{self, Alliance, Method};
 use super::round::MatchOutcome;
-use super::score::Scorer;
+use super::score::{MatchEval, Scorer};
 
 /// Parties considered per session (the nearest by skill).
 pub const MAX_CANDIDATES: usize = 12;
@@ -330,7 +330,42 @@ fn choose(
     model: &QueueModel,
     limits: &BackfillLimits,
 ) -> Result<(Fill, Vec<usize>), Choice> {
-    // The session's members (solos: their teams are fixed anyway) and the candidates.
+    let mini = session_pool(s, pool, fit);
+    let ix = IndexedPool::build(&mini, model).map_err(|e| match e {
+        PoolError::Player { ref id, .. } => Choice::Malformed(id.clone(), e.to_string()),
+        other => Choice::Unfilled(format!("the session cannot be scored: {other}")),
+    })?;
+    let sc = Scorer::new(&ix, model);
+    let fills = Fills::place(s, &mini, &sc, fit)?;
+    let search = fills.search(s, model);
+    let Some((score, plan)) = search.best else {
+        return Err(Choice::Unfilled(fills.no_fill_reason(
+            s,
+            model,
+            search.any_exact,
+        )));
+    };
+    if score < limits.min_score {
+        return Err(Choice::Unfilled(format!(
+            "the best fill scores {score:.3}, below backfill.min_score {}",
+            limits.min_score
+        )));
+    }
+    let (outcome, taken) = fills.outcome(&plan, pool, fit, model);
+    Ok((
+        Fill {
+            session: s.id.clone(),
+            outcome,
+            method: search.method,
+            evaluated: search.evaluated,
+        },
+        taken,
+    ))
+}
+
+/// The session's members (solos: their teams are fixed anyway) then the candidates'
+/// players, as one pool to score.
+fn session_pool(s: &Session, pool: &Pool, fit: &[Candidate]) -> Pool {
     let mut players: Vec<Player> = s
         .teams
         .iter()
@@ -341,179 +376,221 @@ fn choose(
             ..p.clone()
         })
         .collect();
-    let fixed = players.len();
     for c in fit {
         players.extend(c.members.iter().map(|&i| pool.players[i].clone()));
     }
-    let mini = Pool {
+    Pool {
         queue: pool.queue.clone(),
         now: pool.now,
         players,
         history: pool.history.clone(),
-    };
-    let ix = IndexedPool::build(&mini, model).map_err(|e| match e {
-        PoolError::Player { ref id, .. } => Choice::Malformed(id.clone(), e.to_string()),
-        other => Choice::Unfilled(format!("the session cannot be scored: {other}")),
-    })?;
-    let sc = Scorer::new(&ix, model);
-    let unit_of_source = |source: usize| -> Option<u32> {
-        ix.source
-            .iter()
-            .position(|&x| x == source)
-            .map(|p| ix.unit_of[p])
-    };
-    // Fixed units with their teams; candidates as units (a rejected party has none).
-    let mut base_units = Vec::new();
-    let mut base_teams = Vec::new();
-    let mut k = 0;
-    for (t, team) in s.teams.iter().enumerate() {
-        for _ in team {
-            let u = unit_of_source(k).ok_or_else(|| {
-                Choice::Unfilled(format!(
-                    "session member {} cannot play in this queue: {}",
-                    mini.players[k].id,
-                    ix.rejected
-                        .iter()
-                        .find(|r| r.id == mini.players[k].id)
-                        .map_or("rejected", |r| r.reason.as_str())
-                ))
-            })?;
-            base_units.push(u);
-            base_teams.push(t as u8);
-            k += 1;
-        }
     }
-    let mut cand_units: Vec<(u32, usize, f64, usize)> = Vec::new(); // unit, size, skill, fit index
-    let mut source = fixed;
-    for (ci, c) in fit.iter().enumerate() {
-        if let Some(u) = unit_of_source(source) {
-            cand_units.push((u, c.members.len(), c.skill, ci));
+}
+
+/// The session's fixed units on their teams and the candidates as units, scored
+/// together.
+struct Fills<'a> {
+    sc: &'a Scorer<'a>,
+    base_units: Vec<u32>,
+    base_teams: Vec<u8>,
+    /// (unit, size, skill, index into the candidates); a rejected party has none.
+    cand_units: Vec<(u32, usize, f64, usize)>,
+}
+
+/// What the search of one method found.
+struct Search {
+    method: Method,
+    evaluated: usize,
+    /// The best valid fill: its score and (candidate, team) pairs.
+    best: Option<(f64, Vec<(usize, usize)>)>,
+    /// Some fill filled the open slots exactly (valid or not).
+    any_exact: bool,
+}
+
+impl<'a> Fills<'a> {
+    /// Find the units of `mini` (the session's pool): the members first, on their
+    /// teams, then the candidates in order.
+    fn place(
+        s: &Session,
+        mini: &Pool,
+        sc: &'a Scorer<'a>,
+        fit: &[Candidate],
+    ) -> Result<Fills<'a>, Choice> {
+        let ix = sc.ix;
+        let unit_of_source = |source: usize| -> Option<u32> {
+            ix.source
+                .iter()
+                .position(|&x| x == source)
+                .map(|p| ix.unit_of[p])
+        };
+        let mut base_units = Vec::new();
+        let mut base_teams = Vec::new();
+        let mut k = 0;
+        for (t, team) in s.teams.iter().enumerate() {
+            for _ in team {
+                let u = unit_of_source(k).ok_or_else(|| {
+                    Choice::Unfilled(format!(
+                        "session member {} cannot play in this queue: {}",
+                        mini.players[k].id,
+                        ix.rejected
+                            .iter()
+                            .find(|r| r.id == mini.players[k].id)
+                            .map_or("rejected", |r| r.reason.as_str())
+                    ))
+                })?;
+                base_units.push(u);
+                base_teams.push(t as u8);
+                k += 1;
+            }
         }
-        source += c.members.len();
-    }
-    if cand_units.is_empty() {
-        return Err(Choice::Unfilled(
-            "no queued party can play in this queue's format".into(),
-        ));
+        let mut cand_units = Vec::new();
+        let mut source = k;
+        for (ci, c) in fit.iter().enumerate() {
+            if let Some(u) = unit_of_source(source) {
+                cand_units.push((u, c.members.len(), c.skill, ci));
+            }
+            source += c.members.len();
+        }
+        if cand_units.is_empty() {
+            return Err(Choice::Unfilled(
+                "no queued party can play in this queue's format".into(),
+            ));
+        }
+        Ok(Fills {
+            sc,
+            base_units,
+            base_teams,
+            cand_units,
+        })
     }
 
-    let score_fill = |assign: &[(usize, usize)]| {
-        let mut units = base_units.clone();
-        let mut teams = base_teams.clone();
+    /// The completed session with `assign`'s (candidate, team) pairs, if valid: its
+    /// evaluation and units.
+    fn score(&self, assign: &[(usize, usize)]) -> Option<(MatchEval, Vec<u32>)> {
+        let mut units = self.base_units.clone();
+        let mut teams = self.base_teams.clone();
         for &(c, t) in assign {
-            units.push(cand_units[c].0);
+            units.push(self.cand_units[c].0);
             teams.push(t as u8);
         }
-        sc.evaluate_fixed(&units, &teams)
+        self.sc
+            .evaluate_fixed(&units, &teams)
             .filter(|e| e.valid())
             .map(|e| (e, units))
-    };
+    }
 
-    let mut method = method_for(model);
-    let mut evaluated = 0usize;
-    let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
-    let mut any_exact = false;
-    if method == Method::Combination {
-        let sizes: Vec<usize> = cand_units.iter().map(|c| c.1).collect();
-        let mut plans = Vec::new();
-        let complete = fill_vertically(&sizes, &s.open, MAX_COMBINATIONS, &mut plans);
-        if complete {
-            any_exact = !plans.is_empty();
-            for plan in &plans {
+    /// Combination (every exact fill, the best kept) while the combinations stay
+    /// within [`MAX_COMBINATIONS`], else greedy (one fill).
+    fn search(&self, s: &Session, model: &QueueModel) -> Search {
+        let mut method = method_for(model);
+        let mut evaluated = 0usize;
+        let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
+        let mut any_exact = false;
+        if method == Method::Combination {
+            let sizes: Vec<usize> = self.cand_units.iter().map(|c| c.1).collect();
+            let mut plans = Vec::new();
+            let complete = fill_vertically(&sizes, &s.open, MAX_COMBINATIONS, &mut plans);
+            if complete {
+                any_exact = !plans.is_empty();
+                for plan in &plans {
+                    evaluated += 1;
+                    if let Some((e, _)) = self.score(plan)
+                        && best.as_ref().is_none_or(|(b, _)| e.score > *b)
+                    {
+                        best = Some((e.score, plan.clone()));
+                    }
+                }
+            } else {
+                method = Method::Greedy;
+            }
+        }
+        if method == Method::Greedy {
+            let plan = greedy_fill(&self.cand_units, s);
+            if let Some(plan) = plan {
+                any_exact = true;
                 evaluated += 1;
-                if let Some((e, _)) = score_fill(plan)
-                    && best.as_ref().is_none_or(|(b, _)| e.score > *b)
-                {
-                    best = Some((e.score, plan.clone()));
+                if let Some((e, _)) = self.score(&plan) {
+                    best = Some((e.score, plan));
                 }
             }
-        } else {
-            method = Method::Greedy;
         }
-    }
-    if method == Method::Greedy {
-        let plan = greedy_fill(&cand_units, s);
-        if let Some(plan) = plan {
-            any_exact = true;
-            evaluated += 1;
-            if let Some((e, _)) = score_fill(&plan) {
-                best = Some((e.score, plan));
-            }
-        }
-    }
-    let Some((score, plan)) = best else {
-        return Err(Choice::Unfilled(if any_exact {
-            match model.network {
-                Network::PeerToPeer => format!(
-                    "every fill of the {} nearest parties breaks a hard rule (nobody could host within hosts.max_ping_ms, or strict roles)",
-                    cand_units.len()
-                ),
-                Network::Dedicated => format!(
-                    "every fill of the {} nearest parties breaks a hard rule (strict roles, or no common region)",
-                    cand_units.len()
-                ),
-            }
-        } else {
-            format!(
-                "no combination of the {} nearest queued parties fills the open slots {:?} exactly (parties stay whole)",
-                cand_units.len(),
-                s.open
-            )
-        }));
-    };
-    if score < limits.min_score {
-        return Err(Choice::Unfilled(format!(
-            "the best fill scores {score:.3}, below backfill.min_score {}",
-            limits.min_score
-        )));
-    }
-    let (eval, units) = score_fill(&plan).expect("scored above");
-    let detail = sc.describe(&units, &eval);
-    let id = |p: u32| ix.ids[p as usize].clone();
-    let mut added = vec![Vec::new(); model.teams];
-    let mut taken = Vec::new();
-    for &(c, t) in &plan {
-        let ci = cand_units[c].3;
-        for &i in &fit[ci].members {
-            added[t].push(pool.players[i].id.clone());
-            taken.push(i);
-        }
-    }
-    let added_ids: HashSet<&String> = added.iter().flatten().collect();
-    let p2p = model.network == Network::PeerToPeer;
-    let outcome = MatchOutcome {
-        teams: added.clone(),
-        score: detail.score,
-        factors: sc
-            .enabled()
-            .map(|(i, name)| (name.to_string(), detail.factors[i]))
-            .collect(),
-        roles: (!model.roles.is_empty()).then(|| {
-            detail
-                .roles
-                .iter()
-                .map(|&(p, r)| (id(p), model.roles[r].clone()))
-                .filter(|(p, _)| added_ids.contains(p))
-                .collect()
-        }),
-        region: match model.network {
-            Network::Dedicated => detail.region.map(|r| ix.regions[r].clone()),
-            Network::PeerToPeer => None,
-        },
-        hosts: p2p.then(|| detail.hosts.iter().map(|&p| id(p)).collect()),
-        host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
-        backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
-        relay: eval.relay,
-    };
-    Ok((
-        Fill {
-            session: s.id.clone(),
-            outcome,
+        Search {
             method,
             evaluated,
-        },
-        taken,
-    ))
+            best,
+            any_exact,
+        }
+    }
+
+    /// Why no fill was made: every exact fill broke a hard rule, or none was exact.
+    fn no_fill_reason(&self, s: &Session, model: &QueueModel, any_exact: bool) -> String {
+        let n = self.cand_units.len();
+        if !any_exact {
+            return format!(
+                "no combination of the {n} nearest queued parties fills the open slots {:?} exactly (parties stay whole)",
+                s.open
+            );
+        }
+        match model.network {
+            Network::PeerToPeer => format!(
+                "every fill of the {n} nearest parties breaks a hard rule (nobody could host within hosts.max_ping_ms, or strict roles)"
+            ),
+            Network::Dedicated => format!(
+                "every fill of the {n} nearest parties breaks a hard rule (strict roles, or no common region)"
+            ),
+        }
+    }
+
+    /// The fill as the commit writes it (only the added players on the teams; the
+    /// completed session's score, factors and hosts), and the pool players it takes.
+    fn outcome(
+        &self,
+        plan: &[(usize, usize)],
+        pool: &Pool,
+        fit: &[Candidate],
+        model: &QueueModel,
+    ) -> (MatchOutcome, Vec<usize>) {
+        let (sc, ix) = (self.sc, self.sc.ix);
+        let (eval, units) = self.score(plan).expect("scored above");
+        let detail = sc.describe(&units, &eval);
+        let id = |p: u32| ix.ids[p as usize].clone();
+        let mut added = vec![Vec::new(); model.teams];
+        let mut taken = Vec::new();
+        for &(c, t) in plan {
+            let ci = self.cand_units[c].3;
+            for &i in &fit[ci].members {
+                added[t].push(pool.players[i].id.clone());
+                taken.push(i);
+            }
+        }
+        let added_ids: HashSet<&String> = added.iter().flatten().collect();
+        let p2p = model.network == Network::PeerToPeer;
+        let outcome = MatchOutcome {
+            teams: added.clone(),
+            score: detail.score,
+            factors: sc
+                .enabled()
+                .map(|(i, name)| (name.to_string(), detail.factors[i]))
+                .collect(),
+            roles: (!model.roles.is_empty()).then(|| {
+                detail
+                    .roles
+                    .iter()
+                    .map(|&(p, r)| (id(p), model.roles[r].clone()))
+                    .filter(|(p, _)| added_ids.contains(p))
+                    .collect()
+            }),
+            region: match model.network {
+                Network::Dedicated => detail.region.map(|r| ix.regions[r].clone()),
+                Network::PeerToPeer => None,
+            },
+            hosts: p2p.then(|| detail.hosts.iter().map(|&p| id(p)).collect()),
+            host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
+            backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
+            relay: eval.relay,
+        };
+        (outcome, taken)
+    }
 }
 
 /// The AccelByte guide's combination, for backfill: team by team, every combination (lexicographic

@@ -184,178 +184,25 @@ impl IndexedPool {
     /// Validate `pool` against `model` and build the indexed form.
     pub fn build(pool: &Pool, model: &QueueModel) -> Result<IndexedPool, PoolError> {
         model.validate()?;
-        let role_index: HashMap<&str, usize> = model
-            .roles
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.as_str(), i))
-            .collect();
-        let all_roles: u32 = if model.roles.is_empty() {
-            0
-        } else {
-            (1u32 << model.roles.len()) - 1
-        };
+        let roles = RoleIndex::new(model);
+        check_players(pool, model, &roles)?;
+        let parties = group_parties(pool);
+        check_party_clocks(pool, &parties)?;
+        let (rejected_players, rejected) = reject_unusable_parties(pool, model, &roles, &parties);
 
-        // Field checks, player by player.
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for (index, p) in pool.players.iter().enumerate() {
-            if p.id.is_empty() {
-                return Err(PoolError::PlayerIndex {
-                    index,
-                    problem: "is empty".into(),
-                });
-            }
-            if seen.insert(p.id.as_str(), index).is_some() {
-                return Err(player_err(&p.id, "id", "duplicate player id"));
-            }
-            check_number(&p.id, "skill", p.skill)?;
-            if let Some(s) = p.skill_sigma {
-                check_number(&p.id, "skill_sigma", s)?;
-            }
-            for (region, &ms) in &p.latencies {
-                check_number(&p.id, "latencies", ms).map_err(|_| {
-                    player_err(
-                        &p.id,
-                        "latencies",
-                        format!("{region}: {ms} is not a ping in ms >= 0"),
-                    )
-                })?;
-            }
-            for (other, &ms) in &p.peer_pings {
-                check_number(&p.id, "peer_pings", ms).map_err(|_| {
-                    player_err(
-                        &p.id,
-                        "peer_pings",
-                        format!("{other}: {ms} is not a ping in ms >= 0"),
-                    )
-                })?;
-            }
-            for r in &p.roles {
-                if !role_index.contains_key(r.as_str()) {
-                    let known = if model.roles.is_empty() {
-                        "this queue has no roles".to_string()
-                    } else {
-                        format!("known roles: {}", model.roles.join(", "))
-                    };
-                    return Err(player_err(
-                        &p.id,
-                        "roles",
-                        format!("unknown role {r:?} ({known})"),
-                    ));
-                }
-            }
-            if let Some(s) = p.side
-                && !(0.0..=1.0).contains(&s)
-            {
-                return Err(player_err(&p.id, "side", format!("{s} is not in [0, 1]")));
-            }
-            if let Some(party) = &p.party
-                && party.is_empty()
-            {
-                return Err(player_err(&p.id, "party", "empty party id"));
-            }
-        }
+        let mut ix = IndexedPool::empty(region_names(pool), rejected);
+        let index_of = ix.index_players(pool, model, &roles, &rejected_players);
+        ix.flatten_units(model);
+        ix.order_units_by_skill();
+        ix.peer = merge_peer_pings(pool, &ix.source, &index_of);
+        ix.history = build_history(pool, model, &index_of, ix.ids.len())?;
+        ix.meet = build_meet(pool, model, &ix.source, &index_of);
+        Ok(ix)
+    }
 
-        // Parties: members must agree on enqueued_at.
-        let mut parties: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, p) in pool.players.iter().enumerate() {
-            if let Some(party) = &p.party {
-                parties.entry(party.as_str()).or_default().push(i);
-            }
-        }
-        for (party, members) in &parties {
-            let first = &pool.players[members[0]];
-            for &m in &members[1..] {
-                let p = &pool.players[m];
-                if p.enqueued_at != first.enqueued_at {
-                    return Err(player_err(
-                        &p.id,
-                        "enqueued_at",
-                        format!(
-                            "party {party:?} is inconsistent: {:?} differs from member {:?} ({:?})",
-                            p.enqueued_at, first.id, first.enqueued_at
-                        ),
-                    ));
-                }
-            }
-        }
-
-        // Rejections: usable-by-this-queue checks per party (solos always fit).
-        let mut rejected_players = vec![false; pool.players.len()];
-        let mut rejected = Vec::new();
-        for (party, members) in &parties {
-            let reason = if members.len() > model.team_size {
-                Some(format!(
-                    "party {party:?} has {} players, more than the team size {}",
-                    members.len(),
-                    model.team_size
-                ))
-            } else if !model.filters.same.is_empty()
-                && let Some(&m) = members[1..].iter().find(|&&m| {
-                    same_values(&pool.players[m], &model.filters.same)
-                        != same_values(&pool.players[members[0]], &model.filters.same)
-                })
-            {
-                Some(format!(
-                    "party {party:?} mixes {} (member {}) with {} (member {}): a match needs one value",
-                    describe_same(
-                        &model.filters.same,
-                        &same_values(&pool.players[m], &model.filters.same)
-                    ),
-                    pool.players[m].id,
-                    describe_same(
-                        &model.filters.same,
-                        &same_values(&pool.players[members[0]], &model.filters.same)
-                    ),
-                    pool.players[members[0]].id,
-                ))
-            } else if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
-                let masks: Vec<u32> = members
-                    .iter()
-                    .map(|&m| role_mask(&pool.players[m].roles, &role_index, all_roles))
-                    .collect();
-                if party_fits_roles(&masks, model.roles.len(), model.team_size) {
-                    None
-                } else {
-                    Some(format!(
-                        "party {party:?} cannot take distinct roles on one team (roles: {})",
-                        model.roles.join(", ")
-                    ))
-                }
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                for &m in members {
-                    rejected_players[m] = true;
-                    rejected.push(Rejection {
-                        id: pool.players[m].id.clone(),
-                        reason: reason.clone(),
-                    });
-                }
-            }
-        }
-
-        // The round's clock.
-        let now: Option<DateTime<Utc>> = pool
-            .now
-            .or_else(|| pool.players.iter().filter_map(|p| p.enqueued_at).max());
-        let max_wait_min = model.max_wait.as_secs_f64() / 60.0;
-
-        let regions: Vec<String> = pool
-            .players
-            .iter()
-            .flat_map(|p| p.latencies.keys().cloned())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let region_index: HashMap<String, usize> = regions
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.clone(), i))
-            .collect();
-
-        let mut ix = IndexedPool {
+    /// No players yet: the regions and rejections known before indexing.
+    fn empty(regions: Vec<String>, rejected: Vec<Rejection>) -> IndexedPool {
+        IndexedPool {
             ids: Vec::new(),
             skill: Vec::new(),
             sigma: Vec::new(),
@@ -378,18 +225,40 @@ impl IndexedPool {
             rejected,
             source: Vec::new(),
             meet: Meet::default(),
-        };
-        let nreg = ix.regions.len();
+        }
+    }
+
+    /// Number the usable players in pool order, fill their per-player arrays and gather
+    /// them into units (a party, or a solo); returns each indexed player's number by id.
+    fn index_players<'p>(
+        &mut self,
+        pool: &'p Pool,
+        model: &QueueModel,
+        roles: &RoleIndex,
+        rejected_players: &[bool],
+    ) -> HashMap<&'p str, u32> {
+        // The round's clock.
+        let now: Option<DateTime<Utc>> = pool
+            .now
+            .or_else(|| pool.players.iter().filter_map(|p| p.enqueued_at).max());
+        let max_wait_min = model.max_wait.as_secs_f64() / 60.0;
+        let region_index: HashMap<String, usize> = self
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.clone(), i))
+            .collect();
+        let nreg = self.regions.len();
         let mut index_of: HashMap<&str, u32> = HashMap::new();
         let mut party_unit: HashMap<&str, u32> = HashMap::new();
         for (i, p) in pool.players.iter().enumerate() {
             if rejected_players[i] {
                 continue;
             }
-            let k = ix.ids.len() as u32;
+            let k = self.ids.len() as u32;
             index_of.insert(p.id.as_str(), k);
-            ix.ids.push(p.id.clone());
-            ix.source.push(i);
+            self.ids.push(p.id.clone());
+            self.source.push(i);
             let mut s = p.skill;
             if let Some(lo) = model.skill.cap_min {
                 s = s.max(lo);
@@ -397,8 +266,8 @@ impl IndexedPool {
             if let Some(hi) = model.skill.cap_max {
                 s = s.min(hi);
             }
-            ix.skill.push(s);
-            ix.sigma.push(
+            self.skill.push(s);
+            self.sigma.push(
                 p.skill_sigma
                     .unwrap_or(model.predicted_fairness.default_sigma),
             );
@@ -406,94 +275,76 @@ impl IndexedPool {
                 (Some(now), Some(at)) => ((now - at).num_milliseconds() as f64 / 60_000.0).max(0.0),
                 _ => 0.0,
             };
-            ix.wait_minutes.push(wait);
-            ix.overdue.push(wait > max_wait_min);
-            ix.side.push(p.side.unwrap_or(f64::NAN));
-            ix.roles.push(role_mask(&p.roles, &role_index, all_roles));
+            self.wait_minutes.push(wait);
+            self.overdue.push(wait > max_wait_min);
+            self.side.push(p.side.unwrap_or(f64::NAN));
+            self.roles.push(roles.mask(&p.roles));
             let mut row = vec![MISSING; nreg];
             for (region, &ms) in &p.latencies {
                 row[region_index[region.as_str()]] = ms as f32;
             }
-            ix.lat.extend(row);
+            self.lat.extend(row);
             let unit = match &p.party {
-                Some(party) => *party_unit.entry(party.as_str()).or_insert_with(|| {
-                    ix.units.push(Unit {
-                        members: Vec::new(),
-                        skill: 0.0,
-                    });
-                    (ix.units.len() - 1) as u32
-                }),
-                None => {
-                    ix.units.push(Unit {
-                        members: Vec::new(),
-                        skill: 0.0,
-                    });
-                    (ix.units.len() - 1) as u32
-                }
+                Some(party) => *party_unit
+                    .entry(party.as_str())
+                    .or_insert_with(|| self.add_unit()),
+                None => self.add_unit(),
             };
-            ix.units[unit as usize].members.push(k);
-            ix.unit_of.push(unit);
+            self.units[unit as usize].members.push(k);
+            self.unit_of.push(unit);
         }
-        ix.unit_size = ix.units.iter().map(|u| u.size() as u8).collect();
-        ix.unit_start.push(0);
-        for u in &ix.units {
-            ix.unit_members.extend(&u.members);
-            ix.unit_start.push(ix.unit_members.len() as u32);
+        index_of
+    }
+
+    fn add_unit(&mut self) -> u32 {
+        self.units.push(Unit {
+            members: Vec::new(),
+            skill: 0.0,
+        });
+        (self.units.len() - 1) as u32
+    }
+
+    /// The compact copies the hot path reads: unit sizes, flat unit members, the
+    /// per-player `Hot` values; and each unit's mean skill.
+    fn flatten_units(&mut self, model: &QueueModel) {
+        let max_wait_min = model.max_wait.as_secs_f64() / 60.0;
+        self.unit_size = self.units.iter().map(|u| u.size() as u8).collect();
+        self.unit_start.push(0);
+        for u in &self.units {
+            self.unit_members.extend(&u.members);
+            self.unit_start.push(self.unit_members.len() as u32);
         }
-        ix.hot = (0..ix.ids.len())
+        self.hot = (0..self.ids.len())
             .map(|p| Hot {
-                skill: ix.skill[p],
-                wait_capped: ix.wait_minutes[p].min(max_wait_min),
-                overdue: ix.overdue[p] as u32,
+                skill: self.skill[p],
+                wait_capped: self.wait_minutes[p].min(max_wait_min),
+                overdue: self.overdue[p] as u32,
             })
             .collect();
-        for u in &mut ix.units {
-            u.skill = u.members.iter().map(|&m| ix.skill[m as usize]).sum::<f64>()
+        for u in &mut self.units {
+            u.skill = u
+                .members
+                .iter()
+                .map(|&m| self.skill[m as usize])
+                .sum::<f64>()
                 / u.members.len() as f64;
         }
+    }
 
-        ix.by_skill = (0..ix.units.len() as u32).collect();
-        ix.by_skill.sort_by(|&a, &b| {
-            ix.units[a as usize]
+    /// Units by mean skill (ties by index), and each unit's rank in that order.
+    fn order_units_by_skill(&mut self) {
+        let units = &self.units;
+        self.by_skill = (0..units.len() as u32).collect();
+        self.by_skill.sort_by(|&a, &b| {
+            units[a as usize]
                 .skill
-                .total_cmp(&ix.units[b as usize].skill)
+                .total_cmp(&units[b as usize].skill)
                 .then(a.cmp(&b))
         });
-        ix.skill_rank = vec![0; ix.units.len()];
-        for (r, &u) in ix.by_skill.iter().enumerate() {
-            ix.skill_rank[u as usize] = r as u32;
+        self.skill_rank = vec![0; units.len()];
+        for (r, &u) in self.by_skill.iter().enumerate() {
+            self.skill_rank[u as usize] = r as u32;
         }
-
-        // Explicit peer pings, symmetric: the mean of both directions when both are given.
-        let n = ix.ids.len();
-        let mut peer: Vec<BTreeMap<u32, (f64, u32)>> = vec![BTreeMap::new(); n];
-        for (k, &src) in ix.source.iter().enumerate() {
-            for (other, &ms) in &pool.players[src].peer_pings {
-                let Some(&o) = index_of.get(other.as_str()) else {
-                    continue; // not in this pool (or rejected): irrelevant
-                };
-                if o as usize == k {
-                    continue;
-                }
-                for (a, b) in [(k as u32, o), (o, k as u32)] {
-                    let e = peer[a as usize].entry(b).or_insert((0.0, 0));
-                    e.0 += ms;
-                    e.1 += 1;
-                }
-            }
-        }
-        ix.peer = peer
-            .into_iter()
-            .map(|m| {
-                m.into_iter()
-                    .map(|(o, (sum, c))| (o, (sum / c as f64) as f32))
-                    .collect()
-            })
-            .collect();
-
-        ix.history = build_history(pool, model, &index_of, n)?;
-        ix.meet = build_meet(pool, model, &ix.source, &index_of);
-        Ok(ix)
     }
 
     /// Members of unit u.
@@ -543,12 +394,247 @@ impl IndexedPool {
 /// Per player: (other player, cost if teammates now, cost if opponents now).
 type HistoryLists = Vec<Vec<(u32, f32, f32)>>;
 
-fn role_mask(roles: &[String], index: &HashMap<&str, usize>, all: u32) -> u32 {
-    if roles.is_empty() {
-        all
-    } else {
-        roles.iter().fold(0, |m, r| m | (1 << index[r.as_str()]))
+/// The queue's roles by name, and the mask of all of them.
+struct RoleIndex<'m> {
+    index: HashMap<&'m str, usize>,
+    all: u32,
+}
+
+impl<'m> RoleIndex<'m> {
+    fn new(model: &'m QueueModel) -> Self {
+        RoleIndex {
+            index: model
+                .roles
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.as_str(), i))
+                .collect(),
+            all: if model.roles.is_empty() {
+                0
+            } else {
+                (1u32 << model.roles.len()) - 1
+            },
+        }
     }
+
+    fn knows(&self, role: &str) -> bool {
+        self.index.contains_key(role)
+    }
+
+    /// Bit r set: the player accepts role r; all bits when they named none.
+    fn mask(&self, roles: &[String]) -> u32 {
+        if roles.is_empty() {
+            self.all
+        } else {
+            roles
+                .iter()
+                .fold(0, |m, r| m | (1 << self.index[r.as_str()]))
+        }
+    }
+}
+
+/// Field checks, player by player: the first malformed field is the error.
+fn check_players(pool: &Pool, model: &QueueModel, roles: &RoleIndex) -> Result<(), PoolError> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (index, p) in pool.players.iter().enumerate() {
+        if p.id.is_empty() {
+            return Err(PoolError::PlayerIndex {
+                index,
+                problem: "is empty".into(),
+            });
+        }
+        if seen.insert(p.id.as_str(), index).is_some() {
+            return Err(player_err(&p.id, "id", "duplicate player id"));
+        }
+        check_number(&p.id, "skill", p.skill)?;
+        if let Some(s) = p.skill_sigma {
+            check_number(&p.id, "skill_sigma", s)?;
+        }
+        check_pings(&p.id, "latencies", &p.latencies)?;
+        check_pings(&p.id, "peer_pings", &p.peer_pings)?;
+        for r in &p.roles {
+            if !roles.knows(r.as_str()) {
+                let known = if model.roles.is_empty() {
+                    "this queue has no roles".to_string()
+                } else {
+                    format!("known roles: {}", model.roles.join(", "))
+                };
+                return Err(player_err(
+                    &p.id,
+                    "roles",
+                    format!("unknown role {r:?} ({known})"),
+                ));
+            }
+        }
+        if let Some(s) = p.side
+            && !(0.0..=1.0).contains(&s)
+        {
+            return Err(player_err(&p.id, "side", format!("{s} is not in [0, 1]")));
+        }
+        if let Some(party) = &p.party
+            && party.is_empty()
+        {
+            return Err(player_err(&p.id, "party", "empty party id"));
+        }
+    }
+    Ok(())
+}
+
+/// Pings in ms, by region or by player: each a number >= 0.
+fn check_pings(
+    id: &str,
+    field: &'static str,
+    pings: &BTreeMap<String, f64>,
+) -> Result<(), PoolError> {
+    for (to, &ms) in pings {
+        check_number(id, field, ms)
+            .map_err(|_| player_err(id, field, format!("{to}: {ms} is not a ping in ms >= 0")))?;
+    }
+    Ok(())
+}
+
+/// The members of every party (indices into the pool), by party id.
+fn group_parties(pool: &Pool) -> BTreeMap<&str, Vec<usize>> {
+    let mut parties: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in pool.players.iter().enumerate() {
+        if let Some(party) = &p.party {
+            parties.entry(party.as_str()).or_default().push(i);
+        }
+    }
+    parties
+}
+
+/// A party enqueues together: its members must agree on `enqueued_at`.
+fn check_party_clocks(pool: &Pool, parties: &BTreeMap<&str, Vec<usize>>) -> Result<(), PoolError> {
+    for (party, members) in parties {
+        let first = &pool.players[members[0]];
+        for &m in &members[1..] {
+            let p = &pool.players[m];
+            if p.enqueued_at != first.enqueued_at {
+                return Err(player_err(
+                    &p.id,
+                    "enqueued_at",
+                    format!(
+                        "party {party:?} is inconsistent: {:?} differs from member {:?} ({:?})",
+                        p.enqueued_at, first.id, first.enqueued_at
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The parties this queue can never use (solos always fit): per pool player whether
+/// they are rejected, and the rejections.
+fn reject_unusable_parties(
+    pool: &Pool,
+    model: &QueueModel,
+    roles: &RoleIndex,
+    parties: &BTreeMap<&str, Vec<usize>>,
+) -> (Vec<bool>, Vec<Rejection>) {
+    let mut rejected_players = vec![false; pool.players.len()];
+    let mut rejected = Vec::new();
+    for (party, members) in parties {
+        if let Some(reason) = unusable_party(pool, model, roles, party, members) {
+            for &m in members {
+                rejected_players[m] = true;
+                rejected.push(Rejection {
+                    id: pool.players[m].id.clone(),
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
+    (rejected_players, rejected)
+}
+
+/// Why the queue cannot use this party, if it cannot: too large for a team, members
+/// with different `same` values, or (strict roles) no distinct roles for them.
+fn unusable_party(
+    pool: &Pool,
+    model: &QueueModel,
+    roles: &RoleIndex,
+    party: &str,
+    members: &[usize],
+) -> Option<String> {
+    if members.len() > model.team_size {
+        return Some(format!(
+            "party {party:?} has {} players, more than the team size {}",
+            members.len(),
+            model.team_size
+        ));
+    }
+    let same = &model.filters.same;
+    let first = &pool.players[members[0]];
+    if !same.is_empty()
+        && let Some(&m) = members[1..]
+            .iter()
+            .find(|&&m| same_values(&pool.players[m], same) != same_values(first, same))
+    {
+        return Some(format!(
+            "party {party:?} mixes {} (member {}) with {} (member {}): a match needs one value",
+            describe_same(same, &same_values(&pool.players[m], same)),
+            pool.players[m].id,
+            describe_same(same, &same_values(first, same)),
+            first.id,
+        ));
+    }
+    if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
+        let masks: Vec<u32> = members
+            .iter()
+            .map(|&m| roles.mask(&pool.players[m].roles))
+            .collect();
+        if !party_fits_roles(&masks, model.roles.len(), model.team_size) {
+            return Some(format!(
+                "party {party:?} cannot take distinct roles on one team (roles: {})",
+                model.roles.join(", ")
+            ));
+        }
+    }
+    None
+}
+
+/// Every region any player has a latency to, sorted.
+fn region_names(pool: &Pool) -> Vec<String> {
+    pool.players
+        .iter()
+        .flat_map(|p| p.latencies.keys().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// Explicit peer pings, symmetric: the mean of both directions when both are given;
+/// per indexed player, sorted by the other player.
+fn merge_peer_pings(
+    pool: &Pool,
+    source: &[usize],
+    index_of: &HashMap<&str, u32>,
+) -> Vec<Vec<(u32, f32)>> {
+    let mut peer: Vec<BTreeMap<u32, (f64, u32)>> = vec![BTreeMap::new(); source.len()];
+    for (k, &src) in source.iter().enumerate() {
+        for (other, &ms) in &pool.players[src].peer_pings {
+            let Some(&o) = index_of.get(other.as_str()) else {
+                continue; // not in this pool (or rejected): irrelevant
+            };
+            if o as usize == k {
+                continue;
+            }
+            for (a, b) in [(k as u32, o), (o, k as u32)] {
+                let e = peer[a as usize].entry(b).or_insert((0.0, 0));
+                e.0 += ms;
+                e.1 += 1;
+            }
+        }
+    }
+    peer.into_iter()
+        .map(|m| {
+            m.into_iter()
+                .map(|(o, (sum, c))| (o, (sum / c as f64) as f32))
+                .collect()
+        })
+        .collect()
 }
 
 /// Can these players take distinct roles on one team (the rest of the slots being flex)?

@@ -113,12 +113,40 @@ pub fn explain_left_over(
         .enumerate()
         .map(|(i, id)| (id.as_str(), i as u32))
         .collect();
-    let unit_of = |id: &str| index.get(id).map(|&p| ix.unit_of[p as usize]);
-    let per_match = model.players_per_match();
-    let smallest = model.min_players_per_match();
+    let round = Round {
+        model,
+        ix: &ix,
+        sc: &sc,
+        matches: matches_as_units(&ix, &index, outcome),
+        bench: bench_units(&ix, &index, outcome),
+    };
+    let mut evaluations = 0usize;
+    let mut out = Vec::new();
+    for &u in &round.bench {
+        let unit = &ix.units[u as usize];
+        let (kind, mut reason) = round.explain_unit(u, &mut evaluations);
+        if unit.members.iter().any(|&p| ix.overdue[p as usize]) {
+            reason.push_str(" (waited past max_wait)");
+        }
+        for &p in &unit.members {
+            out.push(LeftOver {
+                player: ix.ids[p as usize].clone(),
+                kind,
+                reason: reason.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
 
-    // The round's matches as units, with their mean skill and score.
-    let matches: Vec<(Vec<u32>, f64, f64)> = outcome
+/// The round's matches as units, with their mean skill and score.
+fn matches_as_units(
+    ix: &IndexedPool,
+    index: &HashMap<&str, u32>,
+    outcome: &RoundOutcome,
+) -> Vec<(Vec<u32>, f64, f64)> {
+    let unit_of = |id: &str| index.get(id).map(|&p| ix.unit_of[p as usize]);
+    outcome
         .matches
         .iter()
         .filter_map(|m| {
@@ -139,170 +167,208 @@ pub fn explain_left_over(
                 / players.len().max(1) as f64;
             Some((units, mean, m.score))
         })
-        .collect();
+        .collect()
+}
+
+/// The units of the left-over players, in the order first named.
+fn bench_units(ix: &IndexedPool, index: &HashMap<&str, u32>, outcome: &RoundOutcome) -> Vec<u32> {
     let mut bench: Vec<u32> = Vec::new();
     for id in &outcome.unmatched {
-        if let Some(u) = unit_of(id)
+        if let Some(u) = index.get(id.as_str()).map(|&p| ix.unit_of[p as usize])
             && !bench.contains(&u)
         {
             bench.push(u);
         }
     }
+    bench
+}
 
-    let mut evaluations = 0usize;
-    let mut out = Vec::new();
-    let name = |u: u32| -> String {
-        let members = &ix.units[u as usize].members;
-        let first = &ix.ids[members[0] as usize];
-        if members.len() == 1 {
-            first.clone()
-        } else {
-            format!("{first} (party of {})", members.len())
-        }
-    };
-    for &u in &bench {
+/// What the explanation of one round reads.
+struct Round<'a> {
+    model: &'a QueueModel,
+    ix: &'a IndexedPool,
+    sc: &'a Scorer<'a>,
+    /// The round's matches: units, mean skill, score.
+    matches: Vec<(Vec<u32>, f64, f64)>,
+    /// The left-over units.
+    bench: Vec<u32>,
+}
+
+impl Round<'_> {
+    /// Why unit `u` was left over: the first answer that holds, in the order of the
+    /// module's list (the searches share the round's `evaluations`).
+    fn explain_unit(&self, u: u32, evaluations: &mut usize) -> (LeftOverKind, String) {
+        let (ix, model) = (self.ix, self.model);
+        let per_match = model.players_per_match();
         let unit = &ix.units[u as usize];
         let size = unit.size();
         // the hard rules the matches tried broke
         let mut seen = Seen::default();
-        let meets = may_meet_count(&ix, u);
-        let (kind, mut reason) = if ix.ids.len() < smallest {
-            (
-                LeftOverKind::NoValidMatch,
-                format!(
-                    "the pool had {} players, fewer than one match ({smallest})",
-                    ix.ids.len()
-                ),
-            )
-        } else if ix.ids.len() < per_match {
-            // flexible queue: only the smaller formats were possible, and the short-match
-            // pass formed those that reached the minimum score, without this unit
-            (
-                LeftOverKind::NoValidMatch,
-                format!(
-                    "the pool had {} players, fewer than a full match ({per_match}); the smaller formats ({}) formed only matches scoring at least alliance.short_match_min_score ({}), and none with them",
-                    ix.ids.len(),
-                    model.formats()[1..]
-                        .iter()
-                        .map(|f| super::model::format_label(f))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    model.alliance.short_match_min_score
-                ),
-            )
-        } else if let Some((count, what)) =
-            meets.clone().filter(|(count, _)| count + size < per_match)
-        {
-            (
+        let meets = may_meet_count(ix, u);
+        if ix.ids.len() < model.min_players_per_match() {
+            return (LeftOverKind::NoValidMatch, self.too_few_players());
+        }
+        if ix.ids.len() < per_match {
+            return (LeftOverKind::NoValidMatch, self.too_few_for_full_match());
+        }
+        if let Some((count, what)) = meets.clone().filter(|(count, _)| count + size < per_match) {
+            return (
                 LeftOverKind::Filtered,
                 format!(
                     "the queue's filters let them meet {count} other player{} ({what}), fewer than a match needs ({per_match})",
                     if count == 1 { "" } else { "s" }
                 ),
-            )
-        } else if let Some((swapped, m, score)) =
-            in_place_of(&sc, &matches, u, unit.skill, &mut evaluations, &mut seen)
-        {
-            let out: Vec<String> = swapped.iter().map(|&v| name(v)).collect();
-            // the match, named by a player who stays in it
-            let stays = matches[m]
-                .0
-                .iter()
-                .find(|v| !swapped.contains(v))
-                .map_or_else(String::new, |&v| format!(" in the match of {}", name(v)));
-            (
-                LeftOverKind::Outscored,
-                format!(
-                    "a valid match with them existed (in place of {}{stays}), scoring {score:.3} against that match's {:.3}; the round scored higher without it",
-                    out.join(", "),
-                    matches[m].2
-                ),
-            )
-        } else if among_left_over(&sc, &bench, u, per_match, &mut evaluations, &mut seen) {
-            (
+            );
+        }
+        if let Some((swapped, m, score)) = in_place_of(
+            self.sc,
+            &self.matches,
+            u,
+            unit.skill,
+            evaluations,
+            &mut seen,
+        ) {
+            return (LeftOverKind::Outscored, self.outscored(&swapped, m, score));
+        }
+        if among_left_over(self.sc, &self.bench, u, per_match, evaluations, &mut seen) {
+            return (
                 LeftOverKind::NotFound,
                 "a valid match among the left-over players existed; the search's budget ended before it formed it"
                     .to_string(),
-            )
-        } else if let Some((candidate, eval)) = &seen.floor {
-            (LeftOverKind::Floor, floor_reason(&sc, candidate, eval))
-        } else if seen.no_host {
-            let limit = model.hosts.max_ping_ms;
-            let p = &model.ping;
-            // the member with the most players in reach speaks for the party
-            let reach = unit
-                .members
-                .iter()
-                .map(|&a| {
-                    (0..ix.ids.len() as u32)
-                        .filter(|&b| {
-                            b != a && ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms) <= limit
-                        })
-                        .count()
-                })
-                .max()
-                .unwrap_or(0);
-            let (tried, others) = (matches.len().min(MATCHES_TRIED), ix.ids.len() - 1);
-            (
-                LeftOverKind::NoHost,
-                format!(
-                    "nobody could host a match with {}: in every valid match tried (in place of players of the {tried} nearest match{}, or with the other left-over players) no player reaches everyone within hosts.max_ping_ms ({limit} ms); {reach} of the {others} other player{} in the pool {} within {limit} ms of them",
-                    if size == 1 {
-                        "them".to_string()
-                    } else {
-                        format!("the party of {size}")
-                    },
-                    if tried == 1 { "" } else { "es" },
-                    if others == 1 { "" } else { "s" },
-                    if reach == 1 { "is" } else { "are" },
-                ) + &relay_note(&sc, unit),
-            )
-        } else if seen.avoid {
-            (
+            );
+        }
+        if let Some((candidate, eval)) = &seen.floor {
+            return (LeftOverKind::Floor, floor_reason(self.sc, candidate, eval));
+        }
+        if seen.no_host {
+            return (LeftOverKind::NoHost, self.no_host(u));
+        }
+        if seen.avoid {
+            return (
                 LeftOverKind::Avoided,
                 "every valid match tried with them broke an avoid (theirs or another player's)"
                     .to_string(),
-            )
-        } else if seen.filter {
-            (
+            );
+        }
+        if seen.filter {
+            return (
                 LeftOverKind::Filtered,
                 format!(
                     "every match tried with them broke the queue's filters ({})",
                     meets.map_or_else(|| "same, crossplay".to_string(), |m| m.1)
                 ),
-            )
-        } else {
-            let tried = matches.len().min(MATCHES_TRIED);
-            let mut rules = vec!["team sizes", "parties on one team"];
-            if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
-                rules.push("strict roles");
-            }
-            (
-                LeftOverKind::NoValidMatch,
-                format!(
-                    "{} in place of players of the {tried} nearest match{}, or with the other left-over players, breaks the queue's rules ({})",
-                    if size == 1 {
-                        "the player".to_string()
-                    } else {
-                        format!("the party of {size}")
-                    },
-                    if tried == 1 { "" } else { "es" },
-                    rules.join(", ")
-                ),
-            )
-        };
-        if unit.members.iter().any(|&p| ix.overdue[p as usize]) {
-            reason.push_str(" (waited past max_wait)");
+            );
         }
-        for &p in &unit.members {
-            out.push(LeftOver {
-                player: ix.ids[p as usize].clone(),
-                kind,
-                reason: reason.clone(),
-            });
+        (LeftOverKind::NoValidMatch, self.breaks_rules(size))
+    }
+
+    /// A unit for people: the player, or the first member and the party's size.
+    fn name(&self, u: u32) -> String {
+        let members = &self.ix.units[u as usize].members;
+        let first = &self.ix.ids[members[0] as usize];
+        if members.len() == 1 {
+            first.clone()
+        } else {
+            format!("{first} (party of {})", members.len())
         }
     }
-    Ok(out)
+
+    fn too_few_players(&self) -> String {
+        format!(
+            "the pool had {} players, fewer than one match ({})",
+            self.ix.ids.len(),
+            self.model.min_players_per_match()
+        )
+    }
+
+    /// Flexible queue: only the smaller formats were possible, and the short-match
+    /// pass formed those that reached the minimum score, without this unit.
+    fn too_few_for_full_match(&self) -> String {
+        let model = self.model;
+        format!(
+            "the pool had {} players, fewer than a full match ({}); the smaller formats ({}) formed only matches scoring at least alliance.short_match_min_score ({}), and none with them",
+            self.ix.ids.len(),
+            model.players_per_match(),
+            model.formats()[1..]
+                .iter()
+                .map(|f| super::model::format_label(f))
+                .collect::<Vec<_>>()
+                .join(", "),
+            model.alliance.short_match_min_score
+        )
+    }
+
+    /// In place of `swapped` in match `m`, the unit made a valid match scoring `score`.
+    fn outscored(&self, swapped: &[u32], m: usize, score: f64) -> String {
+        let out: Vec<String> = swapped.iter().map(|&v| self.name(v)).collect();
+        // the match, named by a player who stays in it
+        let stays = self.matches[m]
+            .0
+            .iter()
+            .find(|v| !swapped.contains(v))
+            .map_or_else(String::new, |&v| {
+                format!(" in the match of {}", self.name(v))
+            });
+        format!(
+            "a valid match with them existed (in place of {}{stays}), scoring {score:.3} against that match's {:.3}; the round scored higher without it",
+            out.join(", "),
+            self.matches[m].2
+        )
+    }
+
+    /// Nobody could host: how many pooled players are within reach of the unit.
+    fn no_host(&self, u: u32) -> String {
+        let (ix, model) = (self.ix, self.model);
+        let unit = &ix.units[u as usize];
+        let size = unit.size();
+        let limit = model.hosts.max_ping_ms;
+        let p = &model.ping;
+        // the member with the most players in reach speaks for the party
+        let reach = unit
+            .members
+            .iter()
+            .map(|&a| {
+                (0..ix.ids.len() as u32)
+                    .filter(|&b| {
+                        b != a && ix.ping_ms(a, b, p.relay_overhead_ms, p.unknown_ms) <= limit
+                    })
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        let (tried, others) = (self.matches.len().min(MATCHES_TRIED), ix.ids.len() - 1);
+        format!(
+            "nobody could host a match with {}: in every valid match tried (in place of players of the {tried} nearest match{}, or with the other left-over players) no player reaches everyone within hosts.max_ping_ms ({limit} ms); {reach} of the {others} other player{} in the pool {} within {limit} ms of them",
+            if size == 1 {
+                "them".to_string()
+            } else {
+                format!("the party of {size}")
+            },
+            if tried == 1 { "" } else { "es" },
+            if others == 1 { "" } else { "s" },
+            if reach == 1 { "is" } else { "are" },
+        ) + &relay_note(self.sc, unit)
+    }
+
+    /// Every match tried broke the queue's own rules.
+    fn breaks_rules(&self, size: usize) -> String {
+        let model = self.model;
+        let tried = self.matches.len().min(MATCHES_TRIED);
+        let mut rules = vec!["team sizes", "parties on one team"];
+        if !model.roles.is_empty() && model.role_mode == RoleMode::Strict {
+            rules.push("strict roles");
+        }
+        format!(
+            "{} in place of players of the {tried} nearest match{}, or with the other left-over players, breaks the queue's rules ({})",
+            if size == 1 {
+                "the player".to_string()
+            } else {
+                format!("the party of {size}")
+            },
+            if tried == 1 { "" } else { "es" },
+            rules.join(", ")
+        )
+    }
 }
 
 /// A match of the round in which unit `u` takes the place of one to three of its units

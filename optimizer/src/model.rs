@@ -210,13 +210,21 @@ impl QueueModel {
 
     /// Refuse values the scoring cannot use; the message names the key.
     pub fn validate(&self) -> Result<(), PoolError> {
-        let bad = |key: &str, problem: &str| Err(PoolError::Model(format!("{key}: {problem}")));
         if self.teams < 2 {
             return bad("teams", "must be at least 2");
         }
         if self.team_size < 1 {
             return bad("team_size", "must be at least 1");
         }
+        self.validate_alliance()?;
+        self.validate_sizes()?;
+        self.validate_weights()?;
+        self.validate_factor_params()?;
+        self.validate_meeting()
+    }
+
+    /// The alliance's formats: within the full format, few enough to enumerate.
+    fn validate_alliance(&self) -> Result<(), PoolError> {
         let a = &self.alliance;
         if let Some(m) = a.max_number
             && m != self.teams
@@ -286,6 +294,11 @@ impl QueueModel {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Players per match, team splits and roles.
+    fn validate_sizes(&self) -> Result<(), PoolError> {
         if self.players_per_match() > MAX_PLAYERS_PER_MATCH {
             return bad(
                 "team_size",
@@ -313,27 +326,11 @@ impl QueueModel {
                 return bad("roles", &format!("role {r:?} listed twice"));
             }
         }
-        let nonneg = |key: &str, v: f64| -> Result<(), PoolError> {
-            if v.is_finite() && v >= 0.0 {
-                Ok(())
-            } else {
-                bad(key, "must be a finite number >= 0")
-            }
-        };
-        let positive = |key: &str, v: f64| -> Result<(), PoolError> {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                bad(key, "must be a finite number > 0")
-            }
-        };
-        let unit = |key: &str, v: f64| -> Result<(), PoolError> {
-            if (0.0..=1.0).contains(&v) {
-                Ok(())
-            } else {
-                bad(key, "must be in [0, 1]")
-            }
-        };
+        Ok(())
+    }
+
+    /// The round's weights: each >= 0, at least one that applies > 0.
+    fn validate_weights(&self) -> Result<(), PoolError> {
         nonneg("wait_priority_per_minute", self.wait_priority_per_minute)?;
         if !(self.round_score_power > 0.0 && self.round_score_power <= 1.0) {
             return bad("round_score_power", "must be in (0, 1]");
@@ -351,6 +348,11 @@ impl QueueModel {
         {
             return bad("weights", "at least one weight must be > 0");
         }
+        Ok(())
+    }
+
+    /// The factors' parameters: skill caps, curves, tables, pings, hosts.
+    fn validate_factor_params(&self) -> Result<(), PoolError> {
         if let (Some(lo), Some(hi)) = (self.skill.cap_min, self.skill.cap_max)
             && lo > hi
         {
@@ -421,12 +423,11 @@ impl QueueModel {
             "predicted_fairness.default_sigma",
             self.predicted_fairness.default_sigma,
         )?;
-        self.validate_meeting()
+        Ok(())
     }
 
     /// The filters, avoids and floor steps.
     fn validate_meeting(&self) -> Result<(), PoolError> {
-        let bad = |key: &str, problem: &str| Err(PoolError::Model(format!("{key}: {problem}")));
         let f = &self.filters;
         for (i, a) in f.same.iter().enumerate() {
             if a.is_empty() {
@@ -1067,6 +1068,35 @@ impl Default for FairnessParams {
             beta: 200.0,
             default_sigma: 100.0,
         }
+    }
+}
+
+/// A refused model value: the key and what is wrong with it.
+fn bad(key: &str, problem: &str) -> Result<(), PoolError> {
+    Err(PoolError::Model(format!("{key}: {problem}")))
+}
+
+fn nonneg(key: &str, v: f64) -> Result<(), PoolError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        bad(key, "must be a finite number >= 0")
+    }
+}
+
+fn positive(key: &str, v: f64) -> Result<(), PoolError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        bad(key, "must be a finite number > 0")
+    }
+}
+
+fn unit(key: &str, v: f64) -> Result<(), PoolError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        bad(key, "must be in [0, 1]")
     }
 }
 

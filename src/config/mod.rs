@@ -705,6 +705,17 @@ impl QueueConfig {
         }
         validate_model(&self.model)
             .map_err(|problem| invalid(format!("queues.{name}"), problem))?;
+        self.validate_round(&key)?;
+        self.validate_tickets(&key)?;
+        self.validate_backfill(&key)?;
+        self.validate_limits(&key)?;
+        self.validate_ready_check(&key)?;
+        self.validate_roles(&key)?;
+        Ok(())
+    }
+
+    /// The round's schedule, sizes and search budget.
+    fn validate_round(&self, key: impl Fn(&str) -> String) -> Result<(), ConfigError> {
         let r = &self.round;
         r.schedule().map_err(|p| {
             let k = if r.cron.is_some() && r.every.is_none() {
@@ -767,6 +778,11 @@ impl QueueConfig {
         if r.threads == Some(0) {
             return Err(invalid(key("round.threads"), "must be at least 1"));
         }
+        Ok(())
+    }
+
+    /// Ticket lifetime and the regions a ticket may name.
+    fn validate_tickets(&self, key: impl Fn(&str) -> String) -> Result<(), ConfigError> {
         let t = &self.tickets;
         if t.ttl < Duration::from_secs(3) {
             return Err(invalid(key("tickets.ttl"), "must be at least 3s"));
@@ -796,6 +812,11 @@ impl QueueConfig {
                  be placed in; latencies may name only these)",
             ));
         }
+        Ok(())
+    }
+
+    /// When backfill runs and what it accepts.
+    fn validate_backfill(&self, key: impl Fn(&str) -> String) -> Result<(), ConfigError> {
         let b = &self.backfill;
         if b.delay < Duration::from_millis(100) || b.delay > Duration::from_secs(60) {
             return Err(invalid(
@@ -806,6 +827,11 @@ impl QueueConfig {
         if !(0.0..=1.0).contains(&b.min_score) {
             return Err(invalid(key("backfill.min_score"), "must be in [0, 1]"));
         }
+        Ok(())
+    }
+
+    /// What one login may do.
+    fn validate_limits(&self, key: impl Fn(&str) -> String) -> Result<(), ConfigError> {
         let l = &self.limits;
         if !(1..=1_000_000).contains(&l.max_queued_per_login) {
             return Err(invalid(
@@ -847,6 +873,11 @@ impl QueueConfig {
         if !(l.max_fill_share > 0.0 && l.max_fill_share <= 1.0) {
             return Err(invalid(key("limits.max_fill_share"), "must be in (0, 1]"));
         }
+        Ok(())
+    }
+
+    /// The ready check's timeout and decline cooldown.
+    fn validate_ready_check(&self, key: impl Fn(&str) -> String) -> Result<(), ConfigError> {
         if let Some(rc) = &self.ready_check {
             if rc.timeout < Duration::from_secs(1) || rc.timeout > Duration::from_secs(600) {
                 return Err(invalid(
@@ -861,6 +892,11 @@ impl QueueConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Role names short enough to store.
+    fn validate_roles(&self, key: impl Fn(&str) -> String) -> Result<(), ConfigError> {
         for role in &self.model.roles {
             if role.chars().count() > 64 {
                 return Err(invalid(
