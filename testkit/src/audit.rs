@@ -487,11 +487,11 @@ pub async fn lease_changes(db: &PgPool) -> Result<Vec<LeaseChange>, sqlx::Error>
     if !has_log {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_as(
+    sqlx::query_as(
         "SELECT queue, old_holder, old_term, old_expires_at, new_holder, new_term,
                 new_acquired_at
            FROM audit_lease_log ORDER BY logged_at, new_term",
     )
     .fetch_all(db)
-    .await?)
+    .await
 }
