@@ -705,12 +705,12 @@ impl QueueConfig {
         }
         validate_model(&self.model)
             .map_err(|problem| invalid(format!("queues.{name}"), problem))?;
-        self.validate_round(&key)?;
-        self.validate_tickets(&key)?;
-        self.validate_backfill(&key)?;
-        self.validate_limits(&key)?;
-        self.validate_ready_check(&key)?;
-        self.validate_roles(&key)?;
+        self.validate_round(key)?;
+        self.validate_tickets(key)?;
+        self.validate_backfill(key)?;
+        self.validate_limits(key)?;
+        self.validate_ready_check(key)?;
+        self.validate_roles(key)?;
         Ok(())
     }
 

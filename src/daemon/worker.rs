@@ -71,7 +71,7 @@ pub struct QueueWorker {
 enum Leadership {
     /// Another replica holds the lease (or nobody took it yet).
     Following,
-    Leading(Term),
+    Leading(Box<Term>),
 }
 
 impl Leadership {
@@ -391,7 +391,7 @@ impl QueueWorker {
             }
             _ => tick_after_last.unwrap_or_else(|| countdown::next_tick(&self.config, now)),
         };
-        self.leadership = Leadership::Leading(Term {
+        self.leadership = Leadership::Leading(Box::new(Term {
             term,
             next_due: Some(next_due),
             last_round_at,
@@ -403,7 +403,7 @@ impl QueueWorker {
             last_pool_size: None,
             // Count from here: what arrived before this term was the last leader's.
             enqueue_mark: None,
-        });
+        }));
         Ok(())
     }
 

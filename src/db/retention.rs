@@ -346,9 +346,12 @@ impl QueuePruner {
     }
 }
 
+/// Where a keyset batch stops: the last candidate's time and id.
+type Keyset = (DateTime<Utc>, i64);
+
 /// A keyset batch's candidates (id, time, kept), oldest first: the ids to delete and
 /// where the next batch starts (None: no candidate left).
-fn unkept(candidates: &[(i64, DateTime<Utc>, bool)]) -> Option<(Vec<i64>, (DateTime<Utc>, i64))> {
+fn unkept(candidates: &[(i64, DateTime<Utc>, bool)]) -> Option<(Vec<i64>, Keyset)> {
     let &(last_id, last_at, _) = candidates.last()?;
     let ids = candidates
         .iter()
