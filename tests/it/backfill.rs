@@ -812,5 +812,8 @@ async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
     assert_eq!(trigger, "backfill");
 
     let _ = stop_tx.send(());
-    task.await.unwrap().unwrap();
+    time_limit::within("the daemon to stop", task)
+        .await
+        .unwrap()
+        .unwrap();
 }

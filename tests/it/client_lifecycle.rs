@@ -844,6 +844,9 @@ async fn a_reload_publishes_new_queues_and_retires_removed_ones() {
     assert_eq!(catalog, ["a", "c"]);
 
     stop_tx.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    time_limit::within("the daemon to stop", task)
+        .await
+        .unwrap()
+        .unwrap();
     assert_contract_invariants(&db).await;
 }

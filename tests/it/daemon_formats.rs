@@ -161,7 +161,10 @@ async fn a_flexible_queue_forms_a_5v4_only_when_the_score_says_so() {
     )
     .await;
     let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    time_limit::within("the daemon to stop", daemon)
+        .await
+        .unwrap()
+        .unwrap();
 
     let formed = matches(db).await;
     assert_eq!(formed.len(), 2, "one match in nine, one in ten: {formed:?}");

@@ -682,7 +682,10 @@ async fn the_example_client_receives_its_match() {
     );
 
     let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    time_limit::within("the daemon to stop", daemon)
+        .await
+        .unwrap()
+        .unwrap();
     assert_nobody_matched_twice(db).await;
 }
 

@@ -589,7 +589,10 @@ async fn the_daemon_prunes_its_queue_while_running_rounds() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let _ = stop_tx.send(());
-    daemon.await.unwrap().unwrap();
+    time_limit::within("the daemon to stop", daemon)
+        .await
+        .unwrap()
+        .unwrap();
 
     assert_eq!(last_old_round, 3);
     assert_eq!(

@@ -167,7 +167,10 @@ async fn readme_local_trial_matches_a_client_logins_players_within_a_minute() {
         .await
         .expect("simulate runs as a client login");
     let _ = stop_daemon.send(());
-    daemon.await.unwrap().unwrap();
+    time_limit::within("the daemon to stop", daemon)
+        .await
+        .unwrap()
+        .unwrap();
 
     let first: Option<(f64, i32)> = sqlx::query_as(
         "SELECT extract(epoch FROM committed_at - $1::timestamptz)::float8, matched

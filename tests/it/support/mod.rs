@@ -20,6 +20,8 @@ use matchmaker::db::local_pg::LocalPostgres;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
+pub mod time_limit;
+
 /// A fresh, migrated database of its own for one test.
 pub struct TestDb {
     pub pool: PgPool,
@@ -80,6 +82,7 @@ pub async fn unmigrated_db() -> TestDb {
         .await
         .expect("create the test database");
     CREATED.lock().unwrap().push(name.clone());
+    time_limit::limit_statements(&mut admin, &name).await;
     admin.close().await.ok();
     let options = server.database(&name);
     let pool = PgPoolOptions::new()
