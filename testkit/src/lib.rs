@@ -22,6 +22,7 @@ pub mod invariants;
 pub mod load;
 pub mod postgres;
 pub mod server;
+pub mod time_limit;
 
 pub use client::*;
 pub use daemon::*;

@@ -91,6 +91,7 @@ pub async fn unmigrated_db() -> TestDb {
         .await
         .expect("create the test database");
     CREATED.lock().unwrap().push(name.clone());
+    crate::time_limit::limit_statements(&mut admin, &name).await;
     admin.close().await.ok();
     let options = server.database(&name);
     let pool = PgPoolOptions::new()

@@ -696,7 +696,10 @@ async fn two_enqueues_of_one_player_at_once_queue_it_once() {
         assert!(!second.is_finished(), "the second call did not wait");
         if first_commits {
             tx.commit().await.unwrap();
-            let err = second.await.unwrap().expect_err("a second queued row");
+            let err = time_limit::within("the second call", second)
+                .await
+                .unwrap()
+                .expect_err("a second queued row");
             let (code, message) = db_error(&err);
             assert_eq!(code, "22023", "{message}");
             assert!(
@@ -707,7 +710,10 @@ async fn two_enqueues_of_one_player_at_once_queue_it_once() {
             );
         } else {
             tx.rollback().await.unwrap();
-            let second = second.await.unwrap().expect("the first call rolled back");
+            let second = time_limit::within("the second call", second)
+                .await
+                .unwrap()
+                .expect("the first call rolled back");
             assert_ne!(second, first);
         }
         let queued: i64 = sqlx::query_scalar(

@@ -33,6 +33,10 @@ fn config(every: &str) -> Arc<QueueConfig> {
 }
 
 const BUDGET_MS: u64 = 300;
+/// The schedule before and after the reload: the next round moves by 3 s, well past the
+/// tolerance of [-1 s, budget + 1 s], so a countdown that missed the reload fails.
+const EVERY: &str = "2s";
+const RELOADED_EVERY: &str = "5s";
 const RELOAD_AT: Duration = Duration::from_secs(11);
 const LEADER_CHANGE_AT: Duration = Duration::from_secs(17);
 const END: Duration = Duration::from_secs(30);
@@ -64,14 +68,14 @@ async fn the_countdown_shown_names_the_round_that_places_the_player() {
     let leader = tokio::spawn(async move {
         let worker = |holder: &str| {
             let runner = RoundRunner::new(leader_db.clone(), Arc::new(SystemClock));
-            QueueWorker::new("q", holder, runner, config("2s"), Duration::from_secs(15))
+            QueueWorker::new("q", holder, runner, config(EVERY), Duration::from_secs(15))
         };
         let (mut a, mut b) = (worker("a"), worker("b"));
         let (mut reloaded, mut handed_over) = (false, false);
         while started.elapsed() < END {
             if !reloaded && started.elapsed() >= RELOAD_AT {
-                a.set_config(config("3s"));
-                b.set_config(config("3s"));
+                a.set_config(config(RELOADED_EVERY));
+                b.set_config(config(RELOADED_EVERY));
                 reloaded = true;
             }
             if !handed_over && started.elapsed() >= LEADER_CHANGE_AT {
@@ -134,7 +138,9 @@ async fn the_countdown_shown_names_the_round_that_places_the_player() {
         }
         tokio::time::sleep(tick).await;
     }
-    leader.await.unwrap();
+    time_limit::within("the leader's last step", leader)
+        .await
+        .unwrap();
 
     let arrivals: Vec<DateTime<Utc>> =
         sqlx::query_scalar("SELECT enqueued_at FROM queue_entries ORDER BY enqueued_at")

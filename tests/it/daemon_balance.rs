@@ -324,7 +324,7 @@ async fn replicas_share_the_queues_and_hand_them_over_without_double_leadership(
     assert!(took < TTL, "took {took:?}: a graceful leave is not a crash");
 
     let _ = stop_load.send(true);
-    let batches = load.await.unwrap();
+    let batches = time_limit::within("the load to stop", load).await.unwrap();
     d.stop().await;
     a.take().unwrap().stop().await;
     eprintln!("{batches} batches of 6 players enqueued");

@@ -224,7 +224,10 @@ async fn two_replicas_early_start_hot_reload_and_shutdown() {
         let _ = stop.send(());
     }
     for task in tasks {
-        task.await.unwrap().unwrap();
+        time_limit::within("a daemon to stop", task)
+            .await
+            .unwrap()
+            .unwrap();
     }
     let rounds: Vec<(String, String)> =
         sqlx::query_as("SELECT trigger, config_hash FROM rounds ORDER BY round_id")

@@ -193,7 +193,7 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
         "no round after the last restart"
     );
     let _ = stop.send(true);
-    let clients = load.await.unwrap();
+    let clients = time_limit::within("the load to stop", load).await.unwrap();
     wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
     fleet.assert_all_alive();
 
@@ -304,7 +304,7 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
     }
 
     let _ = stop.send(true);
-    let clients = load.await.unwrap();
+    let clients = time_limit::within("the load to stop", load).await.unwrap();
     wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
     fleet.assert_all_alive();
     let audit = fault_invariants(db, &clients).await;
@@ -445,7 +445,7 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
     );
 
     let _ = stop.send(true);
-    let clients = load.await.unwrap();
+    let clients = time_limit::within("the load to stop", load).await.unwrap();
     wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
     assert!(fleet.0[1].check_alive(), "the skewed replica runs on");
 
@@ -652,7 +652,7 @@ async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
     // Thawed, the old leader finds its lease gone: its round is not committed.
     tokio::time::sleep(LEASE_RENEW * 2).await;
     let _ = stop.send(true);
-    let mut clients = load.await.unwrap();
+    let mut clients = time_limit::within("the load to stop", load).await.unwrap();
     clients.cancelled_players.extend(extra_cancelled);
     wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
     fleet.assert_all_alive();

@@ -35,6 +35,10 @@ struct Running {
 
 impl Running {
     async fn start() -> Running {
+        Running::start_with(CONFIG).await
+    }
+
+    async fn start_with(config: &str) -> Running {
         let tdb = fresh_db().await;
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let options = DaemonOptions {
@@ -42,7 +46,7 @@ impl Running {
             ..DaemonOptions::default()
         };
         let pool = tdb.new_pool(4).await;
-        let config = Config::from_toml_str(CONFIG).unwrap();
+        let config = Config::from_toml_str(config).unwrap();
         let task = tokio::spawn(daemon::run(pool, config, options, async {
             let _ = stop_rx.await;
         }));
@@ -105,7 +109,10 @@ impl Running {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
-            task.await.unwrap().unwrap();
+            time_limit::within("the daemon to stop", task)
+                .await
+                .unwrap()
+                .unwrap();
         }
     }
 }
@@ -378,6 +385,64 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     d.stop().await;
 }
 
+/// A decline cooldown ends: the decliner is refused while the database's clock is before
+/// `declined_until` and queued again once it has passed.
+#[tokio::test]
+async fn a_decliner_may_enqueue_again_once_the_cooldown_has_passed() {
+    const COOLDOWN_S: f64 = 4.0;
+    let config = CONFIG.replace("decline_cooldown = \"60s\"", "decline_cooldown = \"4s\"");
+    assert_ne!(config, CONFIG);
+    let d = Running::start_with(&config).await;
+    let (_, client) = client_login(&d.tdb, 2).await;
+    let players = names("a", 6);
+    for (i, p) in players.iter().enumerate() {
+        enqueue(&client, p, 1500.0 + 10.0 * i as f64).await.unwrap();
+    }
+    d.wait_status(&client, &players, "pending").await;
+    let m = statuses_of(&client, &players).await["a0"].1.unwrap();
+    assert_eq!(
+        answer(&client, "decline", "a0", m).await.unwrap(),
+        "declined"
+    );
+    d.wait_status(&client, &players[..1], "declined").await;
+
+    // The cooldown runs from the moment the decline was resolved, as long as configured.
+    let (until, cooldown_s): (DateTime<Utc>, f64) = sqlx::query_as(
+        "SELECT declined_until, extract(epoch FROM declined_until - updated_at)::float8
+           FROM queue_entries WHERE player_id = 'a0' AND status = 'declined'",
+    )
+    .fetch_one(d.db())
+    .await
+    .unwrap();
+    assert_eq!(cooldown_s, COOLDOWN_S);
+
+    // During it: refused, and the refusal was indeed before declined_until.
+    let refused = enqueue(&client, "a0", 1500.0).await.unwrap_err();
+    let refused_by: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(d.db())
+        .await
+        .unwrap();
+    assert!(refused_by < until, "refused at {refused_by}, after {until}");
+    let message = db_error(&refused).1;
+    assert!(message.ends_with(" s (decline_cooldown)"), "{message}");
+
+    // After it, on the database's clock: queued again.
+    time_limit::wait_until("the database clock to pass declined_until", || async {
+        sqlx::query_scalar::<_, bool>("SELECT clock_timestamp() > $1")
+            .bind(until)
+            .fetch_one(d.db())
+            .await
+            .unwrap()
+    })
+    .await;
+    enqueue(&client, "a0", 1500.0)
+        .await
+        .expect("the cooldown is over");
+    let status = &statuses_of(&client, &players[..1]).await["a0"].0;
+    assert!(["queued", "pending"].contains(&status.as_str()), "{status}");
+    d.stop().await;
+}
+
 /// Answers every pending match of this pool's logins (the load's): most players accept,
 /// some decline, some never answer (seeded), every 100 ms until `stop`. Errors (a
 /// restart, a late answer) are skipped: the next pass tries again.
@@ -519,8 +584,10 @@ async fn kills_and_restarts_during_ready_checks_resolve_every_match_once() {
     }
 
     let _ = stop_tx.send(true);
-    let clients = load.await.unwrap();
-    let answered = answers.await.unwrap();
+    let clients = time_limit::within("the load to stop", load).await.unwrap();
+    let answered = time_limit::within("the answers to stop", answers)
+        .await
+        .unwrap();
     // Every pending match is resolved by its timeout at the latest.
     let start = Instant::now();
     while pending_now().await > 0 && start.elapsed() < WITHIN {

@@ -430,6 +430,80 @@ async fn nothing_b_can_call_or_read_shows_as_entries_matches_or_sessions() {
     assert_eq!(open, [(a_request, "open".to_string())]);
 }
 
+/// EXPLAIN ANALYZE of `view` filtered on `column = value`, as `login`, with the value
+/// and the timings taken out: what the plan counts (rows, rows removed, loops).
+async fn counted_plan(login: &PgPool, view: &str, column: &str, value: &str) -> String {
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+         SELECT * FROM {view} WHERE {column} = {value}"
+    )))
+    .fetch_all(login)
+    .await
+    .unwrap();
+    plan.join("\n").replace(value, "?")
+}
+
+/// A guessed predicate is no oracle: as b, EXPLAIN ANALYZE of each client view filtered
+/// on one of a's ids counts exactly what it counts for an id nobody uses.
+#[tokio::test]
+#[ignore = "EXPLAIN ANALYZE of a client view counts another login's rows that match a guessed id; closed by the migration that filters the views on the owner before any predicate"]
+async fn explain_of_a_client_view_does_not_tell_another_logins_ids_from_unused_ones() {
+    let mut t = Tenants::start().await;
+    solos(&t.a, "x", &["alice", "a1", "a2", "a3"]).await;
+    solos(&t.a, "y", &["carol"]).await;
+    sqlx::query("SELECT avoid('carol', 'dave')")
+        .execute(&t.a)
+        .await
+        .unwrap();
+    let request: i64 = sqlx::query_scalar(
+        "SELECT request_backfill('y', 's1', '[{\"player_id\": \"m1\", \"team\": 0, \
+         \"skill\": 1500, \"latencies\": {\"eu\": 20}}]', '{1,2}')",
+    )
+    .fetch_one(&t.a)
+    .await
+    .unwrap();
+    let report = t.round("x").await;
+    assert_eq!(report.matched, 4, "{report:?}");
+    let a_match: i64 =
+        sqlx::query_scalar("SELECT match_id FROM match_details WHERE player_id = 'alice'")
+            .fetch_one(&t.a)
+            .await
+            .unwrap();
+
+    // (view, column, one of a's values, a value nobody uses), as SQL literals.
+    // Numbers as '<n>'::bigint, which the plan prints as written.
+    let (a_match, request) = (
+        format!("'{a_match}'::bigint"),
+        format!("'{request}'::bigint"),
+    );
+    let unused_id = "'987654321'::bigint";
+    let guesses = [
+        ("player_status", "player_id", "'alice'", "'nobody'"),
+        ("player_status", "player_id", "'carol'", "'nobody'"),
+        ("match_details", "player_id", "'alice'", "'nobody'"),
+        ("match_details", "match_id", &a_match, unused_id),
+        ("backfill_status", "session_id", "'s1'", "'s9'"),
+        ("backfill_status", "request_id", &request, unused_id),
+        ("avoid_list", "player_id", "'carol'", "'nobody'"),
+        ("avoid_list", "avoided_player_id", "'dave'", "'nobody'"),
+    ];
+    let mut leaks = Vec::new();
+    for (view, column, taken, unused) in guesses {
+        let on_taken = counted_plan(&t.b, view, column, taken).await;
+        let on_unused = counted_plan(&t.b, view, column, unused).await;
+        if on_taken != on_unused {
+            leaks.push(format!(
+                "{view}.{column} = {taken}:\n{on_taken}\n{view}.{column} = {unused}:\n{on_unused}"
+            ));
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "b's plans tell a's ids apart:\n{}",
+        leaks.join("\n\n")
+    );
+}
+
 #[tokio::test]
 async fn numbers_are_stored_canonical_whatever_their_scale() {
     let mut t = Tenants::start().await;

@@ -11,7 +11,7 @@ use matchmaker_lab::sim::population::{Population, PopulationSpec};
 use matchmaker_lab::sim::simulator::{SimReport, SimulatorOptions, run_simulator};
 use sqlx::PgPool;
 
-use crate::support::fresh_db;
+use crate::support::{fresh_db, time_limit};
 
 /// A 3v3 queue config with these `[tickets]` keys.
 fn ticket_config(tickets: &str) -> QueueConfig {
@@ -215,7 +215,9 @@ async fn simulator_waits_for_the_daemon_to_publish_its_queue() {
         ..cancelling_options(2)
     };
     let report = simulate(&db.pool, &options).await;
-    publisher.await.unwrap();
+    time_limit::within("the publisher", publisher)
+        .await
+        .unwrap();
     assert!(report.enqueued > 0, "{report}");
 }
 

@@ -12,7 +12,7 @@ use matchmaker_lab::sim::population::Population;
 use matchmaker_lab::sim::simulator::{SimulatorOptions, run_simulator};
 use tokio::sync::watch;
 
-use crate::support::fresh_db;
+use crate::support::{fresh_db, time_limit};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_and_simulator_make_rounds_and_players_return() {
@@ -54,7 +54,10 @@ async fn daemon_and_simulator_make_rounds_and_players_return() {
     .await
     .expect("the simulator runs");
     stop_tx.send(true).unwrap();
-    daemon.await.unwrap().expect("the daemon stops cleanly");
+    time_limit::within("the daemon to stop", daemon)
+        .await
+        .unwrap()
+        .expect("the daemon stops cleanly");
 
     assert!(report.matched > 0, "{report}");
     assert!(report.matches > 0, "{report}");
