@@ -396,7 +396,7 @@ async fn a_decliner_may_enqueue_again_once_the_cooldown_has_passed() {
     let (_, client) = client_login(&d.tdb, 2).await;
     let players = names("a", 6);
     for (i, p) in players.iter().enumerate() {
-        enqueue(&client, p, 1500.0 + 10.0 * i as f64).await.unwrap();
+        enqueue(&client, "q", p, 1500.0 + 10.0 * i as f64).await;
     }
     d.wait_status(&client, &players, "pending").await;
     let m = statuses_of(&client, &players).await["a0"].1.unwrap();
@@ -417,7 +417,10 @@ async fn a_decliner_may_enqueue_again_once_the_cooldown_has_passed() {
     assert_eq!(cooldown_s, COOLDOWN_S);
 
     // During it: refused, and the refusal was indeed before declined_until.
-    let refused = enqueue(&client, "a0", 1500.0).await.unwrap_err();
+    let refused = enqueue(&client, "q", "a0", 1500.0)
+        .send()
+        .await
+        .unwrap_err();
     let refused_by: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
         .fetch_one(d.db())
         .await
@@ -435,7 +438,8 @@ async fn a_decliner_may_enqueue_again_once_the_cooldown_has_passed() {
             .unwrap()
     })
     .await;
-    enqueue(&client, "a0", 1500.0)
+    enqueue(&client, "q", "a0", 1500.0)
+        .send()
         .await
         .expect("the cooldown is over");
     let status = &statuses_of(&client, &players[..1]).await["a0"].0;
