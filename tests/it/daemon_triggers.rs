@@ -285,7 +285,7 @@ async fn enqueue_tanks(
 
 /// A max-wait round that leaves its overdue players over runs once: the enqueues after it
 /// do not start another each (a storm of rounds that put off the tick for good, found by
-/// `matchmaker peak`); the overdue players wait for the tick, and a player who reaches
+/// `matchmaker-lab peak`); the overdue players wait for the tick, and a player who reaches
 /// max_wait later starts the next max-wait round.
 #[tokio::test]
 async fn a_max_wait_round_that_leaves_its_players_over_is_not_repeated_at_every_enqueue() {
@@ -480,7 +480,7 @@ async fn look_until(
 /// round as soon as a match could be formed: right after the commit (a countdown that
 /// named the tick for the moment between the commit and the next look, then the
 /// crossing), or at the first enqueue after the crossing if the pool was below one match
-/// then (a round up to an interval before the announced tick). `matchmaker peak` found
+/// then (a round up to an interval before the announced tick). `matchmaker-lab peak` found
 /// both (README).
 #[tokio::test]
 async fn players_left_over_past_max_wait_wait_for_the_announced_tick() {

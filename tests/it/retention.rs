@@ -202,7 +202,7 @@ async fn prune_removes_only_what_is_past_the_horizon_while_a_round_runs() {
 
 /// match_players' links are written, not checked by foreign keys: a
 /// match or an entry deleted around the daemon leaves its match players behind, and the
-/// audit (`matchmaker soak`, the fault tests) counts each of them.
+/// audit (`matchmaker-lab soak`, the fault tests) counts each of them.
 #[tokio::test]
 async fn the_audit_counts_match_players_whose_match_or_entry_is_gone() {
     let tdb = fresh_db().await;
