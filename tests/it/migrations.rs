@@ -391,6 +391,23 @@ async fn a_1_0_database_with_data_migrates_to_the_latest_schema() {
         .await
         .unwrap();
     assert_eq!(kept, 6, "w1..w3 and the whole party");
+    // Migration 10: a queue the database does not know is refused, and nothing changes.
+    for call in [
+        "SELECT cancel('w1', 'nope')",
+        "SELECT keep_alive(ARRAY['w1'], 'nope')",
+    ] {
+        let refused = sqlx::query(call)
+            .execute(&client_db)
+            .await
+            .expect_err("an unknown queue is refused");
+        let (state, message) = db_error(&refused);
+        assert_eq!(state, "22023", "{call}");
+        assert_eq!(
+            message, "queue = 'nope': unknown queue; queues: q",
+            "{call}"
+        );
+    }
+    assert_eq!(statuses(db, "q").await["w1"], "queued");
 
     // The upgraded daemon takes the stopped replica's queue and matches the players 1.0
     // left queued: the party against w1..w3.

@@ -387,6 +387,14 @@ fn checked() -> Vec<(String, String)> {
             format!("player_id = '{x65}': is longer than 64 characters"),
         ),
         (
+            "SELECT cancel('alice', 'nope')".into(),
+            "queue = 'nope': unknown queue; queues: d, q, r".into(),
+        ),
+        (
+            "SELECT keep_alive(ARRAY['alice'], 'nope')".into(),
+            "queue = 'nope': unknown queue; queues: d, q, r".into(),
+        ),
+        (
             "SELECT keep_alive(NULL)".into(),
             "player_ids = NULL: must be an array of at most 10000 player ids".into(),
         ),
