@@ -49,7 +49,7 @@ pub struct RunArgs {
     /// This replica's name in the leases table (default: hostname-pid).
     #[arg(long)]
     pub holder: Option<String>,
-    /// Test aid (fault injection, `matchmaker soak`): run this replica's clock ahead by
+    /// Test aid (fault injection, `matchmaker-lab soak`): run this replica's clock ahead by
     /// this long ("20s"; a leading `-` runs it behind). Round and countdown times shift;
     /// leases do not, they use the database's clock.
     #[arg(long, hide = true, value_parser = parse_skew, allow_hyphen_values = true)]

@@ -1,5 +1,5 @@
 //! The client contract's invariants as counts, read after the fact: what fault-injection
-//! tests (`tests/it/faults.rs`) and `matchmaker soak` check after crashes, restarts and
+//! tests (`tests/it/faults.rs`) and `matchmaker-lab soak` check after crashes, restarts and
 //! races. Every count in [`Audit::violations`] must be zero; the rest describe the run.
 //!
 //! The audit assumes what those runs do: a player id names one wait. A client that

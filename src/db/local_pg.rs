@@ -187,7 +187,7 @@ impl LocalPostgres {
 
     /// Restart the server on the same port (`pg_ctl restart`, which keeps the options it
     /// was started with), stopping it the `mode` way. Connections are cut; a client
-    /// reconnects once it is back (fault injection: `matchmaker soak`, tests).
+    /// reconnects once it is back (fault injection: `matchmaker-lab soak`, tests).
     pub async fn restart(&self, mode: StopMode) -> Result<(), LocalPgError> {
         let ctl = self.detached();
         tokio::task::spawn_blocking(move || ctl.restart_blocking(mode))
