@@ -18,6 +18,7 @@ mod daemon_triggers;
 mod db_member_fast_path;
 mod db_schema;
 mod deploy_files;
+mod docs_links;
 mod failure_paths;
 mod faults;
 mod hosts;
