@@ -9,7 +9,7 @@
 #
 # The arguments go to `matchmaker report` (--queue, --from, --to, --database-url); the
 # database is $DATABASE_URL, else the private PostgreSQL of a local `matchmaker run`.
-# Rounds to look at come from e.g. `DATABASE_URL=... matchmaker demo --duration 6m`.
+# Rounds to look at come from e.g. `DATABASE_URL=... matchmaker-lab demo --duration 6m`.
 #
 # Environment:
 #   OUT_DIR   where report.html and report.png go (default: target/report)

@@ -16,7 +16,8 @@ struct Cli {
     command: Command,
 }
 
-// The order of `--help`: the daemon, its schema, the operators' commands, the solver.
+// The order of `--help`: the daemon, its schema, the operators' commands, the solver,
+// the config check.
 #[derive(Subcommand)]
 enum Command {
     /// Run the round daemon: matchmaking rounds for every configured queue.
@@ -40,6 +41,9 @@ enum Command {
     Health(cli::health::HealthArgs),
     /// Solve one round from a JSON pool file and print the matches as JSON.
     Optimize(cli::optimize::OptimizeArgs),
+    /// Load and validate a config file as `run` would, without a database; one line
+    /// naming its queues, or the key at fault and a non-zero exit.
+    CheckConfig(cli::check_config::CheckConfigArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -54,9 +58,14 @@ fn main() -> std::process::ExitCode {
         Command::Prune(args) => cli::prune::run(args),
         Command::Health(args) => cli::health::run(args),
         Command::Optimize(args) => cli::optimize::run(args),
+        Command::CheckConfig(args) => cli::check_config::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // Interrupted: the shell's status, nothing to explain.
+        Err(err) if let Some(&stopped) = err.downcast_ref::<ops::shell::Stopped>() => {
+            std::process::ExitCode::from(stopped.exit_code())
+        }
         Err(err) => {
             eprintln!("error: {}", ops::error_report(&err));
             std::process::ExitCode::FAILURE

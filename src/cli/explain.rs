@@ -1,10 +1,8 @@
 //! `matchmaker explain PLAYER`: a player's last rounds and why ([`ops::explain`]).
 
-use anyhow::Context;
-
-use crate::cli::run::{DatabaseArgs, open_database};
-use crate::ops::explain::{explain_player, render};
-use crate::ops::require_schema;
+use crate::cli::run::DatabaseArgs;
+use crate::ops::explain::{ExplainOptions, explain, render};
+use crate::ops::shell;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExplainArgs {
@@ -22,25 +20,17 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
-        let (db, server) = open_database(&args.database).await?;
-        let result = async {
-            crate::ops::access::require_ops_login(&db, "explain").await?;
-            require_schema(&db).await?;
-            let e = explain_player(&db, &args.player, args.rounds).await?;
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&e)?);
-            } else {
-                print!("{}", render(&e));
-            }
-            anyhow::Ok(())
-        }
-        .await;
-        db.close().await;
-        if let Some(server) = server {
-            server.stop().await?;
-        }
-        result
-    })
+    let options = ExplainOptions {
+        player: args.player.clone(),
+        rounds: args.rounds,
+    };
+    let explanation = shell::run_on_database(&(&args.database).into(), async |db| {
+        explain(db, &options).await
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&explanation)?);
+    } else {
+        print!("{}", render(&explanation));
+    }
+    Ok(())
 }

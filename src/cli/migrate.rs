@@ -2,8 +2,8 @@
 
 use clap::Args;
 
-use super::run::{DatabaseArgs, init_logging, open_database};
-use crate::db;
+use super::run::{DatabaseArgs, init_logging};
+use crate::ops::{migrate::migrate, shell};
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
@@ -13,20 +13,9 @@ pub struct MigrateArgs {
 
 pub fn run(args: MigrateArgs) -> anyhow::Result<()> {
     init_logging(Default::default());
-    tokio::runtime::Runtime::new()?.block_on(async {
-        let (pool, server) = open_database(&args.database).await?;
-        db::migrate(&pool).await?;
-        let applied: Vec<(i64, String)> =
-            sqlx::query_as("SELECT version, description FROM _sqlx_migrations ORDER BY version")
-                .fetch_all(&pool)
-                .await?;
-        for (version, description) in applied {
-            println!("{version:04} {description}");
-        }
-        pool.close().await;
-        if let Some(server) = server {
-            server.stop().await?;
-        }
-        Ok(())
-    })
+    let applied = shell::run_on_database(&(&args.database).into(), async |db| migrate(db).await)?;
+    for migration in applied {
+        println!("{:04} {}", migration.version, migration.description);
+    }
+    Ok(())
 }

@@ -10,7 +10,8 @@ use clap::Args;
 use super::run::{DatabaseArgs, init_logging};
 use crate::config;
 use crate::db::retention::Pruned;
-use crate::ops::prune::{PruneOptions, PrunePlan, prune};
+use crate::ops::prune::{PruneOptions, PrunePlan, prune, prune_settings};
+use crate::ops::shell;
 
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -47,7 +48,6 @@ impl PruneArgs {
     pub fn options(&self) -> PruneOptions {
         PruneOptions {
             config: self.config.clone(),
-            database: (&self.database).into(),
             horizon: self.horizon,
             batch_size: self.batch_size,
             queues: self.queue.clone(),
@@ -58,10 +58,14 @@ impl PruneArgs {
 
 pub fn run(args: PruneArgs) -> anyhow::Result<()> {
     init_logging(Default::default());
-    let options = args.options();
-    let total = tokio::runtime::Runtime::new()?.block_on(prune(&options, print_plan, |q| {
-        print_row(&q.queue, &q.keep.to_string(), &q.pruned)
-    }))?;
+    // The config and the limits are refused before any database is opened.
+    let settings = prune_settings(&args.options())?;
+    let total = shell::run_on_database(&(&args.database).into(), async |db| {
+        prune(db, &settings, print_plan, |q| {
+            print_row(&q.queue, &q.keep.to_string(), &q.pruned)
+        })
+        .await
+    })?;
     print_row("total", "", &total);
     Ok(())
 }

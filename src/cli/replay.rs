@@ -1,19 +1,20 @@
 //! `matchmaker replay`: re-solve a past round from its stored snapshot, and what-if
 //! ([`ops::replay`] does the work; this file parses and renders).
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use sqlx::PgPool;
 
-use crate::cli::run::{DatabaseArgs, open_database};
+use crate::cli::run::DatabaseArgs;
 use crate::ops::replay::{
-    RangeReport, Replay, ReplayOptions, Side, Totals, Waits, effective_config, load, replay_range,
-    replay_round,
+    RangeLine, RangeReport, Replay, ReplayOptions, Side, Totals, Waits, replay_range,
+    replay_stored_round, require_replay,
 };
-use crate::ops::require_schema;
+use crate::ops::shell;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
@@ -102,40 +103,24 @@ impl ReplayArgs {
 }
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
-        let (db, server) = open_database(&args.database).await?;
-        let result = async {
-            crate::ops::access::require_ops_login(&db, "replay").await?;
-            require_schema(&db).await?;
-            match args.round_id {
-                Some(id) => replay_one(&db, id, &args).await,
-                None => range(&db, &args).await,
-            }
-        }
-        .await;
-        db.close().await;
-        if let Some(server) = server {
-            server.stop().await?;
-        }
-        result
+    shell::run_on_database(&(&args.database).into(), async |db| match args.round_id {
+        Some(id) => replay_one(db, id, &args).await,
+        None => replay_window(db, &args).await,
     })
 }
 
 async fn replay_one(db: &PgPool, round_id: i64, args: &ReplayArgs) -> anyhow::Result<()> {
-    let stored = load(db, round_id).await?;
-    let options = args.options();
-    let config = effective_config(&stored, &options)?;
-    if let Some(path) = &args.write_pool {
-        std::fs::write(path, serde_json::to_string_pretty(&stored.pool)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.write_config {
-        std::fs::write(path, config.to_toml(&stored.queue))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    let replay =
-        tokio::task::spawn_blocking(move || replay_round(&stored, &config, &options)).await??;
+    require_replay(db, None).await?;
+    let replay = replay_stored_round(db, round_id, &args.options(), |stored, config| {
+        if let Some(path) = &args.write_pool {
+            write(path, &serde_json::to_string_pretty(&stored.pool)?)?;
+        }
+        if let Some(path) = &args.write_config {
+            write(path, &config.to_toml(&stored.queue))?;
+        }
+        Ok(())
+    })
+    .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&replay)?);
     } else {
@@ -144,38 +129,25 @@ async fn replay_one(db: &PgPool, round_id: i64, args: &ReplayArgs) -> anyhow::Re
     Ok(())
 }
 
-async fn range(db: &PgPool, args: &ReplayArgs) -> anyhow::Result<()> {
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+async fn replay_window(db: &PgPool, args: &ReplayArgs) -> anyhow::Result<()> {
     let (from, to) = (args.from.expect("clap: from"), args.to.expect("clap: to"));
-    if let Some(queue) = &args.queue {
-        crate::db::queues::check_known_queue(db, queue).await??;
-    }
+    let queue = args.queue.as_deref();
+    require_replay(db, queue).await?;
     if !args.json {
         println!(
             "{:>8} {:<14} {:>6} {:>17} {:>17} {:>5}",
             "round", "queue", "pool", "matched st/re", "score st/re", "same"
         );
     }
-    let report = replay_range(
-        db,
-        from,
-        to,
-        args.queue.as_deref(),
-        &args.options(),
-        |line| {
-            if !args.json {
-                let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
-                println!(
-                    "{:>8} {:<14} {:>6} {:>17} {:>17} {:>5}",
-                    line.round_id,
-                    line.queue,
-                    line.pool,
-                    format!("{}/{}", line.stored_matched, line.replay_matched),
-                    format!("{}/{}", num(line.stored_score), num(line.replay_score)),
-                    if line.identical { "yes" } else { "no" }
-                );
-            }
-        },
-    )
+    let report = replay_range(db, from, to, queue, &args.options(), |line| {
+        if !args.json {
+            print_range_line(line);
+        }
+    })
     .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -185,13 +157,77 @@ async fn range(db: &PgPool, args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn print_range_line(line: &RangeLine) {
+    let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    println!(
+        "{:>8} {:<14} {:>6} {:>17} {:>17} {:>5}",
+        line.round_id,
+        line.queue,
+        line.pool,
+        format!("{}/{}", line.stored_matched, line.replay_matched),
+        format!("{}/{}", num(line.stored_score), num(line.replay_score)),
+        if line.identical { "yes" } else { "no" }
+    );
+}
+
+/// A table of two columns, the stored round(s) beside the replay; a row whose two sides
+/// differ is marked with `*`.
+struct SideBySide {
+    out: String,
+}
+
+impl SideBySide {
+    /// The table under `out`, its header row named `title`.
+    fn new(mut out: String, title: &str) -> Self {
+        out.push_str(&format!("{title:<24} {:>12} {:>12}\n", "stored", "replay"));
+        SideBySide { out }
+    }
+
+    fn row(&mut self, name: &str, stored: impl ToString, replay: impl ToString) {
+        let (a, b) = (stored.to_string(), replay.to_string());
+        let mark = if a != b { "  *" } else { "" };
+        self.out
+            .push_str(&format!("{name:<24} {a:>12} {b:>12}{mark}\n"));
+    }
+
+    fn score(&mut self, name: &str, stored: Option<f64>, replay: Option<f64>) {
+        let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.5}"));
+        self.row(name, num(stored), num(replay));
+    }
+
+    /// One row per factor of either side, indented under the score.
+    fn factors(&mut self, stored: &BTreeMap<String, f64>, replay: &BTreeMap<String, f64>) {
+        let names: BTreeSet<&String> = stored.keys().chain(replay.keys()).collect();
+        for f in names {
+            self.score(
+                &format!("  {f}"),
+                stored.get(f).copied(),
+                replay.get(f).copied(),
+            );
+        }
+    }
+
+    /// The wait percentiles in seconds, the mean first if `mean`.
+    #[allow(clippy::type_complexity)] // a row's label and the field it reads
+    fn waits(&mut self, stored: Option<&Waits>, replay: Option<&Waits>, mean: bool) {
+        let rows: [(&str, fn(&Waits) -> f64); 4] = [
+            ("wait mean s", |w| w.mean),
+            ("wait p50 s", |w| w.p50),
+            ("wait p90 s", |w| w.p90),
+            ("wait max s", |w| w.max),
+        ];
+        let seconds = |w: Option<&Waits>, pick: fn(&Waits) -> f64| {
+            w.map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
+        };
+        for (name, pick) in rows.into_iter().skip(if mean { 0 } else { 1 }) {
+            self.row(name, seconds(stored, pick), seconds(replay, pick));
+        }
+    }
+}
+
 /// The comparison as a table.
 pub fn render(r: &Replay) -> String {
     let mut out = String::new();
-    let line = |out: &mut String, name: &str, a: String, b: String| {
-        let mark = if a != b { "  *" } else { "" };
-        out.push_str(&format!("{name:<24} {a:>12} {b:>12}{mark}\n"));
-    };
     out.push_str(&format!(
         "round {} · {} · {} · committed {} · pool {} · seed {} · {}\n",
         r.round_id,
@@ -217,88 +253,25 @@ pub fn render(r: &Replay) -> String {
             r.replay_config_hash
         ));
     }
-    out.push_str(&format!("{:<24} {:>12} {:>12}\n", "", "stored", "replay"));
     let (s, p) = (&r.stored, &r.replay);
-    line(
-        &mut out,
-        "matches",
-        s.matches.to_string(),
-        p.matches.to_string(),
-    );
-    line(
-        &mut out,
-        "matched",
-        s.matched.to_string(),
-        p.matched.to_string(),
-    );
-    line(
-        &mut out,
-        "left over",
-        s.left_over.to_string(),
-        p.left_over.to_string(),
-    );
-    let kinds: std::collections::BTreeSet<&String> = s
+    let mut table = SideBySide::new(out, "");
+    table.row("matches", s.matches, p.matches);
+    table.row("matched", s.matched, p.matched);
+    table.row("left over", s.left_over, p.left_over);
+    let kinds: BTreeSet<&String> = s
         .left_over_by_outcome
         .keys()
         .chain(p.left_over_by_outcome.keys())
         .collect();
     for k in kinds {
-        let n = |side: &Side| {
-            side.left_over_by_outcome
-                .get(k)
-                .copied()
-                .unwrap_or(0)
-                .to_string()
-        };
-        line(&mut out, &format!("  {k}"), n(s), n(p));
+        let n = |side: &Side| side.left_over_by_outcome.get(k).copied().unwrap_or(0);
+        table.row(&format!("  {k}"), n(s), n(p));
     }
-    line(
-        &mut out,
-        "rejected",
-        s.rejected.to_string(),
-        p.rejected.to_string(),
-    );
-    let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.5}"));
-    line(&mut out, "score", num(s.score), num(p.score));
-    let factors: std::collections::BTreeSet<&String> =
-        s.factors.keys().chain(p.factors.keys()).collect();
-    for f in factors {
-        line(
-            &mut out,
-            &format!("  {f}"),
-            num(s.factors.get(f).copied()),
-            num(p.factors.get(f).copied()),
-        );
-    }
-    let wait = |side: &Side, pick: fn(&Waits) -> f64| {
-        side.waits
-            .as_ref()
-            .map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
-    };
-    line(
-        &mut out,
-        "wait mean s",
-        wait(s, |w| w.mean),
-        wait(p, |w| w.mean),
-    );
-    line(
-        &mut out,
-        "wait p50 s",
-        wait(s, |w| w.p50),
-        wait(p, |w| w.p50),
-    );
-    line(
-        &mut out,
-        "wait p90 s",
-        wait(s, |w| w.p90),
-        wait(p, |w| w.p90),
-    );
-    line(
-        &mut out,
-        "wait max s",
-        wait(s, |w| w.max),
-        wait(p, |w| w.max),
-    );
+    table.row("rejected", s.rejected, p.rejected);
+    table.score("score", s.score, p.score);
+    table.factors(&s.factors, &p.factors);
+    table.waits(s.waits.as_ref(), p.waits.as_ref(), true);
+    let mut out = table.out;
     out.push_str(&format!(
         "{:<24} {:>12.0} {:>12.0}\n",
         "solve ms", s.solve_ms, p.solve_ms
@@ -333,84 +306,15 @@ fn render_totals(r: &RangeReport) -> String {
     if !r.what_if.is_empty() {
         out.push_str(&format!("what-if: {}\n", r.what_if.join(" ")));
     }
-    out.push_str(&format!(
-        "{:<24} {:>12} {:>12}\n",
-        "totals", "stored", "replay"
-    ));
-    let (s, p) = (&r.stored, &r.replay);
-    let line = |out: &mut String, name: &str, a: String, b: String| {
-        let mark = if a != b { "  *" } else { "" };
-        out.push_str(&format!("{name:<24} {a:>12} {b:>12}{mark}\n"));
-    };
-    line(
-        &mut out,
-        "players pooled",
-        s.players.to_string(),
-        p.players.to_string(),
-    );
-    line(
-        &mut out,
-        "matches",
-        s.matches.to_string(),
-        p.matches.to_string(),
-    );
-    line(
-        &mut out,
-        "matched",
-        s.matched.to_string(),
-        p.matched.to_string(),
-    );
-    line(
-        &mut out,
-        "left over",
-        s.left_over.to_string(),
-        p.left_over.to_string(),
-    );
-    line(
-        &mut out,
-        "rejected",
-        s.rejected.to_string(),
-        p.rejected.to_string(),
-    );
-    let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.5}"));
-    line(
-        &mut out,
-        "mean round score",
-        num(s.mean_round_score),
-        num(p.mean_round_score),
-    );
-    let factors: std::collections::BTreeSet<&String> =
-        s.factors.keys().chain(p.factors.keys()).collect();
-    for f in factors {
-        line(
-            &mut out,
-            &format!("  {f}"),
-            num(s.factors.get(f).copied()),
-            num(p.factors.get(f).copied()),
-        );
-    }
-    let wait = |t: &Totals, pick: fn(&Waits) -> f64| {
-        t.waits
-            .as_ref()
-            .map_or("-".to_string(), |w| format!("{:.1}", pick(w)))
-    };
-    line(
-        &mut out,
-        "wait p50 s",
-        wait(s, |w| w.p50),
-        wait(p, |w| w.p50),
-    );
-    line(
-        &mut out,
-        "wait p90 s",
-        wait(s, |w| w.p90),
-        wait(p, |w| w.p90),
-    );
-    line(
-        &mut out,
-        "wait max s",
-        wait(s, |w| w.max),
-        wait(p, |w| w.max),
-    );
-    out
+    let (s, p): (&Totals, &Totals) = (&r.stored, &r.replay);
+    let mut table = SideBySide::new(out, "totals");
+    table.row("players pooled", s.players, p.players);
+    table.row("matches", s.matches, p.matches);
+    table.row("matched", s.matched, p.matched);
+    table.row("left over", s.left_over, p.left_over);
+    table.row("rejected", s.rejected, p.rejected);
+    table.score("mean round score", s.mean_round_score, p.mean_round_score);
+    table.factors(&s.factors, &p.factors);
+    table.waits(s.waits.as_ref(), p.waits.as_ref(), false);
+    table.out
 }

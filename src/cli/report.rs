@@ -9,6 +9,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use crate::cli::run::DatabaseArgs;
 use crate::db::report::ReportWindow;
 use crate::ops::report::{Report, ReportOptions, make_report};
+use crate::ops::shell;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
@@ -91,12 +92,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // Bad arguments are refused before any database is opened.
     let window = window(&args, now)?;
     let options = ReportOptions {
-        database: (&args.database).into(),
         window,
         generated_at: now,
     };
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let Report { input, page } = runtime.block_on(make_report(&options))?;
+    let Report { input, page } = shell::run_on_database(&(&args.database).into(), async |db| {
+        make_report(db, &options).await
+    })?;
     let window = &options.window;
     let queues: std::collections::BTreeSet<&str> =
         input.rounds.iter().map(|r| r.queue.as_str()).collect();

@@ -1,15 +1,14 @@
-//! `matchmaker run`: the round daemon ([`crate::ops::run`] runs it; this file parses its
-//! arguments). Also the shared arguments of the database commands (where the database
-//! comes from) and the log setup.
+//! `matchmaker run`: the round daemon ([`crate::ops::run`] runs it in the
+//! [`shell`](crate::ops::shell); this file parses its arguments). Also the shared
+//! arguments of the database commands (where the database comes from) and the log setup.
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use sqlx::PgPool;
 
-use crate::db::local_pg::LocalPostgres;
 use crate::ops;
-use crate::ops::run::{RunOptions, run_daemon};
+use crate::ops::run::{RunOptions, load_daemon_config, run_daemon};
+use crate::ops::shell::{self, Signals};
 
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
 pub enum LogFormat {
@@ -20,7 +19,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Where the database comes from (shared by `run`, `migrate`, `bench-db`).
+/// Where the database comes from (shared by every command that opens one, and the lab).
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
     /// PostgreSQL URL. Without it, a private PostgreSQL is started from the local binaries
@@ -49,7 +48,7 @@ pub struct RunArgs {
     /// This replica's name in the leases table (default: hostname-pid).
     #[arg(long)]
     pub holder: Option<String>,
-    /// Test aid (fault injection, `matchmaker soak`): run this replica's clock ahead by
+    /// Test aid (fault injection, `matchmaker-lab soak`): run this replica's clock ahead by
     /// this long ("20s"; a leading `-` runs it behind). Round and countdown times shift;
     /// leases do not, they use the database's clock.
     #[arg(long, hide = true, value_parser = parse_skew, allow_hyphen_values = true)]
@@ -87,17 +86,10 @@ impl From<&DatabaseArgs> for ops::Database {
     }
 }
 
-/// Connect to `--database-url`, or start (or reuse) the private PostgreSQL.
-pub async fn open_database(args: &DatabaseArgs) -> anyhow::Result<(PgPool, Option<LocalPostgres>)> {
-    ops::open_database(&args.into()).await
-}
-
 impl RunArgs {
     /// The library's options.
     pub fn options(&self) -> RunOptions {
         RunOptions {
-            config: self.config.clone(),
-            database: (&self.database).into(),
             no_migrate: self.no_migrate,
             holder: self.holder.clone(),
             clock_skew: self.clock_skew,
@@ -106,10 +98,17 @@ impl RunArgs {
     }
 }
 
+/// SIGTERM or SIGINT stops the daemon after the rounds in flight; SIGHUP re-reads the
+/// config.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(run_daemon(args.options()))
+    let config = load_daemon_config(args.config.clone())?;
+    let options = args.options();
+    shell::run_on_database_until_stopped(
+        &(&args.database).into(),
+        Signals::ReloadOnHangup,
+        async |db, stop| run_daemon(db, config, &options, stop).await,
+    )
 }
 
 #[cfg(test)]

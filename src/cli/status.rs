@@ -3,12 +3,10 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
-use sqlx::PgPool;
-
-use crate::cli::run::{DatabaseArgs, open_database};
-use crate::ops::status::{read_status, render_for};
-use crate::ops::{require_schema, term::Output};
+use crate::cli::run::DatabaseArgs;
+use crate::ops::shell::{self, Signals};
+use crate::ops::status::{StatusOptions, StatusView, render_for, watch_status};
+use crate::ops::term::Output;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
@@ -29,43 +27,42 @@ pub struct StatusArgs {
     pub once: bool,
 }
 
-pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
-        let (db, server) = open_database(&args.database).await?;
-        let shown = show(&db, &args).await;
-        db.close().await;
-        if let Some(server) = server {
-            server.stop().await?;
+impl StatusArgs {
+    /// The library's options.
+    pub fn options(&self) -> StatusOptions {
+        StatusOptions {
+            queue: self.queue.clone(),
+            rounds: self.rounds,
+            interval: self.interval,
+            once: self.once,
         }
-        shown
-    })
+    }
 }
 
-async fn show(db: &PgPool, args: &StatusArgs) -> anyhow::Result<()> {
-    crate::ops::access::require_ops_login(db, "status").await?;
-    require_schema(db).await?;
-    if let Some(queue) = &args.queue {
-        crate::db::queues::check_known_queue(db, queue).await??;
-    }
+/// Ctrl-C (or SIGTERM, SIGHUP) ends the view with exit status 0.
+pub fn run(args: StatusArgs) -> anyhow::Result<()> {
+    let options = args.options();
     let out = Output::stdout();
-    let (_, dim, reset) = out.styles();
-    loop {
-        let view = read_status(db, args.queue.as_deref(), args.rounds).await?;
-        if args.once {
-            print!("{}", render_for(&view, &out));
-            return Ok(());
-        }
-        // Piped (a log, `| tee`), each frame follows the last, plain: no screen codes.
-        let gap = if out.live { "" } else { "\n" };
-        print!("{}{gap}{}", out.clear(), render_for(&view, &out));
-        println!(
-            "{dim}refresh every {}; Ctrl-C quits{reset}",
-            humantime::format_duration(args.interval)
-        );
-        tokio::select! {
-            _ = tokio::time::sleep(args.interval) => {}
-            _ = tokio::signal::ctrl_c() => return Ok(()),
-        }
+    shell::run_on_database_until_stopped(
+        &(&args.database).into(),
+        Signals::All,
+        async |db, stop| watch_status(db, &options, stop, |view| draw(view, &options, &out)).await,
+    )
+}
+
+/// One frame: plain with `--once`; else the screen cleared first on a terminal (piped,
+/// a log or `| tee`, each frame follows the last, plain: no screen codes), and the
+/// refresh line under it.
+fn draw(view: &StatusView, options: &StatusOptions, out: &Output) {
+    if options.once {
+        print!("{}", render_for(view, out));
+        return;
     }
+    let (_, dim, reset) = out.styles();
+    let gap = if out.live { "" } else { "\n" };
+    print!("{}{gap}{}", out.clear(), render_for(view, out));
+    println!(
+        "{dim}refresh every {}; Ctrl-C quits{reset}",
+        humantime::format_duration(options.interval)
+    );
 }

@@ -1,5 +1,5 @@
 //! The client side of the contract, in Rust (the simulator's load generator, tests,
-//! `matchmaker bench-db`): thin wrappers over the SQL functions of the front door
+//! `matchmaker-lab bench-db`): thin wrappers over the SQL functions of the front door
 //!, which any client calls the same way:
 //!
 //! ```sql

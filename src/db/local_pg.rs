@@ -3,7 +3,7 @@
 //!
 //! It finds `initdb` / `pg_ctl` on `PATH` or in `/usr/lib/postgresql/<version>/bin`
 //! (Debian's `postgresql` package; the highest version wins), creates a data directory,
-//! and starts the server on a free port of 127.0.0.1 with a private unix-socket
+//! and starts the server on a port of 127.0.0.1 with a private unix-socket
 //! directory, trust authentication and user `postgres`. PostgreSQL refuses to run as root,
 //! so when we are root every command runs as the `postgres` system user (`runuser`) and
 //! the directory is handed to that user.
@@ -11,8 +11,10 @@
 //! * [`LocalPostgres::start_temporary`]: a fresh server in a new directory under the
 //!   system temp dir, removed when stopped or dropped (tests, `demo`, `bench-db`, `soak`).
 //! * [`LocalPostgres::start_persistent`]: state survives restarts (`matchmaker run`
-//!   without `DATABASE_URL` keeps it in `.local-pg/`). A server already running in that
-//!   directory (another `matchmaker run`) is reused and left running.
+//!   without `DATABASE_URL` keeps it in `.local-pg/`), and so does the port (kept in
+//!   `port` beside the data; a new one only when another program took it). A server
+//!   already running in that directory (another `matchmaker run`) is reused and left
+//!   running.
 
 use std::net::TcpListener;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -187,7 +189,7 @@ impl LocalPostgres {
 
     /// Restart the server on the same port (`pg_ctl restart`, which keeps the options it
     /// was started with), stopping it the `mode` way. Connections are cut; a client
-    /// reconnects once it is back (fault injection: `matchmaker soak`, tests).
+    /// reconnects once it is back (fault injection: `matchmaker-lab soak`, tests).
     pub async fn restart(&self, mode: StopMode) -> Result<(), LocalPgError> {
         let ctl = self.detached();
         tokio::task::spawn_blocking(move || ctl.restart_blocking(mode))
@@ -302,37 +304,22 @@ impl LocalPostgres {
         Ok(server)
     }
 
-    /// Start on a free port; a port taken between our probe and the server's bind is
-    /// retried with another port.
+    /// Start on the port a persistent server had last time if it is free, else on a free
+    /// port (remembered for the next start); a port taken between our probe and the
+    /// server's bind is retried with another port.
     fn start(&mut self, extra: &[&str]) -> Result<(), LocalPgError> {
+        let mut remembered = self.remembered_port().filter(|&p| port_is_free(p));
         let mut last_err = None;
         for _ in 0..5 {
-            let port = free_port().map_err(io_err("find a free TCP port"))?;
-            let mut options = format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300",
-                path_str(&self.socket_dir())
-            );
-            for pair in extra.chunks(2) {
-                options.push(' ');
-                options.push_str(&pair.join(" "));
-            }
-            let data = self.data_dir();
-            let log = self.base_dir.join("server.log");
-            match self.pg_ctl(&[
-                "-D",
-                path_str(&data),
-                "-l",
-                path_str(&log),
-                "-o",
-                &options,
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ]) {
-                Ok(_) => {
+            let port = match remembered.take() {
+                Some(port) => port,
+                None => free_port().map_err(io_err("find a free TCP port"))?,
+            };
+            match self.start_on(port, extra) {
+                Ok(()) => {
                     self.port = port;
                     self.stopped = false;
+                    self.remember_port();
                     return Ok(());
                 }
                 Err(err) => last_err = Some(err),
@@ -342,6 +329,57 @@ impl LocalPostgres {
             let _ = std::fs::remove_dir_all(&self.base_dir);
         }
         Err(last_err.expect("at least one attempt"))
+    }
+
+    fn start_on(&self, port: u16, extra: &[&str]) -> Result<(), LocalPgError> {
+        let mut options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300",
+            path_str(&self.socket_dir())
+        );
+        for pair in extra.chunks(2) {
+            options.push(' ');
+            options.push_str(&pair.join(" "));
+        }
+        let data = self.data_dir();
+        let log = self.base_dir.join("server.log");
+        self.pg_ctl(&[
+            "-D",
+            path_str(&data),
+            "-l",
+            path_str(&log),
+            "-o",
+            &options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ])
+        .map(drop)
+    }
+
+    /// Where a persistent server keeps its port: a restart keeps the URL whoever
+    /// connects to it knows.
+    fn port_file(&self) -> PathBuf {
+        self.base_dir.join("port")
+    }
+
+    /// The port of a persistent server's last start, if any.
+    fn remembered_port(&self) -> Option<u16> {
+        if self.temporary {
+            return None;
+        }
+        std::fs::read_to_string(self.port_file())
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    fn remember_port(&self) {
+        if !self.temporary {
+            // A lost note only costs the next start its old port.
+            let _ = std::fs::write(self.port_file(), format!("{}\n", self.port));
+        }
     }
 
     /// Whether the `postgres` user may enter and write `base_dir`: `access(2)` checks
@@ -472,6 +510,10 @@ fn postgres_user_ids() -> Option<(u32, u32)> {
             None
         }
     })
+}
+
+fn port_is_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
 fn free_port() -> std::io::Result<u16> {

@@ -12,12 +12,27 @@ use sqlx::PgPool;
 
 use crate::db::explain;
 pub use crate::db::explain::{PlayerEntry, PlayerRound};
+use crate::ops::require_ops_database;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
     pub player: String,
     pub rounds: Vec<PlayerRound>,
     pub entries: Vec<PlayerEntry>,
+}
+
+/// Whose rounds to explain.
+#[derive(Debug, Clone)]
+pub struct ExplainOptions {
+    pub player: String,
+    /// How many of the player's rounds.
+    pub rounds: i64,
+}
+
+/// `matchmaker explain`: the login and schema checked, then [`explain_player`].
+pub async fn explain(db: &PgPool, options: &ExplainOptions) -> anyhow::Result<Explanation> {
+    require_ops_database(db, "explain").await?;
+    Ok(explain_player(db, &options.player, options.rounds).await?)
 }
 
 /// The player's last `rounds` rounds and latest entries.

@@ -1,31 +1,28 @@
 //! The operators' commands as a library: what `run`, `status`, `explain`, `replay`,
-//! `report`, `prune`, `optimize`, `health` do, taking plain options. `cli` parses the
-//! arguments and calls these; tests call them directly.
+//! `report`, `prune`, `optimize`, `health`, `check-config` do, each a function of the
+//! open database (if it needs one) and plain options. `cli` parses the arguments, runs
+//! these in the [`shell`] (one runtime, the database opened and closed, the stop
+//! signals) and renders the result; tests call them directly.
 
 pub mod access;
+pub mod check_config;
+pub mod database;
 pub mod explain;
 pub mod health;
+pub mod migrate;
 pub mod optimize;
 pub mod prune;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod shell;
 pub mod status;
 pub mod term;
 
-use std::path::PathBuf;
-
-use anyhow::Context;
 use sqlx::PgPool;
 
-use crate::db::{self, local_pg::LocalPostgres};
-
-/// Where the database comes from: a URL, or a private PostgreSQL kept in a directory.
-#[derive(Debug, Clone)]
-pub struct Database {
-    pub database_url: Option<String>,
-    pub local_pg_dir: PathBuf,
-}
+use crate::db;
+pub use database::{Database, OpenDatabase, open_database};
 
 /// Install the tracing subscriber (RUST_LOG filters; default `info`). Text lines are
 /// coloured only when stderr is a terminal and NO_COLOR is unset: the journal, a pipe
@@ -43,21 +40,12 @@ pub fn init_logging(json: bool) {
     };
 }
 
-/// Connect to the URL, or start (or reuse) the private PostgreSQL. The returned server,
-/// if any, must be kept alive (and stopped) by the caller.
-pub async fn open_database(database: &Database) -> anyhow::Result<(PgPool, Option<LocalPostgres>)> {
-    match &database.database_url {
-        Some(url) => Ok((db::connect(url).await?, None)),
-        None => {
-            let dir = &database.local_pg_dir;
-            let server = LocalPostgres::start_persistent(dir)
-                .await
-                .context("no DATABASE_URL given, and the private PostgreSQL did not start")?;
-            tracing::info!(url = %db::redact(&server.url()), dir = %dir.display(), "using the private PostgreSQL (no DATABASE_URL)");
-            let pool = db::connect(&server.url()).await?;
-            Ok((pool, Some(server)))
-        }
-    }
+/// What an operator's command checks before its first query: a login that may read
+/// the tables ([`access::require_ops_login`]), and this binary's migrations.
+pub async fn require_ops_database(db: &PgPool, command: &str) -> anyhow::Result<()> {
+    access::require_ops_login(db, command).await?;
+    require_schema(db).await?;
+    Ok(())
 }
 
 /// Refuse a database that lacks this binary's migrations (one line naming the fix, rather

@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
+use sqlx::PgPool;
 
 use crate::config::{self, Config};
 use crate::db;
 use crate::db::retention::{self, Pruned};
-use crate::ops::{Database, open_database, require_schema};
+use crate::ops::check_config::load_config;
+use crate::ops::require_schema;
 
 /// What to prune; `None` takes the config's value.
 #[derive(Debug, Clone)]
@@ -21,7 +23,6 @@ pub struct PruneOptions {
     /// statement timeouts); `None`: `MATCHMAKER_CONFIG`, `./config/matchmaker.toml`, else
     /// the built-in default.
     pub config: Option<PathBuf>,
-    pub database: Database,
     /// Delete what ended longer ago than this.
     pub horizon: Option<Duration>,
     /// Rows of each kind per transaction.
@@ -51,17 +52,21 @@ pub struct QueuePruned {
     pub pruned: Pruned,
 }
 
-/// Prunes (or counts) every queue asked for; `on_plan` hears the plan before the first
-/// deletion, `on_queue` each queue once done. Returns the totals.
-pub async fn prune(
-    options: &PruneOptions,
-    on_plan: impl FnOnce(&PrunePlan),
-    on_queue: impl FnMut(&QueuePruned),
-) -> anyhow::Result<Pruned> {
-    let config = match config::resolve_path(options.config.clone()) {
-        Some(path) => Config::load(&path)?,
-        None => Config::embedded_default(),
-    };
+/// What a prune works with, settled before any database is opened: the config and the
+/// limits, checked.
+#[derive(Debug, Clone)]
+pub struct PruneSettings {
+    pub config: Config,
+    pub horizon: Duration,
+    pub batch_size: usize,
+    pub queues: Vec<String>,
+    pub dry_run: bool,
+}
+
+/// Load the config and settle the horizon and batch size (the options over the
+/// config's `[retention]`), refusing what no prune could run with.
+pub fn prune_settings(options: &PruneOptions) -> anyhow::Result<PruneSettings> {
+    let config = load_config(options.config.clone())?.config;
     let horizon = options.horizon.or(config.retention.horizon).context(
         "no retention horizon: set [retention] horizon in the config, or pass --horizon 30d",
     )?;
@@ -71,43 +76,52 @@ pub async fn prune(
         "--batch-size {batch_size}: must be between 1 and {}",
         config::MAX_RETENTION_BATCH
     );
-    let (pool, server) = open_database(&options.database).await?;
-    let result = async {
-        require_schema(&pool).await?;
-        // The daemon's bounds on every statement and lock wait.
-        let limited = db::connect_limited(&pool, &config.daemon.session_limits()).await?;
-        let result = prune_queues(
-            &limited, &config, horizon, batch_size, options, on_plan, on_queue,
-        )
-        .await;
-        limited.close().await;
-        result
-    }
-    .await;
-    pool.close().await;
-    if let Some(server) = server {
-        server.stop().await?;
-    }
+    Ok(PruneSettings {
+        config,
+        horizon,
+        batch_size,
+        queues: options.queues.clone(),
+        dry_run: options.dry_run,
+    })
+}
+
+/// Prunes (or counts) every queue asked for, under the daemon's bounds on every
+/// statement and lock wait; `on_plan` hears the plan before the first deletion,
+/// `on_queue` each queue once done. Returns the totals.
+pub async fn prune(
+    db: &PgPool,
+    settings: &PruneSettings,
+    on_plan: impl FnOnce(&PrunePlan),
+    on_queue: impl FnMut(&QueuePruned),
+) -> anyhow::Result<Pruned> {
+    require_schema(db).await?;
+    let limited = db::connect_limited(db, &settings.config.daemon.session_limits()).await?;
+    let result = prune_queues(&limited, settings, on_plan, on_queue).await;
+    limited.close().await;
     result
 }
 
 async fn prune_queues(
-    db: &sqlx::PgPool,
-    config: &Config,
-    horizon: Duration,
-    batch_size: usize,
-    options: &PruneOptions,
+    db: &PgPool,
+    settings: &PruneSettings,
     on_plan: impl FnOnce(&PrunePlan),
     mut on_queue: impl FnMut(&QueuePruned),
 ) -> anyhow::Result<Pruned> {
+    let PruneSettings {
+        config,
+        horizon,
+        batch_size,
+        ..
+    } = settings;
+    let (horizon, batch_size) = (*horizon, *batch_size);
     let cutoff = retention::cutoff(db, horizon, None).await?;
-    let queues = if options.queues.is_empty() {
+    let queues = if settings.queues.is_empty() {
         retention::queues_with_history(db).await?
     } else {
-        for queue in &options.queues {
+        for queue in &settings.queues {
             crate::db::queues::check_known_queue(db, queue).await??;
         }
-        options.queues.clone()
+        settings.queues.clone()
     };
     // A queue the config does not list (retired, or served by another config) keeps as
     // much as the deepest configured queue: it may come back.
@@ -121,7 +135,7 @@ async fn prune_queues(
         cutoff,
         horizon,
         batch_size,
-        dry_run: options.dry_run,
+        dry_run: settings.dry_run,
     });
     let mut total = Pruned::default();
     for queue in &queues {
@@ -131,7 +145,7 @@ async fn prune_queues(
             .map(|q| q.history_matches())
             .unwrap_or(deepest);
         let mut pruner = retention::QueuePruner::new(queue, cutoff, keep, batch_size);
-        let pruned = if options.dry_run {
+        let pruned = if settings.dry_run {
             retention::dry_run_queue(db, &mut pruner).await?
         } else {
             retention::prune_queue(

@@ -32,6 +32,7 @@ use sqlx::PgPool;
 use crate::config::{Config, QueueConfig};
 use crate::daemon::round::solve_rejecting_malformed;
 use crate::db::{self, BudgetRecord, StoredRound};
+use crate::ops::require_ops_database;
 use matchmaker_optimizer::{
     self as optimizer, Budget, LeftOverKind, Pool, RoundOutcome, SolveOptions,
 };
@@ -49,6 +50,46 @@ pub struct ReplayOptions {
     pub restarts: Option<u64>,
     /// Solver threads (default: the stored round's).
     pub threads: Option<usize>,
+}
+
+/// What a replay needs before it starts: a login that reads the tables, this binary's
+/// schema and, for a window of one queue, a queue the database knows.
+pub async fn require_replay(db: &PgPool, queue: Option<&str>) -> anyhow::Result<()> {
+    require_ops_database(db, "replay").await?;
+    if let Some(queue) = queue {
+        db::queues::check_known_queue(db, queue).await??;
+    }
+    Ok(())
+}
+
+/// Round `round_id` loaded and re-solved with the what-if of `options`; `on_loaded`
+/// sees the stored round and the queue config the replay uses before the solve (to
+/// write them as files).
+pub async fn replay_stored_round(
+    db: &PgPool,
+    round_id: i64,
+    options: &ReplayOptions,
+    on_loaded: impl FnOnce(&StoredRound, &QueueConfig) -> anyhow::Result<()>,
+) -> anyhow::Result<Replay> {
+    let stored = load(db, round_id).await?;
+    let config = effective_config(&stored, options)?;
+    on_loaded(&stored, &config)?;
+    let (replay, _) = replay_off_runtime(stored, config, options).await?;
+    Ok(replay)
+}
+
+/// [`replay_round`] on a blocking thread (the solve is CPU work); the stored round comes
+/// back with the replay.
+async fn replay_off_runtime(
+    stored: StoredRound,
+    config: QueueConfig,
+    options: &ReplayOptions,
+) -> anyhow::Result<(Replay, StoredRound)> {
+    let options = options.clone();
+    tokio::task::spawn_blocking(move || {
+        replay_round(&stored, &config, &options).map(|replay| (replay, stored))
+    })
+    .await?
 }
 
 /// Load round `round_id` with its snapshot.
@@ -537,11 +578,7 @@ pub async fn replay_range(
     for id in ids {
         let stored = load(db, id).await?;
         let config = effective_config(&stored, args)?;
-        let (replay, stored) = tokio::task::spawn_blocking({
-            let args = args.clone();
-            move || replay_round(&stored, &config, &args).map(|r| (r, stored))
-        })
-        .await??;
+        let (replay, stored) = replay_off_runtime(stored, config, args).await?;
         what_if = replay.what_if.clone();
         stored_acc.add(
             &replay.stored,

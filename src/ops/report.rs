@@ -4,14 +4,15 @@
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 
+use sqlx::PgPool;
+
 use crate::db::report::{ReportInput, ReportWindow, read_report};
-use crate::ops::{Database, open_database, require_schema};
+use crate::ops::require_ops_database;
 use crate::report;
 
 /// What to report on.
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
-    pub database: Database,
     pub window: ReportWindow,
     /// When the report is made (stamped on the page).
     pub generated_at: DateTime<Utc>,
@@ -26,24 +27,14 @@ pub struct Report {
 }
 
 /// Reads the window's rounds and renders the page.
-pub async fn make_report(options: &ReportOptions) -> anyhow::Result<Report> {
-    let (db, server) = open_database(&options.database).await?;
-    let read = async {
-        crate::ops::access::require_ops_login(&db, "report").await?;
-        require_schema(&db).await?;
-        if let Some(queue) = &options.window.queue {
-            crate::db::queues::check_known_queue(&db, queue).await??;
-        }
-        read_report(&db, &options.window, options.generated_at)
-            .await
-            .context("reading the rounds")
+pub async fn make_report(db: &PgPool, options: &ReportOptions) -> anyhow::Result<Report> {
+    require_ops_database(db, "report").await?;
+    if let Some(queue) = &options.window.queue {
+        crate::db::queues::check_known_queue(db, queue).await??;
     }
-    .await;
-    db.close().await;
-    if let Some(server) = server {
-        server.stop().await?;
-    }
-    let input = read?;
+    let input = read_report(db, &options.window, options.generated_at)
+        .await
+        .context("reading the rounds")?;
     let page = report::render_html(&input)?;
     Ok(Report { input, page })
 }

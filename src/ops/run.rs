@@ -1,5 +1,5 @@
-//! `matchmaker run`: the round daemon, wired to its database, its endpoints and the
-//! process's signals.
+//! `matchmaker run`: the round daemon, wired to its database, its endpoints and the stop
+//! signals of the [`shell`](crate::ops::shell).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,18 +7,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use sqlx::PgPool;
 
-use crate::config::{self, Config};
 use crate::daemon::{self, DaemonOptions};
 use crate::db;
-use crate::ops::{Database, open_database, require_schema};
+use crate::ops::check_config::{CheckedConfig, load_config};
+use crate::ops::require_schema;
+use crate::ops::shell::Stop;
 
 /// How to run the daemon; `None` takes the config's value or the default.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// The config file; `None`: `MATCHMAKER_CONFIG`, `./config/matchmaker.toml`, else the
-    /// built-in default. Reloaded on change and on SIGHUP.
-    pub config: Option<PathBuf>,
-    pub database: Database,
     /// Apply no pending migration at start-up.
     pub no_migrate: bool,
     /// This replica's name in the leases table (default: hostname-pid).
@@ -29,80 +26,77 @@ pub struct RunOptions {
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
-/// Runs the daemon until SIGTERM or SIGINT: loads the config, opens the database, serves
-/// the endpoints if asked, migrates (or checks, or waits for, the schema), and runs the
-/// queues' rounds on a pool whose statements and lock waits are bounded.
-pub async fn run_daemon(options: RunOptions) -> anyhow::Result<()> {
-    let config_path = config::resolve_path(options.config.clone());
-    let config = match &config_path {
-        Some(path) => Config::load(path)?,
-        None => Config::embedded_default(),
-    };
-    tracing::info!(config = %config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "built-in default".into()), "config loaded");
-    // SIGTERM / SIGINT, seen by the daemon, the schema wait and the endpoints alike.
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
+/// The daemon's config: `path`, else `MATCHMAKER_CONFIG`, else
+/// `./config/matchmaker.toml`, else the built-in default; loaded before any database is
+/// opened, so a bad file starts nothing.
+pub fn load_daemon_config(path: Option<PathBuf>) -> anyhow::Result<CheckedConfig> {
+    let checked = load_config(path)?;
+    tracing::info!(config = %checked.source(), "config loaded");
+    Ok(checked)
+}
+
+/// Runs the daemon on `pool` until `stop`: serves the endpoints if asked, migrates (or
+/// checks, or waits for, the schema), and runs the queues' rounds on a pool whose
+/// statements and lock waits are bounded. The config file is watched for reloads.
+pub async fn run_daemon(
+    pool: &PgPool,
+    checked: CheckedConfig,
+    options: &RunOptions,
+    stop: &Stop,
+) -> anyhow::Result<()> {
+    let CheckedConfig {
+        path: config_path,
+        config,
+    } = checked;
+    let stopped = || {
+        let stop = stop.clone();
         async move {
-            let _ = rx.wait_for(|stop| *stop).await;
+            stop.wait().await;
         }
     };
-    let (pool, server) = open_database(&options.database).await?;
     let health = Arc::new(daemon::health::Health::default());
-    let result = async {
-        let metrics_addr = options.metrics_addr.or(config.daemon.metrics_addr);
-        let endpoints = match metrics_addr {
-            Some(addr) => Some(
-                serve_endpoints(addr, pool.clone(), health.clone(), stopped()).await?,
-            ),
-            None => None,
-        };
-        if options.no_migrate {
-            if endpoints.is_some() {
-                let poll = config.daemon.poll_interval;
-                if !wait_for_schema(&pool, &health, poll, stopped()).await? {
-                    return Ok(());
-                }
-            } else {
-                require_schema(&pool).await?;
+    let metrics_addr = options.metrics_addr.or(config.daemon.metrics_addr);
+    let endpoints = match metrics_addr {
+        Some(addr) => Some(serve_endpoints(addr, pool.clone(), health.clone(), stopped()).await?),
+        None => None,
+    };
+    if options.no_migrate {
+        if endpoints.is_some() {
+            let poll = config.daemon.poll_interval;
+            if !wait_for_schema(pool, &health, poll, stopped()).await? {
+                return Ok(());
             }
         } else {
-            db::migrate(&pool).await?;
+            require_schema(pool).await?;
         }
-        let mut daemon_options = DaemonOptions {
-            holder: options.holder.unwrap_or_else(daemon::default_holder),
-            config_path,
-            health: health.clone(),
-            ..DaemonOptions::default()
-        };
-        if let Some(offset) = options.clock_skew {
-            tracing::warn!(
-                skew_ms = offset.num_milliseconds(),
-                "clock skew injected (--clock-skew): round times are off; leases use the database clock"
-            );
-            daemon_options.clock = Arc::new(daemon::clock::SkewedClock { offset });
-        }
-        // The daemon's own pool: every statement and lock wait bounded, so no client
-        // call and no stuck statement holds a round, a lease renewal or a takeover.
-        let limits = config.daemon.session_limits();
-        let daemon_pool = db::connect_limited(&pool, &limits).await?;
-        let result = daemon::run(daemon_pool.clone(), config, daemon_options, stopped()).await;
-        daemon_pool.close().await;
-        if let Some(endpoints) = endpoints {
-            // Stopped by the same signal; it answers until then.
-            let _ = endpoints.await;
-        }
-        result
+    } else {
+        db::migrate(pool).await?;
     }
-    .await;
-    pool.close().await;
-    if let Some(server) = server {
-        // Left running if another `matchmaker run` shares it.
-        server.stop().await?;
+    let mut daemon_options = DaemonOptions {
+        holder: options
+            .holder
+            .clone()
+            .unwrap_or_else(daemon::default_holder),
+        config_path,
+        health: health.clone(),
+        ..DaemonOptions::default()
+    };
+    if let Some(offset) = options.clock_skew {
+        tracing::warn!(
+            skew_ms = offset.num_milliseconds(),
+            "clock skew injected (--clock-skew): round times are off; leases use the database clock"
+        );
+        daemon_options.clock = Arc::new(daemon::clock::SkewedClock { offset });
+    }
+    // The daemon's own pool: every statement and lock wait bounded, so no client
+    // call and no stuck statement holds a round, a lease renewal or a takeover.
+    let limits = config.daemon.session_limits();
+    let daemon_pool = db::connect_limited(pool, &limits).await?;
+    let result = daemon::run(daemon_pool.clone(), config, daemon_options, stopped()).await;
+    daemon_pool.close().await;
+    if let Some(endpoints) = endpoints {
+        // Stopped by the same signal; it answers until then.
+        let _ = endpoints.await;
     }
     result
 }
@@ -179,20 +173,4 @@ async fn wait_for_schema(
     }
     health.waiting_for_schema(false);
     Ok(true)
-}
-
-/// SIGTERM or SIGINT (Ctrl-C).
-pub async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
-        _ = term => tracing::info!("SIGTERM received"),
-    }
 }

@@ -10,12 +10,15 @@
 //! The rows come from [`crate::db::status`].
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::db::status;
 pub use crate::db::status::{QueueLine, ReplicaLine, RoundLine};
+use crate::ops::require_ops_database;
+use crate::ops::shell::Stop;
 use crate::ops::term::{Output, table_text};
 
 /// Everything one frame of the view shows.
@@ -44,6 +47,50 @@ pub async fn read_status(
         rounds,
         replicas,
     })
+}
+
+/// What the view shows and how often.
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+    /// Only this queue.
+    pub queue: Option<String>,
+    /// How many recent rounds.
+    pub rounds: i64,
+    /// Refresh period.
+    pub interval: Duration,
+    /// One frame, then return.
+    pub once: bool,
+}
+
+/// `matchmaker status`: the login, schema and queue checked, then a frame every
+/// `interval` handed to `on_frame` until `stop` (or one frame with `once`). The stop is
+/// listened to for the whole view, so a signal that arrives while a frame is read or
+/// drawn ends it too.
+pub async fn watch_status(
+    db: &PgPool,
+    options: &StatusOptions,
+    stop: &Stop,
+    mut on_frame: impl FnMut(&StatusView),
+) -> anyhow::Result<()> {
+    require_ops_database(db, "status").await?;
+    if let Some(queue) = &options.queue {
+        crate::db::queues::check_known_queue(db, queue).await??;
+    }
+    loop {
+        let frame = read_status(db, options.queue.as_deref(), options.rounds);
+        let view = tokio::select! {
+            view = frame => view?,
+            _ = stop.wait() => return Ok(()),
+        };
+        on_frame(&view);
+        if options.once {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(options.interval) => {}
+            _ = stop.wait() => return Ok(()),
+        }
+    }
 }
 
 /// The view as text at 80 columns; `ansi` adds bold / dim styling. (The commands use

@@ -226,3 +226,65 @@ async fn cli_database_errors_print_once_without_server_source_lines() {
     let report = error_report(&anyhow::Error::from(DbError::from(err)));
     assert_eq!(report.matches("does not exist").count(), 1, "{report}");
 }
+
+/// One Ctrl-C ends `status`, wherever the view is in its loop: the signal is listened to
+/// for the whole command, not only while it sleeps between frames. Each run sends one
+/// SIGINT at a different moment of a fast refresh and requires a prompt, clean exit.
+#[tokio::test]
+async fn cli_status_quits_at_the_first_ctrl_c() {
+    use std::io::Read;
+
+    let tdb = fresh_db().await;
+    for run in 0..6u64 {
+        let mut child = cli()
+            .args(["status", "--database-url", &tdb.url(), "--interval", "10ms"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start matchmaker status");
+        // The first frame: the view runs (and listens).
+        let mut stdout = child.stdout.take().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("refresh every") {
+            let n = stdout.read(&mut buf).expect("read the view");
+            if n == 0 {
+                let out = child.wait_with_output();
+                panic!("status ended before its first frame: {out:?}");
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let drain = std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        std::thread::sleep(Duration::from_millis(7 * run));
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "SIGINT sent");
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("poll status") {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(5) {
+                child.kill().ok();
+                child.wait().ok();
+                panic!("run {run}: status ignored one Ctrl-C for 5 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        drain.join().unwrap().ok();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .ok();
+        assert!(
+            status.success(),
+            "run {run}: Ctrl-C ends the view cleanly: {status}, {stderr}"
+        );
+    }
+}

@@ -322,3 +322,55 @@ fn a_dedicated_queue_must_list_its_regions() {
     // A peer-to-peer queue may leave them open (any name).
     assert!(Config::from_toml_str("[queues.a]\n").is_ok());
 }
+
+/// `matchmaker check-config` with the environment of a deployment whose database is
+/// unreachable: the command must not need it.
+fn check_config(dir: &std::path::Path, file: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_matchmaker"))
+        .arg("check-config")
+        .arg("--config")
+        .arg(file)
+        .current_dir(dir)
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/nowhere")
+        .env_remove("MATCHMAKER_CONFIG")
+        .output()
+        .expect("run matchmaker check-config")
+}
+
+/// `check-config` loads a file as `run` does: a good one gives one line naming its
+/// queues and exit 0, a bad one the daemon's own refusal (the key at fault) and a
+/// non-zero exit; neither opens a database (no private server is started either).
+#[test]
+fn check_config_passes_a_good_file_and_names_the_key_of_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/matchmaker.toml");
+    let out = check_config(dir.path(), &shipped);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
+    assert!(stdout.contains("valid"), "{stdout}");
+    for queue in Config::embedded_default().queues.keys() {
+        assert!(stdout.contains(queue.as_str()), "{queue} named: {stdout}");
+    }
+    assert!(stdout.contains("ranked_3v3 (3v3, "), "{stdout}");
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[queues.a.round]\nbudget = \"soon\"\n").unwrap();
+    let out = check_config(dir.path(), &bad);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty(), "nothing on stdout: {out:?}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!("error: {}", err("[queues.a.round]\nbudget = \"soon\"\n")),
+        "the daemon's own refusal"
+    );
+    assert!(stderr.contains("queues.a.round.budget"), "{stderr}");
+
+    let out = check_config(dir.path(), &dir.path().join("missing.toml"));
+    assert!(!out.status.success(), "a missing file is refused: {out:?}");
+    assert!(
+        !dir.path().join(".local-pg").exists(),
+        "no private PostgreSQL was started"
+    );
+}

@@ -36,6 +36,7 @@ async fn persistent_server_keeps_its_data_across_restarts() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let data = dir.path().join("pg");
     let server = LocalPostgres::start_persistent(&data).await.expect("start");
+    let port = server.port();
     let mut conn = sqlx::PgConnection::connect(&server.url()).await.unwrap();
     sqlx::raw_sql("CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)")
         .execute(&mut conn)
@@ -47,6 +48,7 @@ async fn persistent_server_keeps_its_data_across_restarts() {
     let server = LocalPostgres::start_persistent(&data)
         .await
         .expect("restart");
+    assert_eq!(server.port(), port, "a restart keeps the port");
     let mut conn = sqlx::PgConnection::connect(&server.url()).await.unwrap();
     let x: i32 = sqlx::query_scalar("SELECT x FROM kept")
         .fetch_one(&mut conn)
@@ -59,6 +61,42 @@ async fn persistent_server_keeps_its_data_across_restarts() {
         data.join("data").join("PG_VERSION").exists(),
         "data dir kept"
     );
+}
+
+/// The remembered port is given up only when another program holds it, and the new one
+/// is remembered in its place.
+#[tokio::test]
+async fn persistent_server_moves_off_a_taken_port_and_keeps_the_new_one() {
+    let dir = tempfile::Builder::new()
+        .prefix("mm-port-")
+        .tempdir_in(server_parent())
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data = dir.path().join("pg");
+    let server = LocalPostgres::start_persistent(&data).await.expect("start");
+    let first = server.port();
+    server.stop().await.expect("stop");
+
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", first)).expect("take the port");
+    let server = LocalPostgres::start_persistent(&data)
+        .await
+        .expect("start beside the squatter");
+    let second = server.port();
+    assert_ne!(second, first, "the taken port is not used");
+    sqlx::PgConnection::connect(&server.url())
+        .await
+        .expect("the server answers on its new port")
+        .close()
+        .await
+        .unwrap();
+    server.stop().await.expect("stop");
+    drop(squatter);
+
+    let server = LocalPostgres::start_persistent(&data)
+        .await
+        .expect("restart");
+    assert_eq!(server.port(), second, "the new port is the one remembered");
+    server.stop().await.expect("stop");
 }
 
 /// A checkout in a directory only root can enter (a clone under /root, or in `mktemp -d`)

@@ -19,6 +19,7 @@ mod db_member_fast_path;
 mod db_schema;
 mod deploy_files;
 mod deploy_samples;
+mod docs_links;
 mod failure_paths;
 mod faults;
 mod hosts;
