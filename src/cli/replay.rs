@@ -170,6 +170,9 @@ fn print_range_line(line: &RangeLine) {
     );
 }
 
+/// A row of wait seconds: its name, and the figure it shows.
+type WaitRow = (&'static str, fn(&Waits) -> f64);
+
 /// A table of two columns, the stored round(s) beside the replay; a row whose two sides
 /// differ is marked with `*`.
 struct SideBySide {
@@ -210,7 +213,7 @@ impl SideBySide {
     /// The wait percentiles in seconds, the mean first if `mean`.
     #[allow(clippy::type_complexity)] // a row's label and the field it reads
     fn waits(&mut self, stored: Option<&Waits>, replay: Option<&Waits>, mean: bool) {
-        let rows: [(&str, fn(&Waits) -> f64); 4] = [
+        let rows: [WaitRow; 4] = [
             ("wait mean s", |w| w.mean),
             ("wait p50 s", |w| w.p50),
             ("wait p90 s", |w| w.p90),
