@@ -211,7 +211,6 @@ impl SideBySide {
     }
 
     /// The wait percentiles in seconds, the mean first if `mean`.
-    #[allow(clippy::type_complexity)] // a row's label and the field it reads
     fn waits(&mut self, stored: Option<&Waits>, replay: Option<&Waits>, mean: bool) {
         let rows: [WaitRow; 4] = [
             ("wait mean s", |w| w.mean),
