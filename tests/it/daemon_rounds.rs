@@ -109,7 +109,7 @@ async fn a_cancel_during_the_solve_wins_and_keeps_the_others_queued() {
         .find(|m| m.teams.iter().flatten().any(|p| p == "p0"))
         .unwrap()
         .clone();
-    assert_eq!(db::enqueue::cancel(db, Some("q"), "p0").await.unwrap(), 1);
+    assert_eq!(db::enqueue::cancel(db, None, "p0").await.unwrap(), 1);
     let report = runner.commit(solved, &lease).await.unwrap();
 
     assert_eq!((report.matches, report.matched), (1, 6));

@@ -211,7 +211,7 @@ async fn the_commit_names_who_left_during_the_solve_and_whose_match_was_dropped(
     let solved = runner.solve(prepared).await.unwrap();
     assert_eq!(solved.outcome.matches.len(), 1);
     // p0 cancels while "the solver runs"
-    assert_eq!(db::enqueue::cancel(db, Some("q"), "p0").await.unwrap(), 1);
+    assert_eq!(db::enqueue::cancel(db, None, "p0").await.unwrap(), 1);
     let report = runner.commit(solved, &lease).await.unwrap();
     assert_eq!(report.matches, 0);
 
