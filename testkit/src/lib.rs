@@ -4,6 +4,7 @@
 //!   logins in the product's roles;
 //! * [`client`]: a game backend's calls (`enqueue`, `enqueue_party`, `cancel`,
 //!   `keep_alive`, `player_status`, ready-check answers), one helper per call;
+//! * [`command_line`]: the binaries run as a user runs them, with a time limit;
 //! * [`server`]: a game server's backfill requests;
 //! * [`daemon`]: queues published from a config, workers and single rounds on a manual
 //!   clock;
@@ -16,6 +17,7 @@
 
 pub mod audit;
 pub mod client;
+pub mod command_line;
 pub mod daemon;
 pub mod fleet;
 pub mod invariants;

@@ -2,6 +2,7 @@
 //! the fix, database errors print once and without the server's `at line N`, and no
 //! password shows in `--help`.
 
+use matchmaker_testkit::command_line::{subcommands, text};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,10 +13,6 @@ use crate::support::{fresh_db, unmigrated_db};
 
 fn cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_matchmaker"))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Runs the command to its end, killing it (and failing the test) after `limit`.
@@ -38,22 +35,6 @@ fn output_within(cmd: &mut Command, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().expect("collect output")
-}
-
-/// The subcommands the binary's `--help` lists (so a new one is covered too).
-fn subcommands(bin: fn() -> Command) -> Vec<String> {
-    let out = bin().arg("--help").output().expect("run --help");
-    let help = text(&out.stdout);
-    let names: Vec<String> = help
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|name| name != "help")
-        .collect();
-    assert!(names.len() >= 6, "commands parsed from:\n{help}");
-    names
 }
 
 #[test]

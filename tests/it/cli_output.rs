@@ -5,8 +5,9 @@
 //! directory only root can enter, as a fresh clone under /root or `mktemp -d` would be:
 //! its private PostgreSQL must live where the `postgres` user can reach it.
 
+use matchmaker_testkit::command_line::{assert_fits, piped_within, text};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,69 +26,6 @@ fn cli() -> Command {
     // that runs the tests.
     cmd.env_remove("COLUMNS").env_remove("NO_COLOR");
     cmd
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Runs the command to its end with stdout and stderr piped, killing it (and failing
-/// the test) after `limit`.
-fn piped_within(cmd: &mut Command, limit: Duration) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // A binary this test process just wrote can be "busy" for a moment: another test's
-    // thread forking meanwhile holds the written file open until its child execs.
-    let mut attempts = 0;
-    let mut child = loop {
-        match cmd.spawn() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 => {
-                attempts += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            spawned => break spawned.expect("start the command"),
-        }
-    };
-    // Drain both pipes while it runs (a full pipe would block it).
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            pipe.read_to_end(&mut bytes).map(|_| bytes)
-        })
-    };
-    let (out, err) = (read_all(Box::new(stdout)), read_all(Box::new(stderr)));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the command") {
-            break status;
-        }
-        if started.elapsed() > limit {
-            child.kill().ok();
-            child.wait().ok();
-            let err = err.join().unwrap().unwrap_or_default();
-            panic!("still running after {limit:?}; stderr:\n{}", text(&err));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap().expect("read stdout"),
-        stderr: err.join().unwrap().expect("read stderr"),
-    }
-}
-
-/// Every line of `text` fits `width` columns.
-fn assert_fits(text: &str, width: usize, what: &str) {
-    for line in text.lines() {
-        assert!(
-            line.chars().count() <= width,
-            "{what}: a line of {} columns (> {width}):\n{line}\n---\n{text}",
-            line.chars().count()
-        );
-    }
 }
 
 /// A URL that does not parse: `run` logs `config loaded`, then fails at once. Enough to
