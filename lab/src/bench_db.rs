@@ -356,6 +356,7 @@ async fn timed_round(
             keep_countdown: false,
             history_matches: config.history_matches(),
             ready_timeout: None,
+            win_model: matchmaker::daemon::round::round_config(config).win_model,
         },
     )
     .await?;

@@ -245,7 +245,14 @@ fn shipped_default_model() -> anyhow::Result<QueueModel> {
         .as_table()
         .cloned()
         .unwrap_or_default();
-    for key in ["round", "tickets", "backfill", "limits", "ready_check"] {
+    for key in [
+        "round",
+        "tickets",
+        "backfill",
+        "limits",
+        "ready_check",
+        "rating",
+    ] {
         table.remove(key);
     }
     Ok(table.try_into()?)

@@ -22,6 +22,7 @@ pub mod index;
 pub mod left_over;
 pub mod model;
 pub mod pool;
+pub mod rating;
 pub mod rebalance;
 pub mod round;
 pub mod score;

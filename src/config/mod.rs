@@ -14,6 +14,7 @@
 //! queue's effective config has a [`QueueConfig::hash`] stored with every round, so a past
 //! round can be traced to the exact settings that produced it.
 
+pub mod rating;
 pub mod schedule;
 
 use std::collections::BTreeMap;
@@ -25,6 +26,7 @@ use thiserror::Error;
 
 use matchmaker_optimizer::model::Network;
 use matchmaker_optimizer::{Budget, QueueModel, Strategy};
+pub use rating::RatingConfig;
 pub use schedule::Schedule;
 
 /// The embedded default configuration (`config/matchmaker.toml`).
@@ -227,6 +229,9 @@ pub struct QueueConfig {
     pub limits: LimitsConfig,
     /// `[queues.NAME.ready_check]`; None (no table): a round's matches are final.
     pub ready_check: Option<ReadyCheckConfig>,
+    /// `[queues.NAME.rating]`; None (no table): skill is the client's to give, and
+    /// results move no rating.
+    pub rating: Option<RatingConfig>,
 }
 
 /// `[queues.NAME.ready_check]`: every player of a match accepts it (`accept_match`)
@@ -477,6 +482,10 @@ impl QueueConfig {
                     serde_json::to_value(ready_check).expect("ready check config serializes");
                 map.insert("ready_check".into(), ready_check);
             }
+            if let Some(rating) = &self.rating {
+                let rating = serde_json::to_value(rating).expect("rating config serializes");
+                map.insert("rating".into(), rating);
+            }
         }
         value
     }
@@ -609,6 +618,10 @@ impl Config {
                 None => None,
                 Some(v) => Some(typed(&format!("{key}.ready_check"), v)?),
             };
+            let rating: Option<RatingConfig> = match queue_table.remove("rating") {
+                None => None,
+                Some(v) => Some(typed(&format!("{key}.rating"), v)?),
+            };
             let model: QueueModel = typed(&key, toml::Value::Table(queue_table))?;
             queues.insert(
                 name,
@@ -619,6 +632,7 @@ impl Config {
                     backfill,
                     limits,
                     ready_check,
+                    rating,
                 },
             );
         }
@@ -679,7 +693,38 @@ impl Config {
         for (name, queue) in &self.queues {
             queue.validate(name)?;
         }
+        self.validate_rating_pools()?;
         self.retention.validate()
+    }
+}
+
+impl Config {
+    /// Queues that share a rating pool rate it one way: the same system and scale.
+    fn validate_rating_pools(&self) -> Result<(), ConfigError> {
+        let mut pools: BTreeMap<&str, (&str, RatingConfig)> = BTreeMap::new();
+        for (name, queue) in &self.queues {
+            let Some(rating) = &queue.rating else {
+                continue;
+            };
+            let scale = rating.scale_of_pool();
+            match pools.get(rating.pool_name(name)) {
+                Some((first, theirs)) if *theirs != scale => {
+                    return Err(invalid(
+                        format!("queues.{name}.rating"),
+                        format!(
+                            "shares pool {:?} with queue {first}, whose rating table differs \
+                             (queues of one pool need the same system, scale and settings)",
+                            rating.pool_name(name)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    pools.insert(rating.pool_name(name), (name, scale));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -710,6 +755,11 @@ impl QueueConfig {
         self.validate_backfill(key)?;
         self.validate_limits(key)?;
         self.validate_ready_check(key)?;
+        if let Some(rating) = &self.rating {
+            rating
+                .validate(|k| key(&format!("rating.{k}")))
+                .map_err(|(k, problem)| invalid(k, problem))?;
+        }
         self.validate_roles(key)?;
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 use crate::config::{DaemonConfig, QueueConfig};
 use crate::db::SessionLimits;
-use crate::db::queues::QueuePublication;
+use crate::db::queues::{QueuePublication, RatingPublication};
 
 impl DaemonConfig {
     /// The session settings of the daemon's connections.
@@ -38,6 +38,14 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
                 .as_ref()
                 .map(|r| r.decline_cooldown)
                 .filter(|d| !d.is_zero()),
+            rating: config.rating.as_ref().map(|r| RatingPublication {
+                pool: r.pool.clone(),
+                system: r.system.as_str(),
+                initial: r.initial,
+                initial_uncertainty: r.initial_uncertainty,
+                idle_to_initial: r.idle_to_initial,
+                config: serde_json::to_value(r.scale_of_pool()).expect("rating config serializes"),
+            }),
         }
     }
 }

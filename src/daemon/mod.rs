@@ -39,6 +39,7 @@ pub mod leadership;
 pub mod lease;
 pub mod metrics;
 pub mod outcome;
+pub mod ratings;
 pub mod reload;
 pub mod retention;
 pub mod round;

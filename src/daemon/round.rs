@@ -142,6 +142,20 @@ impl RoundRunner {
     ) -> Result<PreparedRound, RoundError> {
         let started = Instant::now();
         let started_at = self.clock.now();
+        // Results reported since the last round move their players' ratings first: this
+        // round plays everyone at their rating as it is now.
+        if let Some(rating) = &config.rating {
+            let applied =
+                super::ratings::apply_results(&self.db, queue, rating, started_at).await?;
+            if applied.results > 0 {
+                tracing::info!(
+                    queue,
+                    results = applied.results,
+                    refused = applied.refused,
+                    "results applied to ratings"
+                );
+            }
+        }
         let limits = db::InputLimits {
             snapshot: db::SnapshotLimits {
                 max_players: config.round.max_round_size,
@@ -355,6 +369,16 @@ pub fn round_config(config: &QueueConfig) -> db::RoundConfig {
         json: config.to_json(),
         history_matches: config.history_matches(),
         ready_timeout: config.ready_check.as_ref().map(|r| r.timeout),
+        win_model: match &config.rating {
+            Some(rating) => db::WinModel {
+                beta: rating.model().beta,
+                default_sigma: rating.initial_uncertainty,
+            },
+            None => db::WinModel {
+                beta: config.model.predicted_fairness.beta,
+                default_sigma: config.model.predicted_fairness.default_sigma,
+            },
+        },
     }
 }
 

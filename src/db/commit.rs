@@ -1038,13 +1038,27 @@ async fn write_matches(
     let mut p_entry = Vec::new();
     let mut p_team = Vec::new();
     let mut p_role: Vec<Option<String>> = Vec::new();
+    let mut p_win: Vec<Option<f64>> = Vec::new();
+    let mut p_skill: Vec<Option<f64>> = Vec::new();
+    let skills: HashMap<&str, (f64, f64)> = r
+        .snapshot
+        .entries
+        .iter()
+        .map(|e| {
+            let sigma = e.skill_sigma.unwrap_or(r.win_model.default_sigma);
+            (e.player_id.as_str(), (e.skill, sigma))
+        })
+        .collect();
     for (m, match_id) in matches {
+        let win = win_probabilities(r, m, &skills);
         for (team, players) in m.teams.iter().enumerate() {
             for p in players {
                 p_match.push(*match_id);
                 p_entry.push(entry_ids[p.as_str()]);
                 p_team.push(team as i32);
                 p_role.push(m.roles.as_ref().and_then(|roles| roles.get(p).cloned()));
+                p_win.push(win.as_ref().map(|w| w[team]));
+                p_skill.push(skills.get(p.as_str()).map(|s| s.0));
             }
         }
     }
@@ -1092,8 +1106,9 @@ async fn write_matches(
                            $13::text[], $14::text[], $16::bool[], $19::boolean[])
                     AS u(id, score, factors, region, hosts, host, backup, pending, relay)),
          placed AS (
-             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[])
-                      AS u(match_id, entry_id, team, role)),
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[],
+                                  $20::float8[], $21::float8[])
+                      AS u(match_id, entry_id, team, role, win_probability, skill)),
          matched AS (
              UPDATE queue_entries e
                 SET status = 'matched', round_id = $5, match_id = placed.match_id,
@@ -1103,10 +1118,15 @@ async fn write_matches(
           RETURNING e.*),
          recorded AS (
              INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id,
-                                        team, role, skill, enqueued_at, matched_at)
+                                        team, role, skill, enqueued_at, matched_at,
+                                        win_probability)
              SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team,
-                    m.role, m.skill, m.enqueued_at, $6
+                    -- The skill the round played the player at (a rated entry's
+                    -- rating as the snapshot read it).
+                    m.role, coalesce(placed.skill, m.skill), m.enqueued_at, $6,
+                    placed.win_probability
                FROM matched m
+               JOIN placed USING (entry_id)
           RETURNING entry_id, match_id)
          INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
          SELECT m.queue, m.owner, m.player_id, ARRAY[recorded.match_id]
@@ -1137,7 +1157,37 @@ async fn write_matches(
     .bind(answer_secs)
     .bind(&pending_ids)
     .bind(&relay)
+    .bind(&p_win)
+    .bind(&p_skill)
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// Each team's predicted chance to win `m`, from its players' skills as the round read
+/// them; None for a fill (its session's other players are not in the round).
+fn win_probabilities(
+    r: &RoundRecord<'_>,
+    m: &MatchOutcome,
+    skills: &HashMap<&str, (f64, f64)>,
+) -> Option<Vec<f64>> {
+    if r.backfill.fills.iter().any(|f| std::ptr::eq(&f.outcome, m)) {
+        return None;
+    }
+    let teams: Vec<Vec<(f64, f64)>> = m
+        .teams
+        .iter()
+        .map(|t| {
+            t.iter()
+                .filter_map(|p| skills.get(p.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    if teams.len() < 2 || teams.iter().any(Vec::is_empty) {
+        return None;
+    }
+    Some(matchmaker_optimizer::rating::win_probabilities(
+        &teams,
+        r.win_model.beta,
+    ))
 }

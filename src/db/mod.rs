@@ -14,6 +14,7 @@ pub mod local_pg;
 pub mod notify;
 pub mod queue_state;
 pub mod queues;
+pub mod ratings;
 pub mod ready_check;
 pub mod replicas;
 pub mod report;
@@ -31,7 +32,7 @@ pub use queue_state::{
     PoolStats, QueueStateRow, WaitingFor, entries_since, pool_stats, write_queue_state,
 };
 pub use round_input::{BackfillSessions, InputLimits, RoundInput, read_round_input};
-pub use round_record::{BackfillFill, BackfillRecord, RoundConfig, RoundRecord};
+pub use round_record::{BackfillFill, BackfillRecord, RoundConfig, RoundRecord, WinModel};
 pub use round_snapshot::{BudgetRecord, ReplayRecord, StoredRound, load_round, rounds_between};
 pub use snapshot::{PoolIds, QueuedEntry, Snapshot, SnapshotLimits, snapshot_pool, snapshot_round};
 

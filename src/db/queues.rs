@@ -26,6 +26,21 @@ pub struct QueuePublication<'a> {
     /// the decline cooldown (None: none).
     pub ready_timeout: Option<std::time::Duration>,
     pub decline_cooldown: Option<std::time::Duration>,
+    /// The built-in rating (None: an unrated queue).
+    pub rating: Option<RatingPublication>,
+}
+
+/// A rated queue's pool, as `rating_pools` holds it.
+#[derive(Debug, Clone)]
+pub struct RatingPublication {
+    /// The pool's name (None: the queue's own).
+    pub pool: Option<String>,
+    pub system: &'static str,
+    pub initial: f64,
+    pub initial_uncertainty: f64,
+    pub idle_to_initial: std::time::Duration,
+    /// The whole `[queues.NAME.rating]` table.
+    pub config: serde_json::Value,
 }
 
 /// Insert or update the published row of `queue` (active again if it was retired).
@@ -43,16 +58,25 @@ pub async fn publish_queue<'a>(
     };
     let (min_teams, min_team_size) = m.min_teams_and_team_size();
     let formats: Vec<String> = m.formats().iter().map(|f| format_label(f)).collect();
+    let pool = config
+        .rating
+        .as_ref()
+        .map(|r| r.pool.clone().unwrap_or_else(|| queue.to_string()));
+    let mut tx = db.begin().await?;
+    if let (Some(rating), Some(pool)) = (&config.rating, &pool) {
+        publish_rating_pool(&mut tx, pool, rating, holder).await?;
+    }
     sqlx::query(
         "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
                              max_party_size, ticket_ttl, max_wait, config_hash, published_by,
                              published_at, min_teams, min_team_size, formats,
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
                              enqueue_burst, same_attributes, max_avoids, ready_timeout,
-                             decline_cooldown, max_avoids_per_login)
+                             decline_cooldown, max_avoids_per_login, rating_pool)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23)
+                 $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23,
+                 $24)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -68,6 +92,7 @@ pub async fn publish_queue<'a>(
              ready_timeout = EXCLUDED.ready_timeout,
              decline_cooldown = EXCLUDED.decline_cooldown,
              max_avoids_per_login = EXCLUDED.max_avoids_per_login,
+             rating_pool = EXCLUDED.rating_pool,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -99,7 +124,40 @@ pub async fn publish_queue<'a>(
     .bind(config.ready_timeout.map(|d| d.as_secs_f64()))
     .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
     .bind(config.quotas.4.min(i32::MAX as u32) as i32)
-    .execute(db)
+    .bind(&pool)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Insert or update a rating pool's row (unchanged: no write). Queues of one pool agree on
+/// it (the config refuses otherwise), so whichever publishes last writes the same row.
+async fn publish_rating_pool(
+    tx: &mut sqlx::PgConnection,
+    pool: &str,
+    rating: &RatingPublication,
+    holder: &str,
+) -> Result<(), DbError> {
+    sqlx::query(
+        "INSERT INTO rating_pools (pool, system, initial_rating, initial_uncertainty,
+                                   idle_to_initial, config, published_by, published_at)
+         VALUES ($1, $2, $3, $4, make_interval(secs => $5), $6, $7, now())
+         ON CONFLICT (pool) DO UPDATE SET
+             system = EXCLUDED.system, initial_rating = EXCLUDED.initial_rating,
+             initial_uncertainty = EXCLUDED.initial_uncertainty,
+             idle_to_initial = EXCLUDED.idle_to_initial, config = EXCLUDED.config,
+             published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at
+         WHERE rating_pools.config IS DISTINCT FROM EXCLUDED.config",
+    )
+    .bind(pool)
+    .bind(rating.system)
+    .bind(rating.initial)
+    .bind(rating.initial_uncertainty)
+    .bind(rating.idle_to_initial.as_secs_f64())
+    .bind(&rating.config)
+    .bind(holder)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }

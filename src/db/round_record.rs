@@ -25,6 +25,19 @@ pub struct RoundConfig {
     pub history_matches: usize,
     /// The ready check's timeout (None: no ready check, matches final at once).
     pub ready_timeout: Option<Duration>,
+    /// How a match's players' `win_probability` is predicted.
+    pub win_model: WinModel,
+}
+
+/// The prediction of each team's chance to win: Weng-Lin's Bradley-Terry model over the
+/// players' skills and uncertainties (a rated queue's rating model, else the queue's
+/// predicted-fairness factor).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WinModel {
+    /// Skill points of one class.
+    pub beta: f64,
+    /// The uncertainty of a player enqueued without one.
+    pub default_sigma: f64,
 }
 
 /// Everything a round writes.
@@ -62,6 +75,8 @@ pub struct RoundRecord<'a> {
     /// The queue's ready check timeout: the round's new matches are pending until their
     /// players accept (see `ready_check`); None: final at once.
     pub ready_timeout: Option<std::time::Duration>,
+    /// How a match's players' `win_probability` is predicted.
+    pub win_model: WinModel,
 }
 
 /// The backfill side of a round (see `matchmaker_optimizer::backfill`).
@@ -122,6 +137,7 @@ impl<'a> RoundRecord<'a> {
             keep_countdown: trigger == RoundTrigger::Backfill,
             history_matches: config.history_matches,
             ready_timeout: config.ready_timeout,
+            win_model: config.win_model,
         }
     }
 

@@ -131,6 +131,8 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
             "avoid_list",
             // backfill_status is a game server's (matchmaker_server), not a client's.
             "match_details",
+            // player_ratings: the login's players' built-in ratings.
+            "player_ratings",
             "player_status",
             "queue_catalog",
             "queue_countdown"
@@ -175,8 +177,12 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
             "keep_alive",
             // matchmaker_estimate_wait: player_status calls it as its reader.
             "matchmaker_estimate_wait",
+            // matchmaker_player_ratings: player_ratings reads through it.
+            "matchmaker_player_ratings",
             "matchmaker_sees_all",
             "queue_channel",
+            // report_result: the result of a match with the login's players.
+            "report_result",
             "unavoid"
         ]
     );
@@ -197,6 +203,10 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         "queue_state",
         "round_summaries",
         "avoids",
+        "ratings",
+        "match_results",
+        "result_reports",
+        "rating_changes",
         "_sqlx_migrations",
     ] {
         denied(&client, &format!("SELECT count(*) FROM {table}")).await;
@@ -208,6 +218,7 @@ async fn a_client_reads_four_views_calls_four_functions_and_owns_nothing() {
         "SELECT matchmaker_check_ms_map('latencies', '{}', 32, '{}')",
         "SELECT matchmaker_check_member(NULL::queues, 'x', 1, NULL, '{}', '{}', '{}', NULL)",
         "SELECT matchmaker_active_queue('q')",
+        "SELECT matchmaker_rated_entry()",
         "SELECT matchmaker_notify_enqueue()",
         "SELECT matchmaker_notify_round()",
         "SELECT nextval('queue_entries_entry_id_seq')",
@@ -999,7 +1010,7 @@ const MALFORMED: &[(&str, &[&str])] = &[
     ),
     (
         "SELECT enqueue('q', 'p1', NULL)",
-        &["skill = NULL: must be a finite number"],
+        &["skill = NULL: is required (queue q has no built-in rating)"],
     ),
     (
         "SELECT enqueue('q', 'p1', 1500, skill_sigma => -1)",
@@ -1177,7 +1188,7 @@ const MALFORMED: &[(&str, &[&str])] = &[
     (
         r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1"},
                                                    {"player_id": "m2", "skill": 1500}]')"#,
-        &["skill = NULL: must be a finite number"],
+        &["skill = NULL: is required (queue q has no built-in rating)"],
     ),
     (
         r#"SELECT * FROM enqueue_party('q', 'pty', '[{"player_id": "m1", "skill": "1500"},

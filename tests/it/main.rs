@@ -35,6 +35,7 @@ mod recent_matches;
 mod refusals;
 mod replay;
 mod report;
+mod results;
 mod retention;
 mod roles;
 mod sim_status;

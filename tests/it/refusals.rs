@@ -190,7 +190,7 @@ fn checked() -> Vec<(String, String)> {
         ),
         (
             "SELECT enqueue('q', 'p1', NULL)".into(),
-            "skill = NULL: must be a finite number in [-1000000, 1000000]".into(),
+            "skill = NULL: is required (queue q has no built-in rating)".into(),
         ),
         (
             "SELECT enqueue('q', 'p1', 'NaN')".into(),

@@ -8,12 +8,20 @@ mod contract;
 mod factors;
 mod formats;
 mod meet;
+mod rating;
 mod search;
 
 use matchmaker_optimizer::QueueModel;
 
 /// The keys of a `[queues.NAME]` table that are the daemon's, not the model's.
-const DAEMON_TABLES: [&str; 5] = ["round", "tickets", "backfill", "limits", "ready_check"];
+const DAEMON_TABLES: [&str; 6] = [
+    "round",
+    "tickets",
+    "backfill",
+    "limits",
+    "ready_check",
+    "rating",
+];
 
 /// A queue's model as the shipped config (`config/matchmaker.toml`) gives it: its
 /// `[queues.NAME]` table without the daemon's sub-tables, as the daemon reads it.

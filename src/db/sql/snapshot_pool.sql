@@ -1,6 +1,8 @@
 -- The pool of one round of queue $1: at most $2 queued, live entries, each login's
 -- oldest in turn, a party whole; entries left over the same futile way for the last $3
 -- rounds come after all the others. Run in the snapshot's REPEATABLE READ transaction.
+-- An entry enqueued at its rating (rated) plays at the rating as it is now: results
+-- applied since the enqueue count.
 WITH horizon AS (
     -- The queue's $3-th latest round: an entry left over the same futile way since then
     -- has been so for that many rounds.
@@ -25,7 +27,7 @@ oldest AS (
 pool AS (
     -- JSON as text: the round parses each row apart, so a value that does not fit
     -- rejects that row only.
-    SELECT entry_id, player_id, owner, party_id, skill, skill_sigma,
+    SELECT entry_id, player_id, owner, party_id, skill, skill_sigma, rated,
            latencies::text AS latencies, peer_pings::text AS peer_pings,
            roles, side, enqueued_at, party_key, party_size,
            attributes::text AS attributes
@@ -44,5 +46,18 @@ pool AS (
      -- by a stale leader's commit); it is not ours to take, and the snapshot never waits
      -- for a client. The lock itself ends with this short transaction: nothing stays
      -- locked while the solver runs.
-     FOR UPDATE SKIP LOCKED)
-SELECT * FROM pool ORDER BY enqueued_at, entry_id
+     FOR UPDATE SKIP LOCKED),
+rated AS (
+    SELECT p.entry_id, c.rating, c.uncertainty
+      FROM pool p
+      JOIN rating_pools rp ON rp.pool = (SELECT rating_pool FROM queues WHERE queue = $1)
+     CROSS JOIN LATERAL matchmaker_current_rating(rp, p.owner, p.player_id) c
+     WHERE p.rated)
+SELECT p.entry_id, p.player_id, p.owner, p.party_id,
+       coalesce(r.rating, p.skill) AS skill,
+       CASE WHEN r.entry_id IS NULL THEN p.skill_sigma ELSE r.uncertainty END AS skill_sigma,
+       p.latencies, p.peer_pings, p.roles, p.side, p.enqueued_at, p.party_key, p.party_size,
+       p.attributes
+  FROM pool p
+  LEFT JOIN rated r USING (entry_id)
+ ORDER BY p.enqueued_at, p.entry_id
