@@ -442,6 +442,52 @@ SELECT mp.match_id,
                  JOIN queue_entries e ON e.entry_id = mine.entry_id
                 WHERE mine.match_id = mp.match_id AND e.owner = session_user);
 
+-- queue_catalog of 0006, with the rating pool of a rated queue.
+CREATE OR REPLACE VIEW queue_catalog WITH (security_barrier) AS
+SELECT q.queue,
+       q.teams,
+       q.team_size,
+       q.network,
+       q.roles,
+       q.regions,
+       q.max_party_size,
+       q.ticket_ttl,
+       -- How often a client should call keep_alive for its waiting players.
+       q.ticket_ttl / 3 AS keep_alive_every,
+       q.max_wait,
+       c.next_round_at,
+       c.seconds_to_next_round,
+       c.waiting_for,
+       c.pool_size,
+       c.target_pool,
+       c.players_missing_for_early_start,
+       q.min_teams,
+       q.min_team_size,
+       q.formats,
+       (SELECT min(s.players)
+          FROM (SELECT (SELECT sum(x::integer) FROM unnest(string_to_array(f, 'v')) x)
+                       AS players
+                  FROM unnest(q.formats) f) s)::integer AS min_players_per_match,
+       c.players_missing,
+       c.latest_round_at,
+       c.seconds_to_latest_round,
+       c.round_started_at,
+       -- Attributes a match's players share (a party's members must agree on them), and
+       -- how many of a player's newest avoids the queue honours.
+       q.same_attributes,
+       q.max_avoids,
+       -- The median wait, enqueue to match, of the players the recent rounds matched.
+       round(c.median_wait_s)::integer AS recent_median_wait_s,
+       -- The ready check: how long players have to accept a match (NULL: none).
+       q.ready_timeout,
+       q.decline_cooldown,
+       -- A rated queue's rating pool: enqueue may pass skill => NULL (NULL: an unrated
+       -- queue).
+       q.rating_pool
+  FROM queues q
+  LEFT JOIN queue_countdown c ON c.queue = q.queue
+ WHERE q.active;
+
 -- For operators: results that two logins reported differently, with every report.
 CREATE VIEW result_disputes AS
 SELECT r.match_id, r.queue, r.team_ranks AS accepted_ranks, r.reported_by AS accepted_from,

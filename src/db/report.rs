@@ -33,6 +33,9 @@ pub struct ReportInput {
     /// Per queue with a ready check: its matches of the window by outcome, the accept
     /// rate and the time to accept.
     pub ready_checks: Vec<ReadyCheckStats>,
+    /// Per queue: the results reported for the window's matches, and how the predicted
+    /// win probabilities came true.
+    pub results: Vec<ResultStats>,
 }
 
 /// One committed round (`rounds`).
@@ -173,6 +176,7 @@ pub async fn read_report(
     let players = read_players(&mut tx, window).await?;
     let repeats = read_repeats(&mut tx, window).await?;
     let ready_checks = ready_check_stats(&mut tx, window).await?;
+    let results = result_stats(&mut tx, window).await?;
     tx.commit().await?;
     Ok(ReportInput {
         from: window.from,
@@ -184,6 +188,7 @@ pub async fn read_report(
         matches,
         repeats,
         ready_checks,
+        results,
     })
 }
 
@@ -316,4 +321,40 @@ pub async fn ready_check_stats(
     w: &ReportWindow,
 ) -> Result<Vec<ReadyCheckStats>, sqlx::Error> {
     fetch_window(db, w, include_str!("sql/report_ready_checks.sql")).await
+}
+
+/// Per queue: its matches of the window, their reported results, and how the predicted
+/// win probability of each two-team match came true.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct ResultStats {
+    pub queue: String,
+    pub matches: i64,
+    pub reported: i64,
+    pub disputed: i64,
+    /// Players reported as leaving early, of the reported matches' players.
+    pub left_early_share: Option<f64>,
+    /// Mean squared gap between the prediction and the outcome (a coin flip: 0.25).
+    pub brier: Option<f64>,
+    /// Matches predicted at 70% or more for one team, and those the favourite won.
+    pub lopsided: i64,
+    pub stomps: i64,
+    /// Per tenth of predicted probability: matches, mean prediction, observed win rate.
+    pub calibration: Json<Vec<CalibrationBucket>>,
+}
+
+/// One point of the reliability curve.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+pub struct CalibrationBucket {
+    pub bucket: i32,
+    pub matches: i64,
+    pub predicted: f64,
+    pub observed: f64,
+}
+
+/// Per queue with a match in the report's window.
+pub async fn result_stats(
+    db: &mut PgConnection,
+    w: &ReportWindow,
+) -> Result<Vec<ResultStats>, sqlx::Error> {
+    fetch_window(db, w, include_str!("sql/report_results.sql")).await
 }

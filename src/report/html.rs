@@ -44,6 +44,7 @@ pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
     } else {
         summary_table(&mut page, &queues);
         ready_check_table(&mut page, input);
+        results_table(&mut page, input);
         for q in &queues {
             queue_section(&mut page, q)?;
         }
@@ -157,6 +158,52 @@ fn ready_check_table(page: &mut String, input: &ReportInput) {
                 100.0 * v
             )),
             cell("median_accept_s", r.median_accept_s, seconds),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
+/// The results of the window's matches, per queue, and how the predictions came true:
+/// the share reported, disputes, early leavers, the Brier score, lopsided predictions and
+/// stomps, and the reliability curve (predicted against observed, per tenth).
+fn results_table(page: &mut String, input: &ReportInput) {
+    if input.results.iter().all(|r| r.reported == 0) {
+        return;
+    }
+    page.push_str(
+        "<h2>Results: predicted against real</h2>\n<table class=\"summary\">\n<thead><tr>\
+         <th>queue</th><th>matches</th><th>reported</th><th>disputed</th>\
+         <th>left early</th><th>Brier score</th><th>lopsided (&ge;70%)</th>\
+         <th>stomps</th><th>reliability: predicted &rarr; observed (matches)</th>\
+         </tr></thead>\n<tbody>\n",
+    );
+    let count = |v: f64| format!("{v:.0}");
+    let share = |v: f64| format!("{:.1}%", 100.0 * v);
+    for r in &input.results {
+        let curve: Vec<String> = r
+            .calibration
+            .iter()
+            .map(|b| {
+                format!(
+                    "{:.0}% &rarr; {:.0}% ({})",
+                    100.0 * b.predicted,
+                    100.0 * b.observed,
+                    b.matches
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            page,
+            "<tr><th>{}</th>{}{}{}{}{}{}{}<td class=\"curve\">{}</td></tr>",
+            escape(&r.queue),
+            cell("matches", Some(r.matches as f64), count),
+            cell("reported", Some(r.reported as f64), count),
+            cell("disputed", Some(r.disputed as f64), count),
+            cell("left_early", r.left_early_share, share),
+            cell("brier", r.brier, |v| format!("{v:.3}")),
+            cell("lopsided", Some(r.lopsided as f64), count),
+            cell("stomps", Some(r.stomps as f64), count),
+            curve.join("; "),
         );
     }
     page.push_str("</tbody>\n</table>\n");
@@ -304,6 +351,7 @@ mod tests {
             matches: Vec::new(),
             repeats: Vec::new(),
             ready_checks: Vec::new(),
+            results: Vec::new(),
         };
         for i in 0..rounds as i64 {
             out.rounds.push(RoundRow {

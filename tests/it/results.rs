@@ -574,6 +574,44 @@ async fn a_rated_ladder_learns_the_true_order_and_its_matches_get_fairer() {
     .await
     .unwrap();
     assert!(results >= 60 * 11, "{results} results applied");
+
+    // The operators' report: every match reported, and the predictions came true: the
+    // matches the daemon called even were won about half the time by either side.
+    let window = matchmaker::db::report::ReportWindow {
+        queue: Some("ranked".into()),
+        from: chrono::Utc::now() - chrono::Duration::hours(1),
+        to: chrono::Utc::now() + chrono::Duration::hours(1),
+    };
+    let report = matchmaker::db::report::read_report(d.db(), &window, chrono::Utc::now())
+        .await
+        .unwrap();
+    let [stats] = report.results.as_slice() else {
+        panic!("one queue's results: {:?}", report.results)
+    };
+    eprintln!(
+        "report: {} matches, {} reported, Brier score {:?}, {} lopsided, {} stomps, \
+         reliability {:?}",
+        stats.matches,
+        stats.reported,
+        stats.brier,
+        stats.lopsided,
+        stats.stomps,
+        stats.calibration.0
+    );
+    assert_eq!(
+        stats.reported, results,
+        "every applied result is in the report"
+    );
+    assert!(stats.brier.is_some());
+    assert!(!stats.calibration.is_empty());
+    for b in stats.calibration.iter().filter(|b| b.matches >= 50) {
+        assert!(
+            (b.observed - b.predicted).abs() < 0.1,
+            "predicted {} came true {} of the time",
+            b.predicted,
+            b.observed
+        );
+    }
     assert_eq!((changes, played), (seats, seats));
 }
 
