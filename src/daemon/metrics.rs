@@ -51,6 +51,7 @@ pub const READY_ANSWERS: &str = "matchmaker_ready_check_answers_total";
 pub const ACCEPT_TIME: &str = "matchmaker_ready_check_accept_seconds";
 pub const PENDING_MATCHES: &str = "matchmaker_pending_matches";
 pub const NOTIFY_QUEUE_USAGE: &str = "matchmaker_notification_queue_usage";
+pub const RESULTS_APPLIED: &str = "matchmaker_results_applied_total";
 
 /// Seconds: a snapshot or commit takes milliseconds, a solve up to its budget (seconds).
 const PHASE_BUCKETS: &[f64] = &[
@@ -125,6 +126,13 @@ pub fn record_solver_cores(cores: &SolverCores, grant: &CoreGrant) {
 }
 
 /// A solve gave its cores back.
+/// Results a leader applied to `pool`'s ratings.
+pub fn record_results_applied(pool: &str, rated: usize, refused: usize) {
+    let pool = pool.to_string();
+    counter!(RESULTS_APPLIED, "pool" => pool.clone(), "outcome" => "rated").increment(rated as u64);
+    counter!(RESULTS_APPLIED, "pool" => pool, "outcome" => "refused").increment(refused as u64);
+}
+
 pub fn record_solver_cores_released(cores: &SolverCores) {
     gauge!(SOLVER_CORES_BUSY).set(cores.busy() as f64);
 }
@@ -261,6 +269,11 @@ fn describe() {
         "1 if the last config reload was applied (or none was tried), 0 if it was refused."
     );
     describe_gauge!(BUILD_INFO, "Always 1; the version in its label.");
+    describe_counter!(
+        RESULTS_APPLIED,
+        "Reported results applied to the ratings of a rating pool, by outcome (rated, \
+         refused: the model could not rate it)."
+    );
     describe_counter!(
         READY_CHECKS,
         "Ready checks resolved, by queue and outcome (ready, cancelled)."

@@ -64,6 +64,7 @@ pub async fn apply_results(
         for (match_id, why) in &refused {
             tracing::warn!(queue, pool, match_id, reason = %why, "a result moved no rating");
         }
+        super::metrics::record_results_applied(pool, applied.len(), refused.len());
         total.results += applied.len();
         total.refused += refused.len();
         if results.len() < BATCH as usize {

@@ -32,6 +32,44 @@ pub struct PlayerEntry {
     pub updated_at: DateTime<Utc>,
 }
 
+/// The player's built-in rating in one pool, and how their last results moved it.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct PlayerRating {
+    pub owner: String,
+    pub pool: String,
+    pub rating: f64,
+    pub uncertainty: f64,
+    pub matches: i32,
+    pub updated_at: DateTime<Utc>,
+    /// The last results applied, newest first: (match, rating before, after, left early).
+    #[sqlx(json)]
+    pub recent: Vec<(i64, f64, f64, bool)>,
+}
+
+/// The player's ratings (every login's player of that id), each with its last five
+/// applied results.
+pub async fn read_player_ratings(
+    db: &PgPool,
+    player: &str,
+) -> Result<Vec<PlayerRating>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT r.owner, r.pool, r.rating, r.uncertainty, r.matches, r.updated_at,
+                coalesce((SELECT jsonb_agg(jsonb_build_array(c.match_id, c.rating_before,
+                                                             c.rating_after, c.left_early)
+                                           ORDER BY c.match_id DESC)
+                            FROM (SELECT * FROM rating_changes c
+                                   WHERE c.owner = r.owner AND c.player_id = r.player_id
+                                     AND c.pool = r.pool
+                                   ORDER BY c.match_id DESC LIMIT 5) c), '[]') AS recent
+           FROM ratings r
+          WHERE r.player_id = $1
+          ORDER BY r.owner, r.pool",
+    )
+    .bind(player)
+    .fetch_all(db)
+    .await
+}
+
 /// The player's last `limit` rounds, newest first.
 pub async fn read_player_rounds(
     db: &PgPool,

@@ -4,14 +4,16 @@
 //! size, and matched (match id, team) or what became of them and why (no valid match,
 //! outscored, party sat out, rejected, left during the solve...: `round_snapshots`).
 //! Then the player's latest entries (queued, cancelled, expired,
-//! withdrawn...), which say what happened outside rounds. The rows come from
-//! [`crate::db::explain`].
+//! withdrawn...), which say what happened outside rounds, and the player's built-in
+//! ratings with how their last results moved them: a player whose rating jumps by a
+//! large step at each result is one the model is still learning (a new account, a
+//! returning player). The rows come from [`crate::db::explain`].
 
 use serde::Serialize;
 use sqlx::PgPool;
 
 use crate::db::explain;
-pub use crate::db::explain::{PlayerEntry, PlayerRound};
+pub use crate::db::explain::{PlayerEntry, PlayerRating, PlayerRound};
 use crate::ops::require_ops_database;
 
 #[derive(Debug, Clone, Serialize)]
@@ -19,6 +21,7 @@ pub struct Explanation {
     pub player: String,
     pub rounds: Vec<PlayerRound>,
     pub entries: Vec<PlayerEntry>,
+    pub ratings: Vec<PlayerRating>,
 }
 
 /// Whose rounds to explain.
@@ -43,10 +46,12 @@ pub async fn explain_player(
 ) -> Result<Explanation, sqlx::Error> {
     let rows = explain::read_player_rounds(db, player, rounds).await?;
     let entries = explain::read_player_entries(db, player).await?;
+    let ratings = explain::read_player_ratings(db, player).await?;
     Ok(Explanation {
         player: player.to_string(),
         rounds: rows,
         entries,
+        ratings,
     })
 }
 
@@ -97,6 +102,33 @@ pub fn render(e: &Explanation) -> String {
                     .unwrap_or_default()
             ));
         }
+    }
+    for r in &e.ratings {
+        let moves: Vec<String> = r
+            .recent
+            .iter()
+            .map(|(m, before, after, left)| {
+                format!(
+                    "match {m} {:+.0}{}",
+                    after - before,
+                    if *left { " (left early)" } else { "" }
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "rating in pool {} (login {}): {:.0} ± {:.0} after {} match{} ({})\n",
+            r.pool,
+            r.owner,
+            r.rating,
+            r.uncertainty,
+            r.matches,
+            if r.matches == 1 { "" } else { "es" },
+            if moves.is_empty() {
+                "no result applied yet".to_string()
+            } else {
+                format!("last results, newest first: {}", moves.join(", "))
+            }
+        ));
     }
     out
 }

@@ -575,6 +575,20 @@ async fn a_rated_ladder_learns_the_true_order_and_its_matches_get_fairer() {
     .unwrap();
     assert!(results >= 60 * 11, "{results} results applied");
 
+    // `matchmaker explain` shows how a new account's results moved its rating.
+    let explained = matchmaker::ops::explain::explain_player(d.db(), "smurf1", 5)
+        .await
+        .unwrap();
+    let [rating] = explained.ratings.as_slice() else {
+        panic!("one rating: {:?}", explained.ratings)
+    };
+    assert_eq!((rating.pool.as_str(), rating.recent.len()), ("ranked", 5));
+    let text = matchmaker::ops::explain::render(&explained);
+    assert!(
+        text.contains("rating in pool ranked (login ") && text.contains("last results"),
+        "{text}"
+    );
+
     // The operators' report: every match reported, and the predictions came true: the
     // matches the daemon called even were won about half the time by either side.
     let window = matchmaker::db::report::ReportWindow {
