@@ -8,11 +8,15 @@
 //! cargo run --release --example client -- \
 //!     --database-url postgres://game_backend:PASSWORD@HOST/DB --queue ranked_3v3 \
 //!     --player alice=1500 [--player bob=1450 --party crew] [--latencies '{"eu": 30}'] \
-//!     [--timeout 10m]
+//!     [--timeout 10m] [--result won]
 //! ```
 //!
 //! `--database-url` may also come from `DATABASE_URL`. Several `--player`s with `--party`
-//! are enqueued as one party (`enqueue_party`); without it, each alone (`enqueue`).
+//! are enqueued as one party (`enqueue_party`); without it, each alone (`enqueue`). A
+//! player given without a skill plays at their built-in rating on a rated queue
+//! (`skill => NULL`), at 1500 elsewhere. With `--result`, once matched, the example plays
+//! the game as far as a backend is concerned: it reports each match's result
+//! (`report_result`) as its players' team `won`, `lost` or drew (`draw`).
 //!
 //! How it waits (the pattern docs/client-guide.md, "Notifications", describes):
 //! 1. LISTEN on `queue_channel(queue)` BEFORE enqueueing, so no notification is missed;
@@ -28,7 +32,8 @@
 //!
 //! Output, one line each: `listening on "matchmaker:3f2a09c1..."`, `enqueued alice (entry
 //! 17)`, `countdown: ...; estimated wait 45 s`, `ready check: alice accepted match 42`,
-//! `matched: alice is in match 42 (round 7), team 1; teammates: ...; opponents: ...`. Exit status: 0 when every player is matched, 1 when one left the queue
+//! `matched: alice is in match 42 (round 7), team 1; teammates: ...; opponents: ...;
+//! predicted chance to win 52%`, `result of match 42: recorded`. Exit status: 0 when every player is matched, 1 when one left the queue
 //! without a match (the reason is printed) or on an error, 2 on `--timeout` (the players
 //! are cancelled first).
 //!
@@ -75,6 +80,10 @@ struct Args {
     /// Read player_status this often in case a notification was lost.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     poll: Duration,
+    /// Once matched, report each match's result as the players' team did: won, lost or
+    /// draw.
+    #[arg(long, value_parser = ["won", "lost", "draw"])]
+    result: Option<String>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -162,7 +171,7 @@ async fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let ids: Vec<String> = players.keys().cloned().collect();
     let mut waiting: BTreeSet<String> = players.keys().cloned().collect();
     if let Some(outcome) = check_status(&mut db, &args.queue, &mut waiting, true).await? {
-        return Ok(exit(outcome));
+        return finish(&mut db, args, &ids, outcome).await;
     }
 
     // 3. and 4.
@@ -176,12 +185,12 @@ async fn run(args: &Args) -> anyhow::Result<ExitCode> {
             note = notes.recv() => {
                 let Some(payload) = note else { anyhow::bail!("the listener stopped") };
                 if let Some(outcome) = on_notification(&mut db, args, &mut waiting, &payload).await? {
-                    return Ok(exit(outcome));
+                    return finish(&mut db, args, &ids, outcome).await;
                 }
             }
             _ = poll.tick() => {
                 if let Some(outcome) = check_status(&mut db, &args.queue, &mut waiting, false).await? {
-                    return Ok(exit(outcome));
+                    return finish(&mut db, args, &ids, outcome).await;
                 }
             }
             _ = keep_alive.tick() => {
@@ -208,6 +217,48 @@ async fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Every player placed or gone: with `--result`, report the matches' results, then exit.
+async fn finish(
+    db: &mut PgConnection,
+    args: &Args,
+    players: &[String],
+    outcome: Outcome,
+) -> anyhow::Result<ExitCode> {
+    if let Some(result) = &args.result {
+        // Each match of our players once, from the side of our players' team.
+        let matches: Vec<(i64, i32, i64)> = sqlx::query_as(
+            "SELECT DISTINCT ON (d.match_id) d.match_id, d.team,
+                    (SELECT count(DISTINCT o.team) FROM match_details o
+                      WHERE o.match_id = d.match_id)
+               FROM player_status s JOIN match_details d
+                 ON d.match_id = s.match_id AND d.player_id = s.player_id
+              WHERE s.queue = $1 AND s.player_id = ANY ($2) AND s.status = 'matched'
+              ORDER BY d.match_id",
+        )
+        .bind(&args.queue)
+        .bind(players)
+        .fetch_all(&mut *db)
+        .await?;
+        for (match_id, team, teams) in matches {
+            // Ours 1 and the others 2 (won), the reverse (lost), or all 1 (a draw); the
+            // ranks go in ascending team order.
+            let ranks: Vec<i32> = (0..teams as i32)
+                .map(|t| match (result.as_str(), t == team) {
+                    ("draw", _) | ("won", true) | ("lost", false) => 1,
+                    _ => 2,
+                })
+                .collect();
+            let answer: String = sqlx::query_scalar("SELECT report_result($1, $2)")
+                .bind(match_id)
+                .bind(&ranks)
+                .fetch_one(&mut *db)
+                .await?;
+            println!("result of match {match_id}: {answer}");
+        }
+    }
+    Ok(exit(outcome))
+}
+
 fn exit(outcome: Outcome) -> ExitCode {
     match outcome {
         Outcome::Matched => ExitCode::SUCCESS,
@@ -215,18 +266,18 @@ fn exit(outcome: Outcome) -> ExitCode {
     }
 }
 
-/// `ID` or `ID=SKILL`, in the order given.
-fn parse_players(specs: &[String]) -> anyhow::Result<BTreeMap<String, f64>> {
+/// `ID` or `ID=SKILL`, in the order given; no skill: the player's rating on a rated queue.
+fn parse_players(specs: &[String]) -> anyhow::Result<BTreeMap<String, Option<f64>>> {
     let mut players = BTreeMap::new();
     for spec in specs {
         let (id, skill) = match spec.split_once('=') {
             Some((id, skill)) => (
                 id,
-                skill.parse::<f64>().map_err(|e| {
+                Some(skill.parse::<f64>().map_err(|e| {
                     anyhow::anyhow!("--player {spec}: the skill is not a number: {e}")
-                })?,
+                })?),
             ),
-            None => (spec.as_str(), 1500.0),
+            None => (spec.as_str(), None),
         };
         if players.insert(id.to_string(), skill).is_some() {
             anyhow::bail!("--player {id} is given twice");
@@ -238,9 +289,21 @@ fn parse_players(specs: &[String]) -> anyhow::Result<BTreeMap<String, f64>> {
 async fn enqueue(
     db: &mut PgConnection,
     args: &Args,
-    players: &BTreeMap<String, f64>,
+    players: &BTreeMap<String, Option<f64>>,
     latencies: &Value,
 ) -> anyhow::Result<()> {
+    // A player without a skill: NULL (their rating) on a rated queue, 1500 elsewhere.
+    let rated: bool = sqlx::query_scalar(
+        "SELECT coalesce(bool_or(rating_pool IS NOT NULL), false) FROM queue_catalog
+          WHERE queue = $1",
+    )
+    .bind(&args.queue)
+    .fetch_one(&mut *db)
+    .await?;
+    let players: BTreeMap<&String, Option<f64>> = players
+        .iter()
+        .map(|(id, skill)| (id, skill.or((!rated).then_some(1500.0))))
+        .collect();
     if let Some(party) = &args.party {
         let members: Vec<Value> = players
             .iter()
@@ -430,7 +493,7 @@ async fn check_status(
 /// The match as match_details shows it to this login (only matches of its own players).
 async fn print_match(db: &mut PgConnection, player: &str, match_id: i64) -> anyhow::Result<()> {
     let row = sqlx::query(
-        "SELECT round_id, team, teammates, opponents, region, hosts
+        "SELECT round_id, team, teammates, opponents, region, hosts, win_probability
            FROM match_details WHERE match_id = $1 AND player_id = $2",
     )
     .bind(match_id)
@@ -443,11 +506,14 @@ async fn print_match(db: &mut PgConnection, player: &str, match_id: i64) -> anyh
     let opponents: Vec<String> = row.get("opponents");
     let region: Option<String> = row.get("region");
     let hosts: Vec<String> = row.get("hosts");
-    let place = match region {
+    let mut place = match region {
         Some(region) => format!("; server region {region}"),
         None if !hosts.is_empty() => format!("; hosts {}", hosts.join(", ")),
         None => String::new(),
     };
+    if let Some(p) = row.get::<Option<f64>, _>("win_probability") {
+        place.push_str(&format!("; predicted chance to win {:.0}%", 100.0 * p));
+    }
     println!(
         "matched: {player} is in match {match_id} (round {round}), team {team}; teammates: {}; opponents: {}{place}",
         if teammates.is_empty() {

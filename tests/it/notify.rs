@@ -588,7 +588,7 @@ async fn the_example_client_receives_its_match() {
     let child = tokio::process::Command::new(&client_bin)
         .args(["--queue", "q", "--party", "crew"])
         .args(["--player", "alice=1500", "--player", "bob=1450"])
-        .args(["--timeout", "60s", "--poll", "1h"])
+        .args(["--timeout", "60s", "--poll", "1h", "--result", "won"])
         .env("DATABASE_URL", &url)
         .kill_on_drop(true)
         .output();
@@ -629,10 +629,20 @@ async fn the_example_client_receives_its_match() {
             "{line:?} printed:\n{stdout}"
         );
     }
-    assert!(
-        lines.last().unwrap().starts_with("matched: "),
-        "it exits on its match:\n{stdout}"
+    // Once matched, it reports the match won by its players' team.
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!("result of match {match_id}: recorded"),
+        "it exits on its match's result:\n{stdout}"
     );
+    let (ranks, team): (Vec<i32>, i32) = sqlx::query_as(
+        "SELECT r.team_ranks, mp.team FROM match_results r
+           JOIN match_players mp USING (match_id) WHERE mp.player_id = 'alice'",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(ranks[team as usize], 1, "{ranks:?}, alice in team {team}");
 
     daemon.stop().await;
     assert_nobody_matched_twice(db).await;
