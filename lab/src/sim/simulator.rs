@@ -23,6 +23,11 @@
 //!   ticket expires while its player waits.
 //! - **Cancels**: a share of the groups give up after a patience (default 5-90 s, wall
 //!   clock) and call `cancel()` (which takes the whole party out).
+//! - **Ready checks and results**: a player whose match waits for its ready check accepts
+//!   it (`accept_match`); when a match of its players ends, the simulator reports its
+//!   result (`report_result`), drawn from the players' true skills (the population's),
+//!   so a rated queue's ratings learn them and the report can hold predictions to
+//!   outcomes.
 //! - **Matches**: the simulator polls `player_status` for its queued players; a matched
 //!   group plays for a simulated match duration, then queues again (`requeue_share`) or
 //!   leaves. Returning players are what makes the opponent-variation factor matter; the
@@ -265,6 +270,12 @@ pub struct SimReport {
     pub avoid_breaks: u64,
     /// Entries still queued at the end, cancelled by the clean-up.
     pub cleaned_up: u64,
+    /// Ready checks our players accepted (`accept_match`).
+    pub accepted: u64,
+    /// Results reported when a match of our players ended (`report_result`), drawn from
+    /// the players' true skills; and reports refused (a match another client reported).
+    pub results_reported: u64,
+    pub results_refused: u64,
 }
 
 impl SimReport {
@@ -306,6 +317,16 @@ impl fmt::Display for SimReport {
         }
         if let Some(share) = self.repeat_opponent_share() {
             write!(f, ", opponents met again {:.1}%", share * 100.0)?;
+        }
+        if self.accepted > 0 {
+            write!(f, ", {} ready checks accepted", self.accepted)?;
+        }
+        if self.results_reported + self.results_refused > 0 {
+            write!(
+                f,
+                ", {} results reported ({} refused)",
+                self.results_reported, self.results_refused
+            )?;
         }
         if self.refused > 0 {
             write!(
@@ -363,6 +384,10 @@ struct Group {
     party_id: Option<String>,
     state: GroupState,
 }
+
+/// The game's randomness when the simulator plays a match: Weng-Lin's beta over the true
+/// skills (a team 200 points stronger in sum wins about three times in four).
+const RESULT_BETA: f64 = 125.0;
 
 /// Runs the load generator against `db` until `options.duration` has passed or
 /// `shutdown` resolves. Progress is published on `progress` when given.
@@ -591,6 +616,10 @@ struct Simulation<'p> {
     max_avoids: usize,
     /// Draws who avoids whom (apart from `rng`: the base and its arrivals stay the same).
     meet_rng: Xoshiro256PlusPlus,
+    /// Matches being played, with when they end: their results are reported then.
+    playing: Vec<(Instant, i64)>,
+    /// Draws the results (apart from `rng`, like `meet_rng`).
+    result_rng: Xoshiro256PlusPlus,
 }
 
 impl<'p> Simulation<'p> {
@@ -655,6 +684,8 @@ impl<'p> Simulation<'p> {
             keep_alive_every: DEFAULT_KEEP_ALIVE_EVERY,
             next_keep_alive: Instant::now() + DEFAULT_KEEP_ALIVE_EVERY,
             report: SimReport::default(),
+            playing: Vec::new(),
+            result_rng: Xoshiro256PlusPlus::seed_from_u64(options.seed ^ 0x7265_7375),
             attributes,
             avoids: HashMap::new(),
             max_avoids: matchmaker_optimizer::AvoidParams::default().max_per_player,
@@ -884,16 +915,30 @@ impl<'p> Simulation<'p> {
             .values()
             .map(|&(_, m)| self.profiles[m].id.as_str())
             .collect();
-        let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
-            "SELECT entry_id, status, match_id FROM player_status \
+        // entry_id, status, match_id, player_id, ready-check answer
+        type StatusRow = (i64, String, Option<i64>, String, Option<String>);
+        let rows: Vec<StatusRow> = sqlx::query_as(
+            "SELECT entry_id, status, match_id, player_id, answer FROM player_status \
               WHERE queue = $1 AND player_id = ANY($2) AND status <> 'queued'",
         )
         .bind(&self.options.queue)
         .bind(&players)
         .fetch_all(db)
         .await?;
+        // A match waiting for its ready check: every player of ours accepts it, and the
+        // group waits for the match to be ready (or cancelled: then it is queued again).
+        let mut decided = Vec::new();
+        for (entry, status, match_id, player, answer) in rows {
+            if status != "pending" {
+                decided.push((entry, status, match_id));
+                continue;
+            }
+            if let (None, Some(m)) = (answer, match_id) {
+                self.accept(db, &player, m).await?;
+            }
+        }
         let mut by_group: BTreeMap<usize, Vec<(i64, String, Option<i64>)>> = BTreeMap::new();
-        for row in rows {
+        for row in decided {
             if let Some(&(group, _)) = self.entries.get(&row.0) {
                 by_group.entry(group).or_default().push(row);
             }
@@ -910,20 +955,21 @@ impl<'p> Simulation<'p> {
                 .collect();
             if matched.len() == entries.len() {
                 let wait = now.duration_since(since).as_secs_f64();
+                let until_secs = self.options.match_duration.as_secs_f64()
+                    * self.rng.random_range(0.6..1.4)
+                    / self.options.speedup;
+                let until = now + Duration::from_secs_f64(until_secs);
+                for &m in &matched {
+                    if !self.playing.iter().any(|(_, p)| *p == m) {
+                        self.playing.push((until, m));
+                    }
+                }
                 self.report.matched += entries.len() as u64;
                 self.report
                     .waits_secs
                     .extend(std::iter::repeat_n(wait, entries.len()));
                 new_matches.extend(matched);
-                let sim_secs = self.options.match_duration.as_secs_f64()
-                    * self.rng.random_range(0.6..1.4)
-                    / self.options.speedup;
-                self.set_state(
-                    group,
-                    GroupState::Playing {
-                        until: now + Duration::from_secs_f64(sim_secs),
-                    },
-                );
+                self.set_state(group, GroupState::Playing { until });
             } else if rows.len() == entries.len() || rows.iter().any(|r| r.1 != "matched") {
                 // Rejected, expired, withdrawn or cancelled (by someone else): the session
                 // ends. Members still queued are cancelled with the group.
@@ -1038,8 +1084,92 @@ impl<'p> Simulation<'p> {
         }
     }
 
+    /// Accept a pending match for `player` (a game asks the player; the simulated ones
+    /// always accept). A refusal (the match was cancelled or resolved meanwhile) is
+    /// fine: the next poll sees what became of it.
+    async fn accept(&mut self, db: &PgPool, player: &str, match_id: i64) -> Result<(), SimError> {
+        let answer: Result<String, sqlx::Error> = sqlx::query_scalar("SELECT accept_match($1, $2)")
+            .bind(player)
+            .bind(match_id)
+            .fetch_one(db)
+            .await;
+        match answer {
+            Ok(_) => self.report.accepted += 1,
+            Err(sqlx::Error::Database(e)) if e.code().is_some_and(|c| c.starts_with("22")) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+
+    /// Report the result of every match that ended: the teams' chances from their
+    /// players' true skills (the population's skill of each of ours; the skill the
+    /// match shows of anyone else's), one draw, team ranks by the outcome.
+    async fn report_results(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
+        let (ended, playing): (Vec<_>, Vec<_>) =
+            self.playing.iter().partition(|(until, _)| *until <= now);
+        self.playing = playing;
+        let ids: Vec<i64> = ended.into_iter().map(|(_, m)| m).collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(i64, String, i32, f64)> = sqlx::query_as(
+            "SELECT match_id, player_id, team, skill FROM match_details
+              WHERE match_id = ANY($1) ORDER BY match_id, team",
+        )
+        .bind(&ids)
+        .fetch_all(db)
+        .await?;
+        let mut matches: BTreeMap<i64, BTreeMap<i32, Vec<(f64, f64)>>> = BTreeMap::new();
+        for (m, player, team, shown) in rows {
+            let truth = self
+                .by_id
+                .get(&player)
+                .map_or(shown, |&k| self.profiles[k].skill);
+            matches
+                .entry(m)
+                .or_default()
+                .entry(team)
+                .or_default()
+                .push((truth, 0.0));
+        }
+        for (m, teams) in matches {
+            let teams: Vec<Vec<(f64, f64)>> = teams.into_values().collect();
+            if teams.len() < 2 {
+                continue;
+            }
+            let p = matchmaker_optimizer::rating::win_probabilities(&teams, RESULT_BETA);
+            // The winner drawn by its chance; the others ranked 2.
+            let mut draw: f64 = self.result_rng.random();
+            let winner = p
+                .iter()
+                .position(|&pk| {
+                    draw -= pk;
+                    draw < 0.0
+                })
+                .unwrap_or(p.len() - 1);
+            let ranks: Vec<i32> = (0..teams.len())
+                .map(|k| if k == winner { 1 } else { 2 })
+                .collect();
+            let answer: Result<String, sqlx::Error> =
+                sqlx::query_scalar("SELECT report_result($1, $2)")
+                    .bind(m)
+                    .bind(&ranks)
+                    .fetch_one(db)
+                    .await;
+            match answer {
+                Ok(_) => self.report.results_reported += 1,
+                Err(sqlx::Error::Database(e)) if e.code().is_some_and(|c| c.starts_with("22")) => {
+                    self.report.results_refused += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// Groups whose match is over queue again or leave.
     async fn finish_matches(&mut self, db: &PgPool, now: Instant) -> Result<(), SimError> {
+        self.report_results(db, now).await?;
         let done: Vec<usize> = (0..self.groups.len())
             .filter(
                 |&g| matches!(self.groups[g].state, GroupState::Playing { until } if until <= now),

@@ -286,3 +286,50 @@ async fn simulator_refuses_a_database_without_the_schema() {
     .to_string();
     assert!(err.contains("matchmaker migrate"), "{err}");
 }
+
+/// Against a daemon whose queue has a ready check and a built-in rating: the simulator
+/// accepts its players' matches, plays them, and reports each result when it ends; the
+/// results move the players' ratings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulator_answers_ready_checks_and_reports_results() {
+    let db = fresh_db().await;
+    let config = Config::from_toml_str(
+        "[daemon]\npoll_interval = \"200ms\"\n\
+         [queues.sim_test.round]\nevery = \"1s\"\nbudget = \"50ms\"\n\
+         [queues.sim_test.ready_check]\ntimeout = \"5s\"\n\
+         [queues.sim_test.rating]\n",
+    )
+    .expect("test config is valid");
+    let daemon = crate::support::spawn_daemon(db.new_pool(4).await, config, "sim");
+    let options = SimulatorOptions {
+        queue: "sim_test".into(),
+        rate: 30.0,
+        duration: Duration::from_secs(8),
+        population: 300,
+        seed: 9,
+        cancel_share: 0.0,
+        // A match lasts about a second of the run.
+        match_duration: Duration::from_secs(60),
+        speedup: 60.0,
+        requeue_share: 1.0,
+        spec: PopulationSpec {
+            party_share: 0.0,
+            ..PopulationSpec::default()
+        },
+        ..SimulatorOptions::default()
+    };
+    let report = time_limit::within("the simulator", simulate(&db.pool, &options)).await;
+    daemon.stop().await;
+    assert!(report.matches > 0, "{report}");
+    assert!(report.accepted > 0, "{report}");
+    assert!(report.results_reported > 0, "{report}");
+    let (results, rated): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM match_results),
+                (SELECT count(*) FROM ratings WHERE matches > 0)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(results as u64, report.results_reported, "{report}");
+    assert!(rated > 0, "the results moved ratings: {report}");
+}
