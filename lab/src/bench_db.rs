@@ -357,6 +357,8 @@ async fn timed_round(
             history_matches: config.history_matches(),
             ready_timeout: None,
             win_model: matchmaker::daemon::round::round_config(config).win_model,
+            servers_ttl: None,
+            unplaced_matches: 0,
         },
     )
     .await?;

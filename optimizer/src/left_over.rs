@@ -67,6 +67,10 @@ pub enum LeftOverKind {
     /// A valid match existed but broke the quality floor in force; the reason names the
     /// limit and when it next relaxes.
     Floor,
+    /// Their match was formed but no ready game server could host it (its region was
+    /// full and no other region's server was within its players' pings); the reason
+    /// names the region.
+    NoServer,
 }
 
 impl LeftOverKind {
@@ -83,6 +87,7 @@ impl LeftOverKind {
             LeftOverKind::Filtered => "filtered",
             LeftOverKind::Avoided => "avoided",
             LeftOverKind::Floor => "floor",
+            LeftOverKind::NoServer => "no_server",
         }
     }
 }

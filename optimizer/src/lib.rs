@@ -27,6 +27,7 @@ pub mod rebalance;
 pub mod round;
 pub mod score;
 pub mod search;
+pub mod servers;
 pub mod solver;
 pub mod split;
 

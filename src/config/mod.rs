@@ -15,6 +15,7 @@
 //! round can be traced to the exact settings that produced it.
 
 pub mod rating;
+pub mod servers;
 pub mod schedule;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use thiserror::Error;
 use matchmaker_optimizer::model::Network;
 use matchmaker_optimizer::{Budget, QueueModel, Strategy};
 pub use rating::RatingConfig;
+pub use servers::ServersConfig;
 pub use schedule::Schedule;
 
 /// The embedded default configuration (`config/matchmaker.toml`).
@@ -232,6 +234,9 @@ pub struct QueueConfig {
     /// `[queues.NAME.rating]`; None (no table): skill is the client's to give, and
     /// results move no rating.
     pub rating: Option<RatingConfig>,
+    /// `[queues.NAME.servers]`; None (no table): a dedicated match names its region and
+    /// the game backend finds it a server.
+    pub servers: Option<ServersConfig>,
 }
 
 /// `[queues.NAME.ready_check]`: every player of a match accepts it (`accept_match`)
@@ -486,6 +491,10 @@ impl QueueConfig {
                 let rating = serde_json::to_value(rating).expect("rating config serializes");
                 map.insert("rating".into(), rating);
             }
+            if let Some(servers) = &self.servers {
+                let servers = serde_json::to_value(servers).expect("servers config serializes");
+                map.insert("servers".into(), servers);
+            }
         }
         value
     }
@@ -622,6 +631,10 @@ impl Config {
                 None => None,
                 Some(v) => Some(typed(&format!("{key}.rating"), v)?),
             };
+            let servers: Option<ServersConfig> = match queue_table.remove("servers") {
+                None => None,
+                Some(v) => Some(typed(&format!("{key}.servers"), v)?),
+            };
             let model: QueueModel = typed(&key, toml::Value::Table(queue_table))?;
             queues.insert(
                 name,
@@ -633,6 +646,7 @@ impl Config {
                     limits,
                     ready_check,
                     rating,
+                    servers,
                 },
             );
         }
@@ -759,6 +773,11 @@ impl QueueConfig {
             rating
                 .validate(|k| key(&format!("rating.{k}")))
                 .map_err(|(k, problem)| invalid(k, problem))?;
+        }
+        if let Some(servers) = &self.servers {
+            servers
+                .validate(self.model.network == matchmaker_optimizer::Network::Dedicated)
+                .map_err(|(k, problem)| invalid(key(&format!("servers.{k}")), problem))?;
         }
         self.validate_roles(key)?;
         Ok(())

@@ -38,6 +38,8 @@ pub struct PreparedRound {
     /// The queue's open backfill requests as the core's sessions (none when backfill is
     /// off).
     pub backfill: db::BackfillSessions,
+    /// Ready game servers per region, when the queue requires servers.
+    pub servers: Option<optimizer::servers::Supply>,
     pub snapshot_ms: f64,
     started: Instant,
 }
@@ -55,6 +57,8 @@ pub struct SolvedRound {
     pub replay: Option<db::ReplayRecord>,
     /// The backfill requests filled, and why the others were not.
     pub backfill: db::BackfillRecord,
+    /// Matches formed but not placed for want of a ready server.
+    pub unplaced_matches: usize,
 }
 
 /// Runs rounds against one database with one clock, their solves sharing one budget of
@@ -172,6 +176,10 @@ impl RoundRunner {
                 }),
         };
         let input = db::read_round_input(&self.db, queue, limits, started_at).await?;
+        let servers = match config.servers.as_ref().filter(|s| s.required) {
+            Some(s) => Some(db::servers::ready_supply(&self.db, s.ttl).await?),
+            None => None,
+        };
         let snapshot_at = self.clock.now();
         let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(PreparedRound {
@@ -185,6 +193,7 @@ impl RoundRunner {
             pool: input.pool,
             rejected: input.rejected,
             backfill: input.backfill,
+            servers,
             snapshot_ms,
             started,
         })
@@ -212,6 +221,7 @@ impl RoundRunner {
         let queue = prepared.queue.clone();
         let backfill_only = prepared.trigger == RoundTrigger::Backfill;
         let sessions = std::mem::take(&mut prepared.backfill.sessions);
+        let supply = prepared.servers.clone();
         let span = tracing::Span::current();
         let started = Instant::now();
         let cores = self.cores.clone();
@@ -242,15 +252,31 @@ impl RoundRunner {
                 drop(grant);
                 super::metrics::record_solver_cores_released(&cores);
                 let (outcome, malformed, pool) = solved?;
-                let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
                 // After the solve, on the same thread: what `replay` and `explain` need.
-                let replay = (!backfill_only)
+                let mut replay = (!backfill_only)
                     .then(|| replay_record(&queue, &config, &options, &pool, &outcome));
-                Ok::<_, PoolError>((outcome, malformed, replay, solve_ms, fills, unfilled))
+                let (outcome, unplaced) = match &supply {
+                    Some(supply) if !backfill_only => {
+                        let placed = optimizer::servers::place_on_servers(
+                            &pool,
+                            &config.model,
+                            outcome,
+                            supply,
+                        )?;
+                        if let Some(replay) = &mut replay {
+                            replay.left_over.extend(placed.left_over);
+                            replay.servers = Some(supply.clone());
+                        }
+                        (placed.outcome, placed.unplaced)
+                    }
+                    _ => (outcome, 0),
+                };
+                let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
+                Ok::<_, PoolError>((outcome, malformed, replay, solve_ms, fills, unfilled, unplaced))
             })
         })
         .await?;
-        let (outcome, malformed, replay, solve_ms, fills, unfilled) =
+        let (outcome, malformed, replay, solve_ms, fills, unfilled, unplaced_matches) =
             result.map_err(|source| RoundError::Core {
                 queue: prepared.queue.clone(),
                 source,
@@ -287,6 +313,7 @@ impl RoundRunner {
             solve_ms,
             replay,
             backfill,
+            unplaced_matches,
         })
     }
 
@@ -313,7 +340,8 @@ impl RoundRunner {
         .with_seed(solved.seed)
         .with_rejected(&solved.rejected)
         .with_replay(solved.replay.as_ref())
-        .with_backfill(&solved.backfill);
+        .with_backfill(&solved.backfill)
+        .with_unplaced_matches(solved.unplaced_matches);
         let report = db::commit_round(&self.db, &record).await?;
         super::metrics::record_commit(&p.queue, &report);
         let report = RoundReport {
@@ -369,6 +397,11 @@ pub fn round_config(config: &QueueConfig) -> db::RoundConfig {
         json: config.to_json(),
         history_matches: config.history_matches(),
         ready_timeout: config.ready_check.as_ref().map(|r| r.timeout),
+        servers_ttl: config
+            .servers
+            .as_ref()
+            .filter(|s| s.required)
+            .map(|s| s.ttl),
         win_model: match &config.rating {
             Some(rating) => db::WinModel {
                 beta: rating.model().beta,
@@ -407,6 +440,7 @@ pub fn replay_record(
         strategy: options.strategy,
         threads: options.threads,
         left_over,
+        servers: None,
     }
 }
 

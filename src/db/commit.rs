@@ -88,6 +88,11 @@ pub struct CommitReport {
     /// `floor`...), as `queue_entries.left_over` holds them; rejected players are not
     /// left over.
     pub left_over_by_kind: BTreeMap<&'static str, usize>,
+    /// Matches formed but not placed for want of a ready server (the round's placement
+    /// and the commit's).
+    pub no_server_matches: usize,
+    /// Servers this commit allocated to its new matches.
+    pub servers_allocated: usize,
 }
 
 /// Pools up to this size commit with PostgreSQL's generic plans. Each statement of the
@@ -115,6 +120,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     let others = lock_other_queues(&mut tx, r, &all_matches, &pool).await?;
     let free = |player: &str| !others.busy.contains(player) && pool.holds(player);
     let (kept, dropped, mut dropped_by_cancel) = keep_free_matches(&all_matches, &free);
+    let (kept, no_server, servers) = hold_servers(&mut tx, r, kept).await?;
     let rejected = rejections(r, &pool);
     let pool_size = r.snapshot.entries.len();
 
@@ -133,6 +139,11 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     .await?;
     let kept: Vec<&MatchOutcome> = written.iter().map(|(m, _)| *m).collect();
     let match_ids: Vec<i64> = written.iter().map(|(_, id)| *id).collect();
+    let allocations: Vec<(i64, &super::servers::ReadyServer)> = written
+        .iter()
+        .filter_map(|(m, id)| servers.get(&address(m)).map(|s| (*id, s)))
+        .collect();
+    super::servers::allocate(&mut tx, &allocations).await?;
     let fills = close_fills(&mut tx, r, round_id, &written).await?;
     record_unfilled(&mut tx, r, &open_requests, &fills.requests).await?;
     // Each standing match, on its players' logins' channels: sent at COMMIT, or never.
@@ -154,14 +165,19 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
     reject_entries(&mut tx, r, round_id, &rejected, &pool.entry_ids).await?;
     let mut left_over_by_kind = BTreeMap::new();
     if let Some(replay) = r.replay {
-        let left_over = left_over_record(r, replay, &dropped, &failed, &free, &rejected);
+        let left_over =
+            left_over_record(r, replay, &dropped, &failed, &no_server, &free, &rejected);
         for l in left_over.values() {
             if l.outcome != LeftOverKind::Rejected {
                 *left_over_by_kind.entry(l.outcome.as_str()).or_default() += 1;
             }
         }
-        let dropped_teams: Vec<&Vec<Vec<String>>> =
-            dropped.iter().chain(&failed).map(|m| &m.teams).collect();
+        let dropped_teams: Vec<&Vec<Vec<String>>> = dropped
+            .iter()
+            .chain(&failed)
+            .chain(&no_server)
+            .map(|m| &m.teams)
+            .collect();
         write_round_snapshot(&mut tx, round_id, queue, replay, &left_over, &dropped_teams).await?;
         mark_left_over(&mut tx, r, round_id, &left_over, &pool).await?;
     }
@@ -181,6 +197,7 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         left_over,
         rejected: rejected.len(),
         dropped_by_cancel,
+        no_server_matches: r.unplaced_matches + no_server.len(),
         score,
         factor_averages: &factor_averages,
     };
@@ -202,6 +219,8 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         factor_averages,
         backfilled: fills.match_ids.len(),
         left_over_by_kind,
+        no_server_matches: r.unplaced_matches + no_server.len(),
+        servers_allocated: allocations.len(),
     })
 }
 
@@ -453,6 +472,54 @@ fn keep_free_matches<'a>(
     (kept, dropped, dropped_by_cancel)
 }
 
+/// The kept matches that can be placed, when the queue requires servers: a fill stays on
+/// its session's server; each new match gets one ready server of its region, locked
+/// until COMMIT. A new match left without one (its server withdrawn, or taken by a call
+/// in flight, since the snapshot) is dropped, its players staying queued. Returns (kept,
+/// dropped for want of a server, each kept new match's server by `address`).
+async fn hold_servers<'a>(
+    tx: &mut PgConnection,
+    r: &RoundRecord<'_>,
+    kept: Vec<&'a MatchOutcome>,
+) -> Result<
+    (
+        Vec<&'a MatchOutcome>,
+        Vec<&'a MatchOutcome>,
+        HashMap<usize, super::servers::ReadyServer>,
+    ),
+    DbError,
+> {
+    let Some(ttl) = r.servers_ttl else {
+        return Ok((kept, Vec::new(), HashMap::new()));
+    };
+    let fills: HashSet<usize> = r.backfill.fills.iter().map(|f| address(&f.outcome)).collect();
+    let is_new = |m: &MatchOutcome| !fills.contains(&address(m));
+    let mut needs: BTreeMap<&str, usize> = BTreeMap::new();
+    for m in kept.iter().filter(|m| is_new(m)) {
+        *needs.entry(m.region.as_deref().unwrap_or("")).or_default() += 1;
+    }
+    let mut ready = super::servers::lock_ready(tx, &needs, ttl).await?;
+    for servers in ready.values_mut() {
+        servers.reverse(); // popped from the back: the most recently heard from first
+    }
+    let (mut placed, mut without, mut servers) = (Vec::new(), Vec::new(), HashMap::new());
+    for m in kept {
+        if !is_new(m) {
+            placed.push(m);
+            continue;
+        }
+        let region = m.region.as_deref().unwrap_or("");
+        match ready.get_mut(region).and_then(Vec::pop) {
+            Some(server) => {
+                servers.insert(address(m), server);
+                placed.push(m);
+            }
+            None => without.push(m),
+        }
+    }
+    Ok((placed, without, servers))
+}
+
 /// The rejections this commit can write: the round's and the rows already in a match,
 /// once per player, only for rows the commit holds.
 fn rejections<'a>(r: &'a RoundRecord<'_>, pool: &'a Pool<'_>) -> Vec<&'a Rejection> {
@@ -668,6 +735,9 @@ async fn close_fills(
         .bind(r.committed_at)
         .execute(&mut *tx)
         .await?;
+        if r.servers_ttl.is_some() {
+            super::servers::fills_stay_on_their_server(tx, &fill_ids).await?;
+        }
     }
     Ok(Fills {
         match_ids: fill_ids,
@@ -856,6 +926,7 @@ struct RoundTotals<'a> {
     left_over: usize,
     rejected: usize,
     dropped_by_cancel: usize,
+    no_server_matches: usize,
     score: Option<f64>,
     factor_averages: &'a BTreeMap<String, f64>,
 }
@@ -870,7 +941,8 @@ async fn finish_round_row(
     sqlx::query(
         "UPDATE rounds
             SET commit_ms = $2, match_count = $3, matched = $4, left_over = $5, rejected = $6,
-                dropped_by_cancel = $7, score = $8, factor_averages = $9
+                dropped_by_cancel = $7, score = $8, factor_averages = $9,
+                no_server_matches = $10
           WHERE round_id = $1",
     )
     .bind(round_id)
@@ -882,6 +954,7 @@ async fn finish_round_row(
     .bind(t.dropped_by_cancel as i32)
     .bind(t.score)
     .bind(sqlx::types::Json(t.factor_averages))
+    .bind(t.no_server_matches as i32)
     .execute(&mut *tx)
     .await?;
     Ok(())
@@ -910,6 +983,7 @@ fn left_over_record<'a>(
     replay: &'a ReplayRecord,
     dropped: &[&'a MatchOutcome],
     failed: &[&'a MatchOutcome],
+    no_server: &[&'a MatchOutcome],
     free: &dyn Fn(&str) -> bool,
     rejected: &'a [Rejection],
 ) -> BTreeMap<&'a str, StoredLeftOver> {
@@ -952,6 +1026,19 @@ fn left_over_record<'a>(
                 p,
                 LeftOverKind::MatchDropped,
                 "their match was dropped: a row of it failed the commit (that player is rejected); still queued".to_string(),
+            );
+        }
+    }
+    for m in no_server {
+        let region = m.region.as_deref().unwrap_or("");
+        for p in m.teams.iter().flatten() {
+            put(
+                p,
+                LeftOverKind::NoServer,
+                format!(
+                    "their match was dropped: the ready server it was to have in region \
+                     {region} was withdrawn or busy at the commit; still queued"
+                ),
             );
         }
     }

@@ -22,6 +22,7 @@ pub mod retention;
 pub mod round_input;
 pub mod round_record;
 pub mod round_snapshot;
+pub mod servers;
 pub mod snapshot;
 pub mod status;
 pub mod tickets;

@@ -119,6 +119,7 @@ pub async fn resolve_ready_checks(
     for c in &verdict.resolved.cancelled {
         notify_cancelled(&mut tx, queue, c).await?;
     }
+    release_servers(&mut tx, queue, &verdict.resolved.cancelled).await?;
     tx.commit().await?;
     let mut out = verdict.resolved;
     out.pending = count_pending(db, queue).await?;
@@ -534,6 +535,37 @@ async fn cancel_matches(
     .bind(queue)
     .execute(&mut *tx)
     .await?;
+    Ok(())
+}
+
+/// The cancelled matches' game servers are free again; each server's login hears that
+/// its match was cancelled: {"event":"cancelled","queue":"q","match_id":42,
+/// "server_id":"s1","reason":"..."}.
+async fn release_servers(
+    tx: &mut PgConnection,
+    queue: &str,
+    cancelled: &[CancelledMatch],
+) -> Result<(), DbError> {
+    let ids: Vec<i64> = cancelled.iter().map(|c| c.match_id).collect();
+    for s in super::servers::release(tx, &ids).await? {
+        let reason = cancelled
+            .iter()
+            .find(|c| c.match_id == s.match_id)
+            .map_or("", |c| c.reason.as_str());
+        let payload = serde_json::json!({
+            "event": "cancelled",
+            "queue": queue,
+            "match_id": s.match_id,
+            "server_id": s.server_id,
+            "reason": reason,
+        });
+        sqlx::query("SELECT matchmaker_notify(matchmaker_login_channel($1, $2), $3)")
+            .bind(&s.owner)
+            .bind(queue)
+            .bind(payload.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
     Ok(())
 }
 

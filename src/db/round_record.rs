@@ -27,6 +27,10 @@ pub struct RoundConfig {
     pub ready_timeout: Option<Duration>,
     /// How a match's players' `win_probability` is predicted.
     pub win_model: WinModel,
+    /// `[queues.NAME.servers]` required: the ttl of a server's announcement. Every new
+    /// match the commit writes is allocated a ready server (see `servers`); None: no
+    /// servers.
+    pub servers_ttl: Option<Duration>,
 }
 
 /// The prediction of each team's chance to win: Weng-Lin's Bradley-Terry model over the
@@ -77,6 +81,12 @@ pub struct RoundRecord<'a> {
     pub ready_timeout: Option<std::time::Duration>,
     /// How a match's players' `win_probability` is predicted.
     pub win_model: WinModel,
+    /// The ttl of a server's announcement when the queue requires servers (see
+    /// [`RoundConfig::servers_ttl`]).
+    pub servers_ttl: Option<Duration>,
+    /// Matches the round formed but could not place on a server (`rounds.no_server_matches`,
+    /// with those the commit could not place).
+    pub unplaced_matches: usize,
 }
 
 /// The backfill side of a round (see `matchmaker_optimizer::backfill`).
@@ -138,6 +148,8 @@ impl<'a> RoundRecord<'a> {
             history_matches: config.history_matches,
             ready_timeout: config.ready_timeout,
             win_model: config.win_model,
+            servers_ttl: config.servers_ttl,
+            unplaced_matches: 0,
         }
     }
 
@@ -178,6 +190,12 @@ impl<'a> RoundRecord<'a> {
     /// What the solver saw, stored for `replay` and `explain`.
     pub fn with_replay(mut self, replay: Option<&'a ReplayRecord>) -> Self {
         self.replay = replay;
+        self
+    }
+
+    /// Matches the round formed but could not place on a server.
+    pub fn with_unplaced_matches(mut self, unplaced: usize) -> Self {
+        self.unplaced_matches = unplaced;
         self
     }
 

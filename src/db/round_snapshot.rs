@@ -30,6 +30,9 @@ pub struct ReplayRecord {
     pub threads: Option<usize>,
     /// The solver's left-over players, explained by the core (`matchmaker_optimizer::explain_left_over`).
     pub left_over: Vec<LeftOver>,
+    /// Queues that require servers: the ready servers per region the round placed its
+    /// matches on.
+    pub servers: Option<matchmaker_optimizer::servers::Supply>,
 }
 
 /// The solver's budget as stored: a time, or a number of restarts (deterministic).
@@ -134,6 +137,8 @@ pub struct StoredRound {
     pub left_over: BTreeMap<String, StoredLeftOver>,
     pub dropped_matches: Vec<Vec<Vec<String>>>,
     pub matches: Vec<StoredMatch>,
+    /// Queues that require servers: the ready servers per region the round saw.
+    pub servers: Option<matchmaker_optimizer::servers::Supply>,
 }
 
 type RoundRow = (
@@ -162,6 +167,7 @@ type SnapshotRow = (
     Option<i32>,
     sqlx::types::Json<BTreeMap<String, StoredLeftOver>>,
     sqlx::types::Json<Vec<Vec<Vec<String>>>>,
+    Option<sqlx::types::Json<matchmaker_optimizer::servers::Supply>>,
 );
 
 type MatchPlayerRow = (
@@ -189,7 +195,8 @@ pub async fn load_round(db: &PgPool, round_id: i64) -> Result<Option<StoredRound
         return Ok(None);
     };
     let snap: Option<SnapshotRow> = sqlx::query_as(
-        "SELECT format, pool, config, budget, strategy, threads, left_over, dropped_matches
+        "SELECT format, pool, config, budget, strategy, threads, left_over, dropped_matches,
+                servers
            FROM round_snapshots WHERE round_id = $1",
     )
     .bind(round_id)
@@ -264,6 +271,7 @@ pub async fn load_round(db: &PgPool, round_id: i64) -> Result<Option<StoredRound
         left_over: s.6.0,
         dropped_matches: s.7.0,
         matches,
+        servers: s.8.map(|j| j.0),
     }))
 }
 
@@ -299,8 +307,8 @@ pub(super) async fn write_round_snapshot(
     sqlx::query(
         "INSERT INTO round_snapshots (round_id, queue, format, pool, pool_players,
                                       pool_json_bytes, config, budget, strategy, threads,
-                                      left_over, dropped_matches)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                      left_over, dropped_matches, servers)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(round_id)
     .bind(queue)
@@ -314,6 +322,7 @@ pub(super) async fn write_round_snapshot(
     .bind(record.threads.map(|t| t as i32))
     .bind(sqlx::types::Json(left_over))
     .bind(sqlx::types::Json(dropped_matches))
+    .bind(record.servers.as_ref().map(sqlx::types::Json))
     .execute(&mut *conn)
     .await?;
     Ok(())

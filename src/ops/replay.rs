@@ -282,8 +282,18 @@ pub fn replay_round(
                 stored.round_id
             )
         })?;
+    let mut left_over = optimizer::explain_left_over(&pool, &config.model, &outcome)?;
+    // Placed on the servers the round saw, as the round was.
+    let outcome = match &stored.servers {
+        Some(supply) if config.servers.as_ref().is_some_and(|s| s.required) => {
+            let placed =
+                optimizer::servers::place_on_servers(&pool, &config.model, outcome, supply)?;
+            left_over.extend(placed.left_over);
+            placed.outcome
+        }
+        _ => outcome,
+    };
     let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let left_over = optimizer::explain_left_over(&pool, &config.model, &outcome)?;
 
     let stored_side = stored_side(stored);
     let replay_side = replay_side(

@@ -38,6 +38,7 @@ mod report;
 mod results;
 mod retention;
 mod roles;
+mod servers;
 mod sim_status;
 mod solver_cores;
 mod support;

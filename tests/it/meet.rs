@@ -417,6 +417,7 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
                 reason: "the floor's max_team_gap 100 held them; it relaxes in 30 s".into(),
             },
         ],
+        servers: None,
     };
     let (mut listener, _) = listen_to(&client, "q").await;
     let committed =

@@ -1,0 +1,216 @@
+//! Game servers (`servers`, migration 12): the supply a round reads, the allocation its
+//! commit writes, the release of a cancelled match's server, and the fleet operators see.
+//!
+//! A server is ready when it announced itself (`server_ready`) within the queue's ttl and
+//! hosts nothing. The commit locks the servers it allocates with SKIP LOCKED: a server
+//! login's call in flight holds its own row, and the commit never waits for it (that
+//! server is simply not this round's).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+
+use super::DbError;
+use matchmaker_optimizer::servers::Supply;
+
+/// Ready servers per region, announced within `ttl` (the database's clock).
+pub async fn ready_supply(db: &PgPool, ttl: Duration) -> Result<Supply, DbError> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT region, count(*) FROM servers
+          WHERE status = 'ready' AND announced_at > now() - make_interval(secs => $1)
+          GROUP BY region",
+    )
+    .bind(ttl.as_secs_f64())
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(region, n)| (region, n.clamp(0, u32::MAX as i64) as u32))
+        .collect())
+}
+
+/// A ready server the commit holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadyServer {
+    pub owner: String,
+    pub server_id: String,
+    pub address: String,
+    pub ready_since: DateTime<Utc>,
+}
+
+/// Lock up to `needs[region]` ready servers of each region, the most recently heard
+/// from first (the likeliest to be alive). Servers locked by a server login's call right
+/// now are skipped.
+pub(super) async fn lock_ready(
+    tx: &mut PgConnection,
+    needs: &BTreeMap<&str, usize>,
+    ttl: Duration,
+) -> Result<HashMap<String, Vec<ReadyServer>>, DbError> {
+    if needs.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let regions: Vec<&str> = needs.keys().copied().collect();
+    let counts: Vec<i64> = needs.values().map(|&n| n as i64).collect();
+    let rows: Vec<(String, String, String, String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT need.region, s.owner, s.server_id, s.address, s.ready_since
+           FROM unnest($1::text[], $2::bigint[]) AS need(region, n)
+          CROSS JOIN LATERAL (
+                SELECT x.owner, x.server_id, x.address, x.ready_since
+                  FROM servers x
+                 WHERE x.region = need.region AND x.status = 'ready'
+                   AND x.announced_at > now() - make_interval(secs => $3)
+                 ORDER BY x.announced_at DESC, x.owner, x.server_id
+                 LIMIT need.n
+                   FOR UPDATE SKIP LOCKED) s",
+    )
+    .bind(&regions)
+    .bind(&counts)
+    .bind(ttl.as_secs_f64())
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut out: HashMap<String, Vec<ReadyServer>> = HashMap::new();
+    for (region, owner, server_id, address, ready_since) in rows {
+        out.entry(region).or_default().push(ReadyServer {
+            owner,
+            server_id,
+            address,
+            ready_since,
+        });
+    }
+    Ok(out)
+}
+
+/// Allocate each server to its match: the server hosts it, the match names it.
+pub(super) async fn allocate(
+    tx: &mut PgConnection,
+    allocations: &[(i64, &ReadyServer)],
+) -> Result<(), DbError> {
+    if allocations.is_empty() {
+        return Ok(());
+    }
+    let match_ids: Vec<i64> = allocations.iter().map(|(m, _)| *m).collect();
+    let owners: Vec<&str> = allocations.iter().map(|(_, s)| s.owner.as_str()).collect();
+    let ids: Vec<&str> = allocations
+        .iter()
+        .map(|(_, s)| s.server_id.as_str())
+        .collect();
+    sqlx::query(
+        "WITH a AS (
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])
+                      AS a(match_id, owner, server_id)),
+         allocated AS (
+             UPDATE servers s
+                SET status = 'allocated', match_id = a.match_id, allocated_at = now()
+               FROM a
+              WHERE s.owner = a.owner AND s.server_id = a.server_id AND s.status = 'ready'
+             RETURNING s.owner, s.server_id, s.address, s.ready_since, s.match_id)
+         UPDATE matches m
+            SET server_owner = x.owner, server_id = x.server_id,
+                server_address = x.address, server_ready_at = x.ready_since
+           FROM allocated x
+          WHERE m.match_id = x.match_id",
+    )
+    .bind(&match_ids)
+    .bind(&owners)
+    .bind(&ids)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Fills of running sessions name the session's server: the server of the requesting
+/// login whose id is the session id, or that hosts the match whose id is the session id
+/// (a session the matchmaker placed). A session on no known server keeps none.
+pub(super) async fn fills_stay_on_their_server(
+    tx: &mut PgConnection,
+    fill_ids: &[i64],
+) -> Result<(), DbError> {
+    sqlx::query(
+        "UPDATE matches m
+            SET server_owner = s.owner, server_id = s.server_id,
+                server_address = s.address, region = s.region
+           FROM backfill_requests b
+          CROSS JOIN LATERAL (
+                SELECT x.owner, x.server_id, x.address, x.region FROM servers x
+                 WHERE x.owner = b.owner
+                   AND (x.server_id = b.session_id OR x.match_id::text = b.session_id)
+                 ORDER BY x.server_id = b.session_id DESC
+                 LIMIT 1) s
+          WHERE m.match_id = ANY($1) AND b.request_id = m.backfill_request_id",
+    )
+    .bind(fill_ids)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// A server given back by a cancelled match.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Released {
+    pub owner: String,
+    pub server_id: String,
+    pub match_id: i64,
+}
+
+/// The servers of these matches are free again (the ready check cancelled them before
+/// they were played); they keep their last announcement, so the ttl still holds.
+pub(super) async fn release(
+    tx: &mut PgConnection,
+    match_ids: &[i64],
+) -> Result<Vec<Released>, DbError> {
+    if match_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_as(
+        "WITH freed AS (
+             SELECT owner, server_id, match_id FROM servers
+              WHERE match_id = ANY($1) FOR UPDATE)
+         UPDATE servers s
+            SET status = 'ready', match_id = NULL, allocated_at = NULL, ready_since = now()
+           FROM freed f
+          WHERE s.owner = f.owner AND s.server_id = f.server_id
+         RETURNING f.owner, f.server_id, f.match_id",
+    )
+    .bind(match_ids)
+    .fetch_all(&mut *tx)
+    .await?)
+}
+
+/// One region of the fleet, as `status` and the metrics show it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct FleetRegion {
+    pub region: String,
+    /// Ready and announced within `ttl`.
+    pub ready: i64,
+    /// Ready, but silent for longer than `ttl`: not used until they announce again.
+    pub stale: i64,
+    pub allocated: i64,
+}
+
+/// The fleet per region, judged by `ttl` (the shortest of the queues that require
+/// servers).
+pub async fn fleet(db: &PgPool, ttl: Duration) -> Result<Vec<FleetRegion>, DbError> {
+    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+        "SELECT region,
+                count(*) FILTER (WHERE status = 'ready'
+                                   AND announced_at > now() - make_interval(secs => $1)),
+                count(*) FILTER (WHERE status = 'ready'
+                                   AND announced_at <= now() - make_interval(secs => $1)),
+                count(*) FILTER (WHERE status = 'allocated')
+           FROM servers GROUP BY region ORDER BY region",
+    )
+    .bind(ttl.as_secs_f64())
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(region, ready, stale, allocated)| FleetRegion {
+            region,
+            ready,
+            stale,
+            allocated,
+        })
+        .collect())
+}
