@@ -300,7 +300,15 @@ mod tests {
     /// Twelve players near eu, far-ish from us: two eu matches.
     fn eu_players(us_ms: f64) -> Vec<Player> {
         (0..12)
-            .map(|i| player(&format!("p{i:02}"), 1000.0 + 10.0 * i as f64, 20.0, us_ms, 1))
+            .map(|i| {
+                player(
+                    &format!("p{i:02}"),
+                    1000.0 + 10.0 * i as f64,
+                    20.0,
+                    us_ms,
+                    1,
+                )
+            })
             .collect()
     }
 
@@ -317,8 +325,16 @@ mod tests {
         assert_eq!(placed.left_over.len(), 6);
         for l in &placed.left_over {
             assert_eq!(l.kind, LeftOverKind::NoServer);
-            assert!(l.reason.contains("region eu: 1 ready, 2 matches"), "{}", l.reason);
-            assert!(l.reason.contains("no other region had a free server"), "{}", l.reason);
+            assert!(
+                l.reason.contains("region eu: 1 ready, 2 matches"),
+                "{}",
+                l.reason
+            );
+            assert!(
+                l.reason.contains("no other region had a free server"),
+                "{}",
+                l.reason
+            );
         }
     }
 
@@ -337,7 +353,10 @@ mod tests {
             .iter()
             .map(|m| m.region.as_deref().unwrap())
             .collect();
-        assert!(regions.contains(&"eu") && regions.contains(&"us"), "{regions:?}");
+        assert!(
+            regions.contains(&"eu") && regions.contains(&"us"),
+            "{regions:?}"
+        );
         // the moved match pays for its ping in its score
         let moved = placed
             .outcome
@@ -363,13 +382,21 @@ mod tests {
         let out = solved(&pool, &model_floor);
         let placed = place_on_servers(&pool, &model_floor, out, &supply(1, 5)).unwrap();
         assert_eq!(placed.outcome.matches.len(), 1);
-        assert!(placed.left_over[0].reason.contains("within the ping limits"));
+        assert!(
+            placed.left_over[0]
+                .reason
+                .contains("within the ping limits")
+        );
 
         let pool = crate::servers::tests::pool(eu_players(310.0));
         let model = model();
         let out = solved(&pool, &model);
         let placed = place_on_servers(&pool, &model, out, &supply(1, 5)).unwrap();
-        assert_eq!(placed.outcome.matches.len(), 1, "300 ms scores 0: never used");
+        assert_eq!(
+            placed.outcome.matches.len(),
+            1,
+            "300 ms scores 0: never used"
+        );
     }
 
     #[test]
@@ -401,7 +428,13 @@ mod tests {
         let placed = place_on_servers(&pool, &model, out, &supply(1, 0)).unwrap();
         assert_eq!(placed.outcome.matches.len(), 1);
         assert_eq!(placed.outcome.matches[0].teams[0][0], "b0");
-        assert!(placed.outcome.unmatched.iter().all(|id| id.starts_with('a')));
+        assert!(
+            placed
+                .outcome
+                .unmatched
+                .iter()
+                .all(|id| id.starts_with('a'))
+        );
     }
 
     #[test]

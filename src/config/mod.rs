@@ -15,8 +15,8 @@
 //! round can be traced to the exact settings that produced it.
 
 pub mod rating;
-pub mod servers;
 pub mod schedule;
+pub mod servers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,8 +28,8 @@ use thiserror::Error;
 use matchmaker_optimizer::model::Network;
 use matchmaker_optimizer::{Budget, QueueModel, Strategy};
 pub use rating::RatingConfig;
-pub use servers::ServersConfig;
 pub use schedule::Schedule;
+pub use servers::ServersConfig;
 
 /// The embedded default configuration (`config/matchmaker.toml`).
 pub const DEFAULT_TOML: &str = include_str!("../../config/matchmaker.toml");

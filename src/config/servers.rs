@@ -36,8 +36,7 @@ impl ServersConfig {
         if self.required && !dedicated {
             return Err((
                 "required",
-                "needs network = \"dedicated\": peer-to-peer matches are hosted by a player"
-                    .into(),
+                "needs network = \"dedicated\": peer-to-peer matches are hosted by a player".into(),
             ));
         }
         if self.ttl < Duration::from_secs(5) || self.ttl > Duration::from_secs(3600) {

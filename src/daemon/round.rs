@@ -272,12 +272,14 @@ impl RoundRunner {
                     _ => (outcome, 0),
                 };
                 let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
-                Ok::<_, PoolError>((outcome, malformed, replay, solve_ms, fills, unfilled, unplaced))
+                Ok::<_, PoolError>((
+                    outcome, malformed, replay, solve_ms, fills, unfilled, unplaced,
+                ))
             })
         })
         .await?;
-        let (outcome, malformed, replay, solve_ms, fills, unfilled, unplaced_matches) =
-            result.map_err(|source| RoundError::Core {
+        let (outcome, malformed, replay, solve_ms, fills, unfilled, unplaced_matches) = result
+            .map_err(|source| RoundError::Core {
                 queue: prepared.queue.clone(),
                 source,
             })?;

@@ -492,7 +492,12 @@ async fn hold_servers<'a>(
     let Some(ttl) = r.servers_ttl else {
         return Ok((kept, Vec::new(), HashMap::new()));
     };
-    let fills: HashSet<usize> = r.backfill.fills.iter().map(|f| address(&f.outcome)).collect();
+    let fills: HashSet<usize> = r
+        .backfill
+        .fills
+        .iter()
+        .map(|f| address(&f.outcome))
+        .collect();
     let is_new = |m: &MatchOutcome| !fills.contains(&address(m));
     let mut needs: BTreeMap<&str, usize> = BTreeMap::new();
     for m in kept.iter().filter(|m| is_new(m)) {

@@ -135,7 +135,10 @@ async fn a_round_forms_no_more_matches_than_ready_servers_and_each_names_its_own
     .fetch_one(&client.pool)
     .await
     .unwrap();
-    assert_eq!((server_id, address), (matches[0].1.clone(), matches[0].2.clone()));
+    assert_eq!(
+        (server_id, address),
+        (matches[0].1.clone(), matches[0].2.clone())
+    );
     let mut told = BTreeSet::new();
     for _ in 0..3 {
         let note = time_limit::within("the server's allocation", heard.recv())
@@ -152,7 +155,10 @@ async fn a_round_forms_no_more_matches_than_ready_servers_and_each_names_its_own
         .fetch_one(&fleet)
         .await
         .unwrap();
-    assert_eq!(roster, 18, "a server login reads the rosters of its matches");
+    assert_eq!(
+        roster, 18,
+        "a server login reads the rosters of its matches"
+    );
 
     // Every server hosts: the next round places nobody.
     let round = d.round_after("d", secs(10)).await;
@@ -183,10 +189,11 @@ async fn a_round_forms_no_more_matches_than_ready_servers_and_each_names_its_own
     let next = placed(d.db(), round.round_id).await;
     assert_eq!(next[0].1.as_deref(), Some("s1"));
     assert!(left_over(&client.pool).await.is_empty());
-    let hosting: Option<i64> = sqlx::query_scalar("SELECT match_id FROM my_servers WHERE server_id = 's1'")
-        .fetch_one(&fleet)
-        .await
-        .unwrap();
+    let hosting: Option<i64> =
+        sqlx::query_scalar("SELECT match_id FROM my_servers WHERE server_id = 's1'")
+            .fetch_one(&fleet)
+            .await
+            .unwrap();
     assert_eq!(hosting, Some(next[0].0));
 }
 
@@ -195,13 +202,21 @@ async fn a_server_silent_past_the_ttl_or_gone_is_not_used_until_it_announces_aga
     let mut d = Daemon::start(QUEUES, "servers-ttl").await;
     let client = Client::login(&d.tdb, 2).await;
     let (_, fleet) = server_login(&d.tdb, 2).await;
-    assert_eq!(ready(&fleet, "old", "eu", "10.0.0.9:7777", None).await, Ok("ready".into()));
-    assert_eq!(ready(&fleet, "bye", "eu", "10.0.0.8:7777", None).await, Ok("ready".into()));
+    assert_eq!(
+        ready(&fleet, "old", "eu", "10.0.0.9:7777", None).await,
+        Ok("ready".into())
+    );
+    assert_eq!(
+        ready(&fleet, "bye", "eu", "10.0.0.8:7777", None).await,
+        Ok("ready".into())
+    );
     // Its last announcement is older than the queue's ttl (30s): a crashed server.
-    sqlx::query("UPDATE servers SET announced_at = now() - interval '31 seconds' WHERE server_id = 'old'")
-        .execute(d.db())
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE servers SET announced_at = now() - interval '31 seconds' WHERE server_id = 'old'",
+    )
+    .execute(d.db())
+    .await
+    .unwrap();
     let gone: bool = sqlx::query_scalar("SELECT server_gone('bye')")
         .fetch_one(&fleet)
         .await
@@ -217,13 +232,21 @@ async fn a_server_silent_past_the_ttl_or_gone_is_not_used_until_it_announces_aga
     assert_eq!(round.matches, 0, "no live server, no match");
     let waiting = left_over(&client.pool).await;
     assert!(
-        waiting.iter().all(|(k, r)| k == "no_server" && r.contains("0 ready")),
+        waiting
+            .iter()
+            .all(|(k, r)| k == "no_server" && r.contains("0 ready")),
         "{waiting:?}"
     );
-    assert_eq!(ready(&fleet, "old", "eu", "10.0.0.9:7777", None).await, Ok("ready".into()));
+    assert_eq!(
+        ready(&fleet, "old", "eu", "10.0.0.9:7777", None).await,
+        Ok("ready".into())
+    );
     let round = d.round_after("d", secs(10)).await;
     assert_eq!(round.matches, 1);
-    assert_eq!(placed(d.db(), round.round_id).await[0].1.as_deref(), Some("old"));
+    assert_eq!(
+        placed(d.db(), round.round_id).await[0].1.as_deref(),
+        Some("old")
+    );
 }
 
 #[tokio::test]
@@ -231,8 +254,12 @@ async fn a_full_region_sends_a_match_to_a_neighbour_within_its_players_pings() {
     let mut d = Daemon::start(QUEUES, "servers-move").await;
     let client = Client::login(&d.tdb, 2).await;
     let (_, fleet) = server_login(&d.tdb, 2).await;
-    ready(&fleet, "eu1", "eu", "10.0.1.1:7777", None).await.unwrap();
-    ready(&fleet, "us1", "us", "10.0.2.1:7777", None).await.unwrap();
+    ready(&fleet, "eu1", "eu", "10.0.1.1:7777", None)
+        .await
+        .unwrap();
+    ready(&fleet, "us1", "us", "10.0.2.1:7777", None)
+        .await
+        .unwrap();
     // Twelve players best in eu, us within reach (90 ms).
     for i in 0..12 {
         client
@@ -244,13 +271,12 @@ async fn a_full_region_sends_a_match_to_a_neighbour_within_its_players_pings() {
     }
     let round = d.round_after("d", secs(10)).await;
     assert_eq!(round.matches, 2);
-    let regions: Vec<(String, String)> = sqlx::query_as(
-        "SELECT region, server_id FROM matches WHERE round_id = $1 ORDER BY region",
-    )
-    .bind(round.round_id)
-    .fetch_all(d.db())
-    .await
-    .unwrap();
+    let regions: Vec<(String, String)> =
+        sqlx::query_as("SELECT region, server_id FROM matches WHERE round_id = $1 ORDER BY region")
+            .bind(round.round_id)
+            .fetch_all(d.db())
+            .await
+            .unwrap();
     assert_eq!(
         regions,
         vec![("eu".into(), "eu1".into()), ("us".into(), "us1".into())]
@@ -263,18 +289,27 @@ async fn a_cancelled_ready_check_gives_its_server_back() {
     let mut d = Daemon::start(&config, "servers-rc").await;
     let client = Client::login(&d.tdb, 2).await;
     let (_, fleet) = server_login(&d.tdb, 2).await;
-    ready(&fleet, "s1", "eu", "10.0.0.1:7777", None).await.unwrap();
+    ready(&fleet, "s1", "eu", "10.0.0.1:7777", None)
+        .await
+        .unwrap();
     let (mut heard, _) = listen_to(&fleet, "d").await;
     six_near_eu(&client, "c").await;
     let round = d.round_after("d", secs(10)).await;
     assert_eq!(round.matches, 1);
     let m = placed(d.db(), round.round_id).await[0].0;
-    let note = time_limit::within("the ready check", heard.recv()).await.unwrap();
+    let note = time_limit::within("the ready check", heard.recv())
+        .await
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(note.payload()).unwrap();
-    assert_eq!((v["event"].as_str(), v["server_id"].as_str()), (Some("ready_check"), Some("s1")));
+    assert_eq!(
+        (v["event"].as_str(), v["server_id"].as_str()),
+        (Some("ready_check"), Some("s1"))
+    );
     client.decline("c0", m).await.unwrap();
     d.step("d").await;
-    let note = time_limit::within("the cancellation", heard.recv()).await.unwrap();
+    let note = time_limit::within("the cancellation", heard.recv())
+        .await
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(note.payload()).unwrap();
     assert_eq!(v["event"], "cancelled");
     assert_eq!(v["server_id"], "s1");
@@ -327,7 +362,9 @@ async fn server_calls_refuse_bad_input_and_belong_to_the_server_role() {
         .await
         .unwrap_err();
     assert_eq!(code, "42501");
-    let read = sqlx::query("SELECT * FROM servers").execute(&client.pool).await;
+    let read = sqlx::query("SELECT * FROM servers")
+        .execute(&client.pool)
+        .await;
     assert_eq!(db_error(&read.unwrap_err()).0, "42501");
     // Server ids belong to their login: another login's "s1" is another server.
     let (_, other) = server_login(&d.tdb, 1).await;
