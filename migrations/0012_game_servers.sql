@@ -73,6 +73,12 @@ COMMENT ON COLUMN round_snapshots.servers IS
 -- queued, left over as no_server).
 ALTER TABLE rounds ADD COLUMN no_server_matches integer NOT NULL DEFAULT 0;
 
+-- The ttl of a queue that requires servers ([queues.NAME.servers]), published by its
+-- leader: server_fleet judges a server silent by the shortest.
+ALTER TABLE queues ADD COLUMN server_ttl interval NULL;
+COMMENT ON COLUMN queues.server_ttl IS
+    'A queue that requires servers: a ready server announced longer ago than this is not used';
+
 -- Most servers one login may have announced: a fleet is thousands, not millions.
 CREATE FUNCTION matchmaker_max_servers_per_login() RETURNS integer
 LANGUAGE sql IMMUTABLE AS 'SELECT 10000';
@@ -367,23 +373,26 @@ SELECT mp.match_id,
                 WHERE mine.match_id = mp.match_id AND e.owner = session_user);
 
 -- ---- For operators: the supply ------------------------------------------------------------
--- One line per region and login: servers ready, ready but silent for over a minute (past
--- any sensible ttl: a crashed server, or a fleet adapter that stopped announcing), and
--- allocated.
+-- One line per region and login: servers ready, ready but silent for longer than the
+-- shortest ttl of the active queues that require servers (a crashed server, or a fleet
+-- adapter that stopped announcing: not used until it announces again), and allocated.
 CREATE VIEW server_fleet AS
+WITH ttl AS (
+    SELECT coalesce(min(server_ttl), interval '30 seconds') AS ttl
+      FROM queues WHERE active AND server_ttl IS NOT NULL)
 SELECT s.region,
        s.owner,
        count(*) FILTER (WHERE s.status = 'ready'
-                          AND s.announced_at > now() - interval '1 minute') AS ready,
+                          AND s.announced_at > now() - ttl.ttl) AS ready,
        count(*) FILTER (WHERE s.status = 'ready'
-                          AND s.announced_at <= now() - interval '1 minute') AS silent,
+                          AND s.announced_at <= now() - ttl.ttl) AS silent,
        count(*) FILTER (WHERE s.status = 'allocated') AS allocated,
        max(s.announced_at) AS last_announced_at
-  FROM servers s
+  FROM servers s CROSS JOIN ttl
  GROUP BY s.region, s.owner;
 COMMENT ON VIEW server_fleet IS
-    'Game servers per region and login: ready, silent (ready, not heard from for a minute), '
-    'allocated';
+    'Game servers per region and login: ready, silent (ready, not heard from within the '
+    'shortest server ttl of the queues), allocated';
 
 -- A server login reads its own servers.
 CREATE VIEW my_servers WITH (security_barrier) AS

@@ -38,6 +38,11 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
                 .as_ref()
                 .map(|r| r.decline_cooldown)
                 .filter(|d| !d.is_zero()),
+            server_ttl: config
+                .servers
+                .as_ref()
+                .filter(|s| s.required)
+                .map(|s| s.ttl),
             rating: config.rating.as_ref().map(|r| RatingPublication {
                 pool: r.pool.clone(),
                 system: r.system.as_str(),

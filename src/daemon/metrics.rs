@@ -52,6 +52,10 @@ pub const ACCEPT_TIME: &str = "matchmaker_ready_check_accept_seconds";
 pub const PENDING_MATCHES: &str = "matchmaker_pending_matches";
 pub const NOTIFY_QUEUE_USAGE: &str = "matchmaker_notification_queue_usage";
 pub const RESULTS_APPLIED: &str = "matchmaker_results_applied_total";
+pub const SERVERS: &str = "matchmaker_servers";
+pub const NO_SERVER_MATCHES: &str = "matchmaker_no_server_matches_total";
+pub const SERVERS_ALLOCATED: &str = "matchmaker_servers_allocated_total";
+pub const SERVER_IDLE: &str = "matchmaker_server_idle_seconds";
 
 /// Seconds: a snapshot or commit takes milliseconds, a solve up to its budget (seconds).
 const PHASE_BUCKETS: &[f64] = &[
@@ -157,6 +161,7 @@ pub fn install_recorder() -> Result<PrometheusHandle, BuildError> {
         .set_buckets_for_metric(Matcher::Full(ROUND_PHASE.into()), PHASE_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(ROUND_DURATION.into()), PHASE_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(WAIT.into()), WAIT_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Full(SERVER_IDLE.into()), WAIT_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(MATCH_SCORE.into()), SCORE_BUCKETS)?
         .install_recorder()?;
     describe();
@@ -274,6 +279,24 @@ fn describe() {
         "Reported results applied to the ratings of a rating pool, by outcome (rated, \
          refused: the model could not rate it)."
     );
+    describe_gauge!(
+        SERVERS,
+        "Game servers per region and state (ready, silent: ready but not heard from within \
+         the ttl, allocated), as the leader of a queue that requires servers last read them."
+    );
+    describe_counter!(
+        NO_SERVER_MATCHES,
+        "Matches a round formed but could not place for want of a ready game server (their \
+         players stay queued)."
+    );
+    describe_counter!(
+        SERVERS_ALLOCATED,
+        "Game servers allocated to new matches by round commits."
+    );
+    describe_histogram!(
+        SERVER_IDLE,
+        "Seconds from a game server becoming free (server_ready) to its allocation."
+    );
     describe_counter!(
         READY_CHECKS,
         "Ready checks resolved, by queue and outcome (ready, cancelled)."
@@ -319,6 +342,19 @@ pub fn record_ready_checks(queue: &str, r: &crate::db::ready_check::Resolved) {
     gauge!(PENDING_MATCHES, "queue" => q).set(r.pending as f64);
 }
 
+/// The fleet as a queue's leader read it after its round.
+pub fn record_fleet(fleet: &[crate::db::servers::FleetRegion]) {
+    for r in fleet {
+        for (state, n) in [
+            ("ready", r.ready),
+            ("silent", r.silent),
+            ("allocated", r.allocated),
+        ] {
+            gauge!(SERVERS, "region" => r.region.clone(), "state" => state).set(n as f64);
+        }
+    }
+}
+
 pub fn record_error(kind: ErrorKind) {
     counter!(ERRORS, "kind" => kind.as_str()).increment(1);
 }
@@ -361,6 +397,18 @@ pub fn record_commit(queue: &str, commit: &CommitReport) {
     }
     if let Some(score) = commit.score {
         gauge!(ROUND_SCORE, "queue" => queue.clone()).set(score);
+    }
+    if commit.no_server_matches > 0 {
+        counter!(NO_SERVER_MATCHES, "queue" => queue.clone())
+            .increment(commit.no_server_matches as u64);
+    }
+    if !commit.server_idle_seconds.is_empty() {
+        counter!(SERVERS_ALLOCATED, "queue" => queue.clone())
+            .increment(commit.server_idle_seconds.len() as u64);
+        let idle = histogram!(SERVER_IDLE, "queue" => queue.clone());
+        for s in &commit.server_idle_seconds {
+            idle.record(*s);
+        }
     }
     record_factor_averages(&queue, &commit.factor_averages);
 }

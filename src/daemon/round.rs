@@ -346,6 +346,12 @@ impl RoundRunner {
         .with_unplaced_matches(solved.unplaced_matches);
         let report = db::commit_round(&self.db, &record).await?;
         super::metrics::record_commit(&p.queue, &report);
+        if p.recorded_config.servers_ttl.is_some() {
+            match db::servers::fleet(&self.db).await {
+                Ok(fleet) => super::metrics::record_fleet(&fleet),
+                Err(e) => tracing::warn!(queue = %p.queue, error = %e, "fleet not read"),
+            }
+        }
         let report = RoundReport {
             queue: p.queue.clone(),
             trigger: p.trigger,

@@ -91,8 +91,9 @@ pub struct CommitReport {
     /// Matches formed but not placed for want of a ready server (the round's placement
     /// and the commit's).
     pub no_server_matches: usize,
-    /// Servers this commit allocated to its new matches.
-    pub servers_allocated: usize,
+    /// Seconds each server this commit allocated had been free (`ready_since` to the
+    /// commit).
+    pub server_idle_seconds: Vec<f64>,
 }
 
 /// Pools up to this size commit with PostgreSQL's generic plans. Each statement of the
@@ -220,7 +221,12 @@ pub async fn commit_round(db: &PgPool, r: &RoundRecord<'_>) -> Result<CommitRepo
         backfilled: fills.match_ids.len(),
         left_over_by_kind,
         no_server_matches: r.unplaced_matches + no_server.len(),
-        servers_allocated: allocations.len(),
+        server_idle_seconds: allocations
+            .iter()
+            .map(|(_, s)| {
+                ((r.committed_at - s.ready_since).num_milliseconds() as f64 / 1e3).max(0.0)
+            })
+            .collect(),
     })
 }
 

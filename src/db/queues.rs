@@ -26,6 +26,8 @@ pub struct QueuePublication<'a> {
     /// the decline cooldown (None: none).
     pub ready_timeout: Option<std::time::Duration>,
     pub decline_cooldown: Option<std::time::Duration>,
+    /// The ttl of a game server's announcement, when the queue requires servers.
+    pub server_ttl: Option<std::time::Duration>,
     /// The built-in rating (None: an unrated queue).
     pub rating: Option<RatingPublication>,
 }
@@ -72,11 +74,12 @@ pub async fn publish_queue<'a>(
                              published_at, min_teams, min_team_size, formats,
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
                              enqueue_burst, same_attributes, max_avoids, ready_timeout,
-                             decline_cooldown, max_avoids_per_login, rating_pool)
+                             decline_cooldown, max_avoids_per_login, rating_pool,
+                             server_ttl)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
                  $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23,
-                 $24)
+                 $24, make_interval(secs => $25))
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -92,7 +95,7 @@ pub async fn publish_queue<'a>(
              ready_timeout = EXCLUDED.ready_timeout,
              decline_cooldown = EXCLUDED.decline_cooldown,
              max_avoids_per_login = EXCLUDED.max_avoids_per_login,
-             rating_pool = EXCLUDED.rating_pool,
+             rating_pool = EXCLUDED.rating_pool, server_ttl = EXCLUDED.server_ttl,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -125,6 +128,7 @@ pub async fn publish_queue<'a>(
     .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
     .bind(config.quotas.4.min(i32::MAX as u32) as i32)
     .bind(&pool)
+    .bind(config.server_ttl.map(|d| d.as_secs_f64()))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

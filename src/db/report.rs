@@ -36,6 +36,8 @@ pub struct ReportInput {
     /// Per queue: the results reported for the window's matches, and how the predicted
     /// win probabilities came true.
     pub results: Vec<ResultStats>,
+    /// Per queue whose matches were placed on game servers: the supply as rounds used it.
+    pub servers: Vec<ServerStats>,
 }
 
 /// One committed round (`rounds`).
@@ -177,6 +179,7 @@ pub async fn read_report(
     let repeats = read_repeats(&mut tx, window).await?;
     let ready_checks = ready_check_stats(&mut tx, window).await?;
     let results = result_stats(&mut tx, window).await?;
+    let servers = fetch_window(&mut tx, window, include_str!("sql/report_servers.sql")).await?;
     tx.commit().await?;
     Ok(ReportInput {
         from: window.from,
@@ -189,6 +192,7 @@ pub async fn read_report(
         repeats,
         ready_checks,
         results,
+        servers,
     })
 }
 
@@ -340,6 +344,21 @@ pub struct ResultStats {
     pub stomps: i64,
     /// Per tenth of predicted probability: matches, mean prediction, observed win rate.
     pub calibration: Json<Vec<CalibrationBucket>>,
+}
+
+/// Per queue placed on game servers (`report_servers.sql`).
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct ServerStats {
+    pub queue: String,
+    /// Matches of the window placed on a server.
+    pub placed: i64,
+    /// Matches rounds formed but could not place for want of a ready server.
+    pub waited_for_server: i64,
+    /// Distinct servers that hosted them.
+    pub servers: i64,
+    /// Seconds a server sat free before its allocation: p50, p90.
+    pub idle_p50_s: Option<f64>,
+    pub idle_p90_s: Option<f64>,
 }
 
 /// One point of the reliability curve.

@@ -178,38 +178,31 @@ pub(super) async fn release(
     .await?)
 }
 
-/// One region of the fleet, as `status` and the metrics show it.
+/// One region of the fleet, as `status` and the metrics show it (`server_fleet`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct FleetRegion {
     pub region: String,
-    /// Ready and announced within `ttl`.
+    /// Ready and heard from within the shortest server ttl of the queues.
     pub ready: i64,
-    /// Ready, but silent for longer than `ttl`: not used until they announce again.
-    pub stale: i64,
+    /// Ready, but silent for longer: not used until they announce again.
+    pub silent: i64,
     pub allocated: i64,
 }
 
-/// The fleet per region, judged by `ttl` (the shortest of the queues that require
-/// servers).
-pub async fn fleet(db: &PgPool, ttl: Duration) -> Result<Vec<FleetRegion>, DbError> {
+/// The fleet per region, every server login's servers together.
+pub async fn fleet(db: &PgPool) -> Result<Vec<FleetRegion>, sqlx::Error> {
     let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
-        "SELECT region,
-                count(*) FILTER (WHERE status = 'ready'
-                                   AND announced_at > now() - make_interval(secs => $1)),
-                count(*) FILTER (WHERE status = 'ready'
-                                   AND announced_at <= now() - make_interval(secs => $1)),
-                count(*) FILTER (WHERE status = 'allocated')
-           FROM servers GROUP BY region ORDER BY region",
+        "SELECT region, sum(ready)::bigint, sum(silent)::bigint, sum(allocated)::bigint
+           FROM server_fleet GROUP BY region ORDER BY region",
     )
-    .bind(ttl.as_secs_f64())
     .fetch_all(db)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(region, ready, stale, allocated)| FleetRegion {
+        .map(|(region, ready, silent, allocated)| FleetRegion {
             region,
             ready,
-            stale,
+            silent,
             allocated,
         })
         .collect())

@@ -42,6 +42,8 @@ pub struct RoundLine {
     pub solve_ms: f64,
     /// Wait from enqueue to match of the round's matched players: p50, p90, max (s).
     pub wait_secs: Option<(f64, f64, f64)>,
+    /// Matches formed but not placed for want of a ready game server.
+    pub no_server_matches: i32,
 }
 
 /// One daemon replica (a row of the `replica_leadership` view).
@@ -94,6 +96,7 @@ struct RoundLineRow {
     p50: Option<f64>,
     p90: Option<f64>,
     max: Option<f64>,
+    no_server_matches: i32,
 }
 
 impl From<RoundLineRow> for RoundLine {
@@ -117,6 +120,7 @@ impl From<RoundLineRow> for RoundLine {
             factors,
             solve_ms: r.solve_ms,
             wait_secs: r.p50.zip(r.p90).zip(r.max).map(|((a, b), c)| (a, b, c)),
+            no_server_matches: r.no_server_matches,
         }
     }
 }

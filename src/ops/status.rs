@@ -15,6 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use crate::db::servers::FleetRegion;
 use crate::db::status;
 pub use crate::db::status::{QueueLine, ReplicaLine, RoundLine};
 use crate::ops::require_ops_database;
@@ -29,6 +30,8 @@ pub struct StatusView {
     pub rounds: Vec<RoundLine>,
     /// Empty when no replica ever registered (no daemon yet).
     pub replicas: Vec<ReplicaLine>,
+    /// Game servers per region; empty when none ever announced itself.
+    pub servers: Vec<FleetRegion>,
 }
 
 /// Reads one frame of the view.
@@ -41,11 +44,13 @@ pub async fn read_status(
     let queues = status::read_queue_lines(db, queue).await?;
     let rounds = status::read_round_lines(db, queue, rounds).await?;
     let replicas = status::read_replica_lines(db).await?;
+    let servers = crate::db::servers::fleet(db).await?;
     Ok(StatusView {
         at,
         queues,
         rounds,
         replicas,
+        servers,
     })
 }
 
@@ -144,6 +149,10 @@ pub fn render_for(view: &StatusView, out: &Output) -> String {
         text.push_str(&replica_table(&view.replicas, out));
         let _ = writeln!(text);
     }
+    if !view.servers.is_empty() {
+        text.push_str(&server_table(&view.servers, &view.rounds, out));
+        let _ = writeln!(text);
+    }
     let mut rounds = out.table(
         &[
             "ROUND",
@@ -193,6 +202,29 @@ pub fn render_for(view: &StatusView, out: &Output) -> String {
     if !factors.is_empty() {
         let _ = writeln!(text);
         text.push_str(&factors);
+    }
+    text
+}
+
+/// The game servers per region, and how many matches of the rounds shown waited for one.
+fn server_table(servers: &[FleetRegion], rounds: &[RoundLine], out: &Output) -> String {
+    let mut table = out.table(&["REGION", "READY", "SILENT", "ALLOCATED"], &[1, 2, 3]);
+    for s in servers {
+        table.add_row(vec![
+            s.region.clone(),
+            s.ready.to_string(),
+            s.silent.to_string(),
+            s.allocated.to_string(),
+        ]);
+    }
+    let mut text = table_text(&table);
+    let waited: i32 = rounds.iter().map(|r| r.no_server_matches).sum();
+    if waited > 0 {
+        let _ = writeln!(
+            text,
+            "{waited} match{} of the rounds below waited for a server",
+            if waited == 1 { "" } else { "es" }
+        );
     }
     text
 }
@@ -316,6 +348,7 @@ mod tests {
                 factors: vec![("equal_teams".into(), 0.95), ("enemy_ping".into(), 0.7)],
                 solve_ms: 512.4,
                 wait_secs: Some((21.0, 38.2, 55.0)),
+                no_server_matches: 2,
             }],
             replicas: vec![
                 ReplicaLine {
@@ -333,10 +366,25 @@ mod tests {
                     leads: vec![],
                 },
             ],
+            servers: vec![FleetRegion {
+                region: "eu-west".into(),
+                ready: 3,
+                silent: 1,
+                allocated: 12,
+            }],
         };
         let text = render(&view, false);
         assert!(text.contains("in 17 s (or at 150 players)"), "{text}");
         assert!(text.contains("host-a-17 (term 2)"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["eu-west", "3", "1", "12"]),
+            "{text}"
+        );
+        assert!(
+            text.contains("2 matches of the rounds below waited for a server"),
+            "{text}"
+        );
         let replica_row = |name: &str| {
             text.lines()
                 .find(|l| l.starts_with(name))
@@ -396,6 +444,7 @@ mod tests {
             ],
             solve_ms: 12_345.0,
             wait_secs: Some((1234.0, 5678.0, 9999.0)),
+            no_server_matches: 0,
         };
         let view = StatusView {
             at,
@@ -416,6 +465,7 @@ mod tests {
                         .collect(),
                 })
                 .collect(),
+            servers: Vec::new(),
         };
         for width in [80, 100] {
             let text = render_for(&view, &Output::plain(width));

@@ -45,6 +45,7 @@ pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
         summary_table(&mut page, &queues);
         ready_check_table(&mut page, input);
         results_table(&mut page, input);
+        servers_table(&mut page, input);
         for q in &queues {
             queue_section(&mut page, q)?;
         }
@@ -209,6 +210,34 @@ fn results_table(page: &mut String, input: &ReportInput) {
     page.push_str("</tbody>\n</table>\n");
 }
 
+/// Per queue placed on game servers: matches placed, matches that waited for a server,
+/// servers used, and how long a server sat free before it was allocated.
+fn servers_table(page: &mut String, input: &ReportInput) {
+    if input.servers.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Game servers</h2>\n<table class=\"summary\">\n<thead><tr>\
+         <th>queue</th><th>matches placed</th><th>waited for a server</th>\
+         <th>servers used</th><th>server free before allocation p50</th><th>p90</th>\
+         </tr></thead>\n<tbody>\n",
+    );
+    let count = |v: f64| format!("{v:.0}");
+    for s in &input.servers {
+        let _ = writeln!(
+            page,
+            "<tr><th>{}</th>{}{}{}{}{}</tr>",
+            escape(&s.queue),
+            cell("placed", Some(s.placed as f64), count),
+            cell("waited_for_server", Some(s.waited_for_server as f64), count),
+            cell("servers", Some(s.servers as f64), count),
+            cell("idle_p50", s.idle_p50_s, seconds),
+            cell("idle_p90", s.idle_p90_s, seconds),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
 /// `75.2 s`, `4 min 05 s`, `1 h 02 min`.
 fn seconds(v: f64) -> String {
     if v < 60.0 {
@@ -352,6 +381,7 @@ mod tests {
             repeats: Vec::new(),
             ready_checks: Vec::new(),
             results: Vec::new(),
+            servers: Vec::new(),
         };
         for i in 0..rounds as i64 {
             out.rounds.push(RoundRow {

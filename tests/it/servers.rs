@@ -195,6 +195,25 @@ async fn a_round_forms_no_more_matches_than_ready_servers_and_each_names_its_own
             .await
             .unwrap();
     assert_eq!(hosting, Some(next[0].0));
+
+    // The operators' view: the report counts the placed matches and those that waited.
+    let window = matchmaker::db::report::ReportWindow {
+        queue: Some("d".into()),
+        from: chrono::Utc::now() - chrono::Duration::hours(1),
+        to: chrono::Utc::now() + chrono::Duration::hours(1),
+    };
+    let report = matchmaker::db::report::read_report(d.db(), &window, chrono::Utc::now())
+        .await
+        .unwrap();
+    let stats = &report.servers[0];
+    assert_eq!((stats.placed, stats.servers), (4, 3));
+    assert_eq!(
+        stats.waited_for_server, 3,
+        "one match waited in three rounds"
+    );
+    let fleet = matchmaker::db::servers::fleet(d.db()).await.unwrap();
+    assert_eq!(fleet.len(), 1);
+    assert_eq!((fleet[0].ready, fleet[0].allocated), (0, 3));
 }
 
 #[tokio::test]

@@ -2,7 +2,9 @@
 -- with the wait of the players it placed: the rounds section of `matchmaker status`.
 SELECT r.round_id, r.queue, r.trigger, r.committed_at, r.pool_size, r.match_count,
        r.matched, r.left_over, r.rejected, r.score, r.factor_averages, r.solve_ms,
-       w.p50, w.p90, w.max
+       w.p50, w.p90, w.max,
+       (SELECT x.no_server_matches FROM rounds x WHERE x.round_id = r.round_id)
+           AS no_server_matches
   FROM round_summaries r
   -- Wait from enqueue to match of the players this round placed (NULLs: no match).
   LEFT JOIN LATERAL (
