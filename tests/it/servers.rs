@@ -405,3 +405,103 @@ async fn server_calls_refuse_bad_input_and_belong_to_the_server_role() {
         .unwrap();
     assert_eq!(fleet_rows, 1);
 }
+
+/// The fault: a leader killed inside its commit, after it allocated servers and before
+/// COMMIT, has allocated nothing; the next round allocates each server to one match and
+/// writes no match without a server.
+#[tokio::test]
+async fn a_leader_killed_between_allocation_and_commit_allocates_nothing() {
+    let tdb = fresh_db().await;
+    let config =
+        matchmaker::config::Config::from_toml_str(&QUEUES.replace("queues.d", "queues.q")).unwrap();
+    publish(&tdb.pool, &config, "fault").await;
+    let q = std::sync::Arc::new(config.queues["q"].clone());
+    let client = Client::login(&tdb, 2).await;
+    let (_, fleet) = server_login(&tdb, 2).await;
+    for s in ["s1", "s2"] {
+        ready(&fleet, s, "eu", "10.0.0.1:7777", None).await.unwrap();
+    }
+    for i in 0..12 {
+        client
+            .enqueue("q", &format!("k{i:02}"), 1400.0 + 10.0 * f64::from(i))
+            .latencies(serde_json::json!({"eu": 20, "us": 400}))
+            .send()
+            .await
+            .unwrap();
+    }
+    // The leader stalls once its servers are allocated and its matches written: inside
+    // its transaction, at the round's snapshot row.
+    sqlx::raw_sql(
+        "CREATE TABLE stall (on_ boolean);
+         INSERT INTO stall VALUES (true);
+         CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF EXISTS (SELECT 1 FROM stall) THEN PERFORM pg_sleep(60); END IF;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER stall BEFORE INSERT ON round_snapshots
+             FOR EACH ROW EXECUTE FUNCTION stall();",
+    )
+    .execute(&tdb.pool)
+    .await
+    .unwrap();
+    let clock = clock_now();
+    let doomed = tdb.new_pool(1).await;
+    let (c, qc) = (clock.clone(), q.clone());
+    let killed = tokio::spawn(async move { run_round(&doomed, &c, &qc).await });
+    let pid: i32 = time_limit::within("the leader to stall mid-commit", async {
+        loop {
+            let pid: Option<i32> = sqlx::query_scalar(
+                "SELECT pid FROM pg_stat_activity
+                  WHERE datname = current_database() AND wait_event = 'PgSleep'",
+            )
+            .fetch_optional(&tdb.pool)
+            .await
+            .unwrap();
+            if let Some(pid) = pid {
+                return pid;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    sqlx::query("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .execute(&tdb.pool)
+        .await
+        .unwrap();
+    assert!(
+        time_limit::within("the killed round to end", killed)
+            .await
+            .is_err(),
+        "the killed round failed"
+    );
+    let (allocated, matches, queued): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM servers WHERE status <> 'ready'),
+                (SELECT count(*) FROM matches),
+                (SELECT count(*) FROM queue_entries WHERE status = 'queued')",
+    )
+    .fetch_one(&tdb.pool)
+    .await
+    .unwrap();
+    assert_eq!((allocated, matches, queued), (0, 0, 12));
+
+    sqlx::query("DELETE FROM stall")
+        .execute(&tdb.pool)
+        .await
+        .unwrap();
+    clock.advance(secs(16)); // the killed leader's lease expires
+    let round = run_round(&tdb.pool, &clock, &q).await;
+    assert_eq!(round.matches, 2);
+    let (without, shared, allocated): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM matches WHERE server_id IS NULL),
+                (SELECT count(*) FROM (SELECT 1 FROM matches GROUP BY server_owner, server_id
+                                        HAVING count(*) > 1) x),
+                (SELECT count(*) FROM servers s JOIN matches m USING (match_id)
+                  WHERE s.status = 'allocated' AND m.server_id = s.server_id)",
+    )
+    .fetch_one(&tdb.pool)
+    .await
+    .unwrap();
+    assert_eq!((without, shared, allocated), (0, 0, 2));
+}
