@@ -516,48 +516,51 @@ async fn long_queue_names_get_valid_channels_and_oversized_headers_a_compact_for
     assert!(none.is_empty(), "{none:?}");
 }
 
-/// `examples/client.rs`, built with this test binary's profile (cargo builds examples for
+/// `examples/NAME.rs`, built with this test binary's profile (cargo builds examples for
 /// `cargo test`, not for `cargo test --test it`; an up-to-date one costs a second).
+/// Built once per name and test run; one build at a time (cargo would wait on its lock).
+pub(crate) fn example_binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, PathBuf>>> =
+        OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get(name) {
+        return path.clone();
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/it-<hash>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("target dir");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["build", "--quiet", "--example", name, "--profile", profile])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("run cargo build --example {name}: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo build --example {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = profile_dir.join("examples").join(name);
+    assert!(path.exists(), "{} built", path.display());
+    built.insert(name.to_string(), path.clone());
+    path
+}
+
 fn example_client() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("test binary path");
-            // target/<profile>/deps/it-<hash>
-            let profile_dir = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("target/<profile>/deps");
-            let target_dir = profile_dir.parent().expect("target dir");
-            let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") | None => "dev",
-                Some(other) => other,
-            };
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let out = std::process::Command::new(cargo)
-                .args([
-                    "build",
-                    "--quiet",
-                    "--example",
-                    "client",
-                    "--profile",
-                    profile,
-                ])
-                .arg("--target-dir")
-                .arg(target_dir)
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .expect("run cargo build --example client");
-            assert!(
-                out.status.success(),
-                "cargo build --example client failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let path = profile_dir.join("examples").join("client");
-            assert!(path.exists(), "{} built", path.display());
-            path
-        })
-        .clone()
+    example_binary("client")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -505,3 +505,84 @@ async fn a_leader_killed_between_allocation_and_commit_allocates_nothing() {
     .unwrap();
     assert_eq!((without, shared, allocated), (0, 0, 2));
 }
+
+/// The example fleet adapter (`examples/fleet.rs`) against a running daemon: it turns
+/// Agones-style states into server_ready / server_gone, prints the allocation with its
+/// roster, frees the server when the fleet says Ready after the match, and withdraws it
+/// at Shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_fleet_adapter_announces_servers_and_hears_their_matches() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let bin = tokio::task::spawn_blocking(|| crate::notify::example_binary("fleet"))
+        .await
+        .unwrap();
+    let tdb = fresh_db().await;
+    let config = matchmaker::config::Config::from_toml_str(&format!(
+        "[daemon]\npoll_interval = \"200ms\"\nlease_ttl = \"3s\"\nlease_renew = \"1s\"\n{}",
+        QUEUES.replace("every = \"10s\"", "every = \"1s\"")
+    ))
+    .unwrap();
+    let daemon = spawn_daemon(tdb.new_pool(4).await, config, "fleet");
+    wait_for_count(
+        &tdb.pool,
+        "SELECT count(*) FROM queues WHERE active",
+        1,
+        secs(30),
+    )
+    .await;
+    let (login, _) = server_login(&tdb, 1).await;
+    let mut child = tokio::process::Command::new(&bin)
+        .args(["--queue", "d", "--announce-every", "1s"])
+        .env("DATABASE_URL", tdb.url_as(&login))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut say = async |line: &str| {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    };
+    say(r#"{"name":"gs-1","state":"Scheduled"}"#).await;
+    say(r#"{"name":"gs-1","state":"Ready","region":"eu","address":"10.0.0.1","port":7777}"#).await;
+    let status = "SELECT count(*) FROM servers WHERE server_id = 'gs-1' AND status = 'ready'";
+    wait_for_count(&tdb.pool, status, 1, secs(30)).await;
+
+    let client = Client::login(&tdb, 2).await;
+    six_near_eu(&client, "f").await;
+    let line = time_limit::within("the allocation", stdout.next_line())
+        .await
+        .unwrap()
+        .expect("a line");
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["allocate"], "gs-1", "{line}");
+    assert_eq!(v["address"], "10.0.0.1:7777");
+    assert_eq!(v["teams"].as_array().unwrap().len(), 2);
+    let match_id = v["match_id"].as_i64().unwrap();
+    let on: Option<String> =
+        sqlx::query_scalar("SELECT server_id FROM matches WHERE match_id = $1")
+            .bind(match_id)
+            .fetch_one(&tdb.pool)
+            .await
+            .unwrap();
+    assert_eq!(on.as_deref(), Some("gs-1"));
+
+    // The fleet allocates it, plays, and says Ready again: free for the next match.
+    say(r#"{"name":"gs-1","state":"Allocated"}"#).await;
+    say(r#"{"name":"gs-1","state":"Ready","region":"eu","address":"10.0.0.1","port":7777}"#).await;
+    wait_for_count(&tdb.pool, status, 1, secs(30)).await;
+    say(r#"{"name":"gs-1","state":"Shutdown"}"#).await;
+    wait_for_count(&tdb.pool, "SELECT count(*) FROM servers", 0, secs(30)).await;
+    drop(say);
+    drop(stdin); // the end of the fleet's events
+    let out = time_limit::within("the adapter to exit at the end of its input", child.wait())
+        .await
+        .unwrap();
+    assert!(out.success());
+    daemon.stop().await;
+}
