@@ -578,7 +578,6 @@ async fn the_example_fleet_adapter_announces_servers_and_hears_their_matches() {
     wait_for_count(&tdb.pool, status, 1, secs(30)).await;
     say(r#"{"name":"gs-1","state":"Shutdown"}"#).await;
     wait_for_count(&tdb.pool, "SELECT count(*) FROM servers", 0, secs(30)).await;
-    drop(say);
     drop(stdin); // the end of the fleet's events
     let out = time_limit::within("the adapter to exit at the end of its input", child.wait())
         .await
