@@ -168,12 +168,10 @@ async fn on_state(
             server_ready(db, &s.name, &region, &address, ended).await?;
             known.at = Some((region, address));
         }
-        "Allocated" => {
-            if known.hosting.is_none() {
-                // Allocated by something else: the matchmaker must not count on it.
-                known.at = None;
-                server_gone(db, &s.name).await?;
-            }
+        // Allocated by something else: the matchmaker must not count on it.
+        "Allocated" if known.hosting.is_none() => {
+            known.at = None;
+            server_gone(db, &s.name).await?;
         }
         "Shutdown" | "Unhealthy" | "Error" | "Deleted" => {
             servers.remove(&s.name);
