@@ -8,7 +8,8 @@
 -- That role may call seven functions (enqueue, enqueue_party, keep_alive, cancel,
 -- queue_channel, avoid, unavoid) and read five views (queue_catalog, player_status,
 -- match_details, queue_countdown, avoid_list). Backfill (request_backfill,
--- cancel_backfill, backfill_status) is for game servers, logins in matchmaker_server.
+-- cancel_backfill, backfill_status) and server announcements (server_ready, server_gone,
+-- my_servers) are for game servers, logins in matchmaker_server.
 -- It cannot read or write a table: the matchmaker owns its tickets, their times and
 -- their status. This file holds the statements of a queue's ordinary flow; the whole API,
 -- backfill included, is described in docs/client-guide.md.

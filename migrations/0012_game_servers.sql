@@ -411,7 +411,7 @@ REVOKE ALL ON FUNCTION
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION server_ready(text, text, text, bigint), server_gone(text)
     TO matchmaker_server;
-GRANT SELECT ON my_servers TO matchmaker_server;
+GRANT SELECT ON my_servers TO matchmaker_server, matchmaker_daemon, matchmaker_ops;
 GRANT SELECT, INSERT, UPDATE, DELETE ON servers TO matchmaker_daemon;
 GRANT SELECT ON servers, server_fleet TO matchmaker_daemon, matchmaker_ops;
 GRANT SELECT ON match_details TO matchmaker_server;
