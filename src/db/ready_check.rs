@@ -51,6 +51,9 @@ pub struct CancelledMatch {
     /// Per login: its players of `requeued` and of `declined` (each login is told of its
     /// own players only).
     pub by_login: BTreeMap<String, (Vec<String>, Vec<String>)>,
+    /// Per login: the reason as that login reads it, naming only its own players
+    /// (`reason`, which names everyone, is for operators).
+    pub reason_by_login: BTreeMap<String, String>,
 }
 
 /// What one resolution did.
@@ -120,6 +123,7 @@ pub async fn resolve_ready_checks(
         notify_cancelled(&mut tx, queue, c).await?;
     }
     release_servers(&mut tx, queue, &verdict.resolved.cancelled).await?;
+    forget_answers(&mut tx, &locked).await?;
     tx.commit().await?;
     let mut out = verdict.resolved;
     out.pending = count_pending(db, queue).await?;
@@ -136,9 +140,12 @@ async fn any_decided(db: &PgPool, queue: &str) -> Result<bool, DbError> {
                 AND (m.answer_by <= now()
                      OR NOT EXISTS (SELECT 1 FROM match_players mp
                                      WHERE mp.match_id = m.match_id
-                                       AND mp.answer IS DISTINCT FROM 'accepted')
-                     OR EXISTS (SELECT 1 FROM match_players mp
-                                 WHERE mp.match_id = m.match_id AND mp.answer = 'declined')))",
+                                       AND NOT EXISTS (SELECT 1 FROM ready_answers a
+                                                        WHERE a.match_id = mp.match_id
+                                                          AND a.entry_id = mp.entry_id
+                                                          AND a.answer = 'accepted'))
+                     OR EXISTS (SELECT 1 FROM ready_answers a
+                                 WHERE a.match_id = m.match_id AND a.answer = 'declined')))",
     )
     .bind(queue)
     .fetch_one(db)
@@ -167,11 +174,18 @@ async fn lock_pending(tx: &mut PgConnection, queue: &str) -> Result<Vec<LockedMa
 async fn read_seats(tx: &mut PgConnection, locked: &[LockedMatch]) -> Result<Vec<Seat>, DbError> {
     let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
     Ok(sqlx::query_as(
-        "SELECT mp.match_id, mp.entry_id, e.owner, mp.player_id, mp.answer, e.party_key,
-                extract(epoch FROM mp.answered_at - m.created_at)::float8 AS accept_secs
+        "SELECT mp.match_id, mp.entry_id, e.owner, mp.player_id, a.answer, e.party_key,
+                extract(epoch FROM a.answered_at - m.created_at)::float8 AS accept_secs
            FROM match_players mp
            JOIN matches m ON m.match_id = mp.match_id
            JOIN queue_entries e ON e.entry_id = mp.entry_id
+           -- The committed answers, held until COMMIT so none changes under the verdict.
+           -- A row a client's open transaction holds (an answer changing) is skipped,
+           -- never waited for: no answer yet, and silence at answer_by.
+           LEFT JOIN LATERAL (
+                SELECT x.answer, x.answered_at FROM ready_answers x
+                 WHERE x.match_id = mp.match_id AND x.entry_id = mp.entry_id
+                   FOR SHARE SKIP LOCKED) a ON true
           WHERE mp.match_id = ANY($1)
           ORDER BY mp.match_id, mp.player_id",
     )
@@ -240,14 +254,41 @@ fn judge_match<'a>(verdict: &mut Verdict<'a>, match_id: i64, timed_out: bool, se
     cancel_match(verdict, match_id, seats, &declined, &silent);
 }
 
-/// Why a match is cancelled: who declined, who did not answer in time.
-fn cancel_reason(declined: &[&str], silent: &[&str]) -> String {
+/// Why a match is cancelled: who declined, who did not answer in time. With `login`,
+/// as that login reads it: its own players by name, the others counted.
+fn cancel_reason(
+    seats: &[&Seat],
+    declined: &[&str],
+    silent: &[&str],
+    login: Option<&str>,
+) -> String {
+    let named = |players: &[&str]| -> String {
+        let Some(login) = login else {
+            return name_list(players);
+        };
+        let own: Vec<&str> = players
+            .iter()
+            .copied()
+            .filter(|p| seats.iter().any(|s| s.player_id == *p && s.owner == login))
+            .collect();
+        let others = players.len() - own.len();
+        let others = match others {
+            0 => String::new(),
+            1 => "a player of another login".to_string(),
+            n => format!("{n} players of other logins"),
+        };
+        match (own.is_empty(), others.is_empty()) {
+            (false, false) => format!("{} and {others}", name_list(&own)),
+            (false, true) => name_list(&own),
+            _ => others,
+        }
+    };
     let mut why = Vec::new();
     if !declined.is_empty() {
-        why.push(format!("declined by {}", name_list(declined)));
+        why.push(format!("declined by {}", named(declined)));
     }
     if !silent.is_empty() {
-        why.push(format!("no answer in time from {}", name_list(silent)));
+        why.push(format!("no answer in time from {}", named(silent)));
     }
     if why.is_empty() {
         // Timed out with every answer in and none a decline: cannot be (all
@@ -265,7 +306,7 @@ fn cancel_match<'a>(
     declined: &[&str],
     silent: &[&str],
 ) {
-    let reason = cancel_reason(declined, silent);
+    let reason = cancel_reason(seats, declined, silent, None);
     let out_parties: HashSet<i64> = seats
         .iter()
         .filter(|s| !accepted(s))
@@ -277,6 +318,7 @@ fn cancel_match<'a>(
         requeued: Vec::new(),
         declined: Vec::new(),
         by_login: BTreeMap::new(),
+        reason_by_login: BTreeMap::new(),
     };
     let mut answers = serde_json::Map::new();
     for &s in seats {
@@ -290,7 +332,12 @@ fn cancel_match<'a>(
             key,
             s.answer.clone().map_or(serde_json::Value::Null, Into::into),
         );
-        let fate = seat_fate(s, &reason, silent, &out_parties);
+        let theirs = cancelled
+            .reason_by_login
+            .entry(s.owner.clone())
+            .or_insert_with(|| cancel_reason(seats, declined, silent, Some(&s.owner)))
+            .clone();
+        let fate = seat_fate(s, &theirs, silent, &out_parties);
         let login = cancelled.by_login.entry(s.owner.clone()).or_default();
         match fate {
             Fate::Requeued => {
@@ -302,7 +349,7 @@ fn cancel_match<'a>(
                 login.1.push(s.player_id.clone());
             }
         }
-        verdict.fates.push((s, fate, reason.clone()));
+        verdict.fates.push((s, fate, theirs));
     }
     verdict
         .cancel_rows
@@ -392,6 +439,16 @@ async fn make_ready(tx: &mut PgConnection, ids: &[i64], history: usize) -> Resul
     .bind(ids)
     .execute(&mut *tx)
     .await?;
+    // The answers stay with the match's players (its history and the report read them).
+    sqlx::query(
+        "UPDATE match_players mp SET answer = a.answer, answered_at = a.answered_at
+           FROM ready_answers a
+          WHERE mp.match_id = ANY($1) AND a.match_id = mp.match_id
+            AND a.entry_id = mp.entry_id",
+    )
+    .bind(ids)
+    .execute(&mut *tx)
+    .await?;
     // As the round's commit writes it (see `commit::write_matches`).
     sqlx::query(
         "INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
@@ -428,7 +485,10 @@ async fn cancel_matches(
     sqlx::query(
         "UPDATE matches m
             SET status = 'cancelled', resolved_at = now(), cancel_reason = u.reason,
-                answers = u.answers
+                answers = u.answers,
+                cancelled_entries = ARRAY(SELECT mp.entry_id FROM match_players mp
+                                           WHERE mp.match_id = m.match_id
+                                           ORDER BY mp.entry_id)
            FROM unnest($1::bigint[], $2::text[], $3::jsonb[]) AS u(match_id, reason, answers)
           WHERE m.match_id = u.match_id AND m.status = 'pending'",
     )
@@ -538,6 +598,26 @@ async fn cancel_matches(
     Ok(())
 }
 
+/// The answers of the matches this look resolved, now kept with them: deleted, except a
+/// row a client's open transaction holds (never waited for), which a later look or
+/// retention deletes.
+async fn forget_answers(tx: &mut PgConnection, locked: &[LockedMatch]) -> Result<(), DbError> {
+    let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
+    sqlx::query(
+        "DELETE FROM ready_answers
+          WHERE (match_id, entry_id) IN (
+                SELECT a.match_id, a.entry_id FROM ready_answers a
+                  JOIN matches m ON m.match_id = a.match_id
+                 WHERE (a.match_id = ANY($1) OR a.answered_at < now() - interval '1 hour')
+                   AND m.status <> 'pending'
+                   FOR UPDATE OF a SKIP LOCKED)",
+    )
+    .bind(&ids)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// The cancelled matches' game servers are free again; each server's login hears that
 /// its match was cancelled: {"event":"cancelled","queue":"q","match_id":42,
 /// "server_id":"s1","reason":"..."}.
@@ -581,7 +661,7 @@ async fn notify_cancelled(
             "event": "cancelled",
             "queue": queue,
             "match_id": c.match_id,
-            "reason": c.reason,
+            "reason": c.reason_by_login.get(login).unwrap_or(&c.reason),
             "requeued": requeued,
             "declined": declined,
         });

@@ -240,6 +240,16 @@ impl QueuePruner {
             // Children first: match_players (-> matches, entries), then the entries they
             // named (a queued one stays: it was written around the daemon), then the
             // matches.
+            // An answer a client's open transaction holds stays for a later batch.
+            sqlx::query(
+                "DELETE FROM ready_answers
+                  WHERE (match_id, entry_id) IN (
+                        SELECT match_id, entry_id FROM ready_answers
+                         WHERE match_id = ANY($1) FOR UPDATE SKIP LOCKED)",
+            )
+            .bind(&ids)
+            .execute(&mut *conn)
+            .await?;
             let entries: Vec<i64> = sqlx::query_scalar(
                 "DELETE FROM match_players WHERE match_id = ANY($1) RETURNING entry_id",
             )

@@ -22,6 +22,7 @@ mod deploy_samples;
 mod docs_links;
 mod failure_paths;
 mod faults;
+mod hostile_ready_check;
 mod hosts;
 mod local_pg;
 mod meet;

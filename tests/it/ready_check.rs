@@ -282,7 +282,7 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     assert_eq!(
         cancelled,
         format!(
-            "match_id = {m1}: was cancelled (declined by a0); read player_status for player 'a1'"
+            "match_id = {m1}: was cancelled by its ready check; read player_status for player 'a1'"
         )
     );
 
@@ -331,7 +331,7 @@ async fn a_ready_check_requeues_who_accepted_and_holds_back_who_did_not() {
     let late = refusal(answer(&client, "accept", "c0", m3).await);
     assert!(
         late.starts_with(&format!(
-            "match_id = {m3}: was cancelled (no answer in time from c0)"
+            "match_id = {m3}: was cancelled by its ready check; read player_status for player 'c0'"
         )),
         "{late}"
     );

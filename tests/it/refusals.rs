@@ -1060,7 +1060,7 @@ async fn every_ready_check_refusal_needs_its_match_and_changes_nothing() {
     refused(
         format!("SELECT accept_match('a1', {m1})"),
         format!(
-            "match_id = {m1}: was cancelled (declined by a0); read player_status for player 'a1'"
+            "match_id = {m1}: was cancelled by its ready check; read player_status for player 'a1'"
         ),
     )
     .await;

@@ -1,0 +1,248 @@
+//! The ready check against a hostile client login beside an honest one, with a running
+//! daemon: an answer held in an open transaction, or refused calls left in one, hold no
+//! match past its deadline; a late answer names a cancelled match only to a login whose
+//! player was in it; a cancellation's reason names only the reader's own players.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{Connection, PgConnection, PgPool};
+
+use crate::support::*;
+
+// Rounds start at 6 queued players; the leader looks every 200 ms.
+const CONFIG: &str = "[daemon]\npoll_interval = \"200ms\"\nlease_ttl = \"3s\"\n\
+                      lease_renew = \"1s\"\n\
+                      [queues.q.round]\nevery = \"1h\"\nbudget = \"50ms\"\ntarget_pool = 6\n\
+                      [queues.q.ready_check]\ntimeout = \"3s\"\ndecline_cooldown = \"60s\"\n";
+
+/// The leader's look, and slack for a loaded machine: how late past its deadline a
+/// match may be resolved.
+const ONE_LOOK: Duration = Duration::from_millis(1500);
+
+async fn start(tdb: &TestDb) -> Spawned {
+    let config = matchmaker::config::Config::from_toml_str(CONFIG).unwrap();
+    let daemon = spawn_daemon(tdb.new_pool(4).await, config, "hostile");
+    wait_until_serving(&tdb.pool, 1).await;
+    daemon
+}
+
+/// The pending match of `player` once the round made it.
+async fn pending_match(db: &PgPool, player: &str) -> i64 {
+    wait_for_count(
+        db,
+        &format!(
+            "SELECT count(*) FROM match_players mp JOIN matches m USING (match_id)
+              WHERE mp.player_id = '{player}' AND m.status = 'pending'"
+        ),
+        1,
+        secs(30),
+    )
+    .await;
+    sqlx::query_scalar(
+        "SELECT mp.match_id FROM match_players mp JOIN matches m USING (match_id)
+          WHERE mp.player_id = $1 AND m.status = 'pending'",
+    )
+    .bind(player)
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+/// (status, answer_by, resolved_at) of a match once it is resolved.
+async fn resolved(db: &PgPool, m: i64) -> (String, DateTime<Utc>, DateTime<Utc>) {
+    wait_for_count(
+        db,
+        &format!("SELECT count(*) FROM matches WHERE match_id = {m} AND status <> 'pending'"),
+        1,
+        secs(30),
+    )
+    .await;
+    sqlx::query_as("SELECT status, answer_by, resolved_at FROM matches WHERE match_id = $1")
+        .bind(m)
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+/// A connection of `login`'s, in a transaction it never ends.
+async fn open_transaction(tdb: &TestDb, login: &str) -> PgConnection {
+    let mut conn = PgConnection::connect(&tdb.url_as(login)).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+    conn
+}
+
+async fn enqueue_at(db: &PgPool, player: &str) {
+    enqueue(db, "q", player, 1500.0).send().await.unwrap();
+}
+
+async fn accept(db: &PgPool, player: &str, m: i64) {
+    sqlx::query("SELECT accept_match($1, $2)")
+        .bind(player)
+        .bind(m)
+        .execute(db)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_held_open_does_not_hold_the_match_past_its_deadline() {
+    let tdb = fresh_db().await;
+    let daemon = start(&tdb).await;
+    let (_, honest) = client_login(&tdb, 2).await;
+    let (attacker_login, attacker) = client_login(&tdb, 2).await;
+    for i in 0..3 {
+        enqueue_at(&honest, &format!("h{i}")).await;
+        enqueue_at(&attacker, &format!("a{i}")).await;
+    }
+    let m = pending_match(&tdb.pool, "h0").await;
+    // a0 accepts inside a transaction it keeps open; a1 answers for a player not its own
+    // and for a match of another login, refused, in another, also kept open.
+    let mut held = open_transaction(&tdb, &attacker_login).await;
+    sqlx::query("SELECT accept_match('a0', $1)")
+        .bind(m)
+        .execute(&mut held)
+        .await
+        .unwrap();
+    let mut refused = open_transaction(&tdb, &attacker_login).await;
+    let e = sqlx::query("SELECT accept_match('h1', $1)")
+        .bind(m)
+        .execute(&mut refused)
+        .await
+        .unwrap_err();
+    assert_eq!(db_error(&e).0, "22023");
+    accept(&attacker, "a1", m).await;
+    for i in 0..3 {
+        accept(&honest, &format!("h{i}"), m).await;
+    }
+
+    let (status, answer_by, resolved_at) = resolved(&tdb.pool, m).await;
+    assert_eq!(
+        status, "cancelled",
+        "a0's answer never committed: no answer in time"
+    );
+    assert!(
+        resolved_at <= answer_by + chrono::Duration::from_std(ONE_LOOK).unwrap(),
+        "resolved at {resolved_at}, its deadline {answer_by}"
+    );
+    // The honest players are queued again; the reason they read names none of the
+    // attacker's players.
+    let (queued, reason): (i64, String) =
+        sqlx::query_as("SELECT count(*), min(reason) FROM player_status WHERE status = 'queued'")
+            .fetch_one(&honest)
+            .await
+            .unwrap();
+    assert_eq!(queued, 3);
+    assert!(
+        reason.contains("no answer in time from 2 players of other logins"),
+        "{reason}"
+    );
+    assert!(!reason.contains("a0") && !reason.contains("a2"), "{reason}");
+    // The attacker pays: its silent players (a0's answer never came) are declined, with
+    // the cooldown; a1, who accepted, is queued again like the honest players.
+    let declined: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM player_status WHERE status = 'declined'")
+            .fetch_one(&attacker)
+            .await
+            .unwrap();
+    assert_eq!(declined, 2);
+    // The held answer, committed now, changes nothing of the resolved match.
+    sqlx::query("COMMIT").execute(&mut held).await.unwrap();
+    let (status, _, _) = resolved(&tdb.pool, m).await;
+    assert_eq!(status, "cancelled");
+    drop(refused);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_calls_left_in_an_open_transaction_delay_no_resolution() {
+    let tdb = fresh_db().await;
+    let daemon = start(&tdb).await;
+    let (_, honest) = client_login(&tdb, 2).await;
+    let (attacker_login, _) = client_login(&tdb, 1).await;
+    for i in 0..6 {
+        enqueue_at(&honest, &format!("h{i}")).await;
+    }
+    let m = pending_match(&tdb.pool, "h0").await;
+    // Six connections, each refused on the honest login's match and left open.
+    let mut spam = Vec::new();
+    for i in 0..6 {
+        let mut conn = open_transaction(&tdb, &attacker_login).await;
+        let call = if i % 2 == 0 {
+            "SELECT accept_match('x', $1)"
+        } else {
+            "SELECT decline_match('h0', $1)"
+        };
+        let e = sqlx::query(call)
+            .bind(m)
+            .execute(&mut conn)
+            .await
+            .unwrap_err();
+        assert_eq!(db_error(&e).0, "22023");
+        spam.push(conn);
+    }
+    for i in 0..6 {
+        accept(&honest, &format!("h{i}"), m).await;
+    }
+    let (status, answer_by, resolved_at) = resolved(&tdb.pool, m).await;
+    assert_eq!(status, "ready");
+    assert!(
+        resolved_at < answer_by,
+        "every player accepted: ready at once, not held to its deadline ({resolved_at} \
+         against {answer_by})"
+    );
+    drop(spam);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_names_a_cancelled_match_only_to_a_login_that_was_in_it() {
+    let tdb = fresh_db().await;
+    let daemon = start(&tdb).await;
+    let (_, honest) = client_login(&tdb, 2).await;
+    let (_, attacker) = client_login(&tdb, 1).await;
+    for i in 1..=6 {
+        enqueue_at(&honest, &format!("rq{i}")).await;
+    }
+    let m = pending_match(&tdb.pool, "rq1").await;
+    sqlx::query("SELECT decline_match('rq6', $1)")
+        .bind(m)
+        .execute(&honest)
+        .await
+        .unwrap();
+    let (status, _, _) = resolved(&tdb.pool, m).await;
+    assert_eq!(status, "cancelled");
+    // The attacker queues its own rq1 and leaves: its late answer reads exactly like an
+    // answer to a match that never existed.
+    enqueue_at(&attacker, "rq1").await;
+    assert_eq!(cancel(&attacker, "rq1").await, 1);
+    let answer = |db: &PgPool, m: i64| {
+        let db = db.clone();
+        async move {
+            let e = sqlx::query("SELECT accept_match('rq1', $1)")
+                .bind(m)
+                .execute(&db)
+                .await
+                .unwrap_err();
+            db_error(&e)
+        }
+    };
+    let theirs = answer(&attacker, m).await;
+    let nothing = answer(&attacker, m + 1000).await;
+    assert_eq!(
+        theirs.1,
+        nothing.1.replace(&(m + 1000).to_string(), &m.to_string())
+    );
+    assert_eq!(
+        theirs.1,
+        format!("match_id = {m}: is not a match of player 'rq1' of this login")
+    );
+    let own = answer(&honest, m).await;
+    assert_eq!(
+        own.1,
+        format!(
+            "match_id = {m}: was cancelled by its ready check; read player_status for player 'rq1'"
+        )
+    );
+    daemon.stop().await;
+}
