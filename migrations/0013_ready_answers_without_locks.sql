@@ -1,4 +1,10 @@
--- Ready-check answers that no client can turn into a lock the leader needs.
+-- A ready check no login can turn against another's players.
+--
+-- Who fails pays: each login's recent ready-check record (ready_records) counts the
+-- seats of its players that declined or did not answer; a login past the queue's limit
+-- has its players matched among themselves. A player whose match another login's
+-- player failed is queued again with bounced_at set, and the next rounds place them
+-- first.
 --
 -- accept_match and decline_match (and cancel's decline) write the player's answer into a
 -- row of its own, ready_answers, and read the match without locking it; a refused call
@@ -35,6 +41,30 @@ COMMENT ON COLUMN matches.cancelled_entries IS
 -- Answers of matches the leader has resolved may remain when a client held their row at
 -- the resolution; the leader's next looks and retention delete them.
 CREATE INDEX ready_answers_by_time ON ready_answers (answered_at);
+
+-- ---- ready_records: each login's recent ready checks, per queue ------------------------
+-- Decayed counts (half-life: the queue's ready_check.isolate_half_life), written by the
+-- queue's leader when it resolves ready checks: seats its players held in resolved
+-- matches, and the seats that failed (declined, or no answer in time). Player ids are
+-- the login's to invent, so the record is the login's: a fresh id resets nothing.
+CREATE TABLE ready_records (
+    queue      text NOT NULL,
+    owner      text NOT NULL,
+    seats      double precision NOT NULL,
+    failures   double precision NOT NULL,
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (queue, owner)
+);
+COMMENT ON TABLE ready_records IS
+    'Per queue and login: decayed counts of ready-check seats and of those that failed '
+    '(declined or silent); written by the daemon';
+
+-- Queued again after another login's player failed their match's ready check: the
+-- rounds place them first.
+ALTER TABLE queue_entries ADD COLUMN bounced_at timestamptz NULL;
+COMMENT ON COLUMN queue_entries.bounced_at IS
+    'When another login''s player failed the ready check of this entry''s match and it was '
+    'queued again; the rounds treat it as past max_wait';
 
 -- ---- matchmaker_answer_match: without locks ---------------------------------------------
 -- As in 0009, with these changes: the match is read, not locked; the answer goes into
@@ -241,6 +271,6 @@ SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
  ORDER BY e.queue, e.owner, e.player_id, e.entry_id DESC;
 
 -- ---- Privileges -------------------------------------------------------------------------
-REVOKE ALL ON ready_answers FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON ready_answers TO matchmaker_daemon;
-GRANT SELECT ON ready_answers TO matchmaker_ops;
+REVOKE ALL ON ready_answers, ready_records FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ready_answers, ready_records TO matchmaker_daemon;
+GRANT SELECT ON ready_answers, ready_records TO matchmaker_ops;

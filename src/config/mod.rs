@@ -254,6 +254,30 @@ pub struct ReadyCheckConfig {
     /// At most 24h.
     #[serde(with = "humantime_serde", default)]
     pub decline_cooldown: Duration,
+    /// A login whose players failed (declined, or did not answer) at least this many of
+    /// their recent ready checks, and at least `isolate_share` of them, has its players
+    /// matched among themselves: its failures cost nobody else. 0: never.
+    #[serde(default = "default_isolate_after")]
+    pub isolate_after: u32,
+    /// The share of a login's recent ready-check seats that must have failed. (0, 1].
+    #[serde(default = "default_isolate_share")]
+    pub isolate_share: f64,
+    /// How fast a login's record forgets: a failure counts half after this long. 1m to
+    /// 24h.
+    #[serde(with = "humantime_serde", default = "default_isolate_half_life")]
+    pub isolate_half_life: Duration,
+}
+
+fn default_isolate_after() -> u32 {
+    5
+}
+
+fn default_isolate_share() -> f64 {
+    0.5
+}
+
+fn default_isolate_half_life() -> Duration {
+    Duration::from_secs(10 * 60)
 }
 
 /// `[queues.NAME.limits]`: what one client login may take of the queue, so that no login
@@ -958,6 +982,20 @@ impl QueueConfig {
                 return Err(invalid(
                     key("ready_check.decline_cooldown"),
                     "must be at most 24h (0s: no cooldown)",
+                ));
+            }
+            if !(rc.isolate_share > 0.0 && rc.isolate_share <= 1.0) {
+                return Err(invalid(
+                    key("ready_check.isolate_share"),
+                    "must be above 0 and at most 1",
+                ));
+            }
+            if rc.isolate_half_life < Duration::from_secs(60)
+                || rc.isolate_half_life > Duration::from_secs(24 * 3600)
+            {
+                return Err(invalid(
+                    key("ready_check.isolate_half_life"),
+                    "must be between 1m and 24h",
                 ));
             }
         }

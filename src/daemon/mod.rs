@@ -40,6 +40,7 @@ pub mod lease;
 pub mod metrics;
 pub mod outcome;
 pub mod ratings;
+pub mod ready_record;
 pub mod reload;
 pub mod retention;
 pub mod round;

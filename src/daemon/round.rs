@@ -175,7 +175,25 @@ impl RoundRunner {
                     match_size: config.model.teams * config.model.team_size,
                 }),
         };
-        let input = db::read_round_input(&self.db, queue, limits, started_at).await?;
+        let mut input = db::read_round_input(&self.db, queue, limits, started_at).await?;
+        let recorded_config = round_config(&config);
+        let mut config = config;
+        if let Some(rc) = &config.ready_check {
+            let failing = db::ready_check::failing_logins(
+                &self.db,
+                queue,
+                rc.isolate_after,
+                rc.isolate_share,
+                rc.isolate_half_life,
+            )
+            .await?;
+            let isolated =
+                super::ready_record::apply(&config, &input.snapshot, &mut input.pool, &failing);
+            if let Some(isolated) = isolated {
+                tracing::info!(queue, logins = ?failing, "logins failing their ready checks play among themselves");
+                config = isolated;
+            }
+        }
         let servers = match config.servers.as_ref().filter(|s| s.required) {
             Some(s) => Some(db::servers::ready_supply(&self.db, s.ttl).await?),
             None => None,
@@ -184,7 +202,7 @@ impl RoundRunner {
         let snapshot_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(PreparedRound {
             queue: queue.to_string(),
-            recorded_config: round_config(&config),
+            recorded_config,
             config,
             trigger,
             started_at,

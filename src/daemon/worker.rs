@@ -153,6 +153,11 @@ impl QueueWorker {
         let rules = db::ready_check::ReadyCheckRules {
             history_matches: self.config.history_matches(),
             decline_cooldown: self.config.ready_check.as_ref().map(|r| r.decline_cooldown),
+            record_half_life: self
+                .config
+                .ready_check
+                .as_ref()
+                .map_or(Duration::from_secs(600), |r| r.isolate_half_life),
         };
         let resolved = db::ready_check::resolve_ready_checks(
             &self.runner.db,

@@ -37,6 +37,8 @@ pub struct ReadyCheckRules {
     pub history_matches: usize,
     /// `ready_check.decline_cooldown` (None or zero: none).
     pub decline_cooldown: Option<Duration>,
+    /// `ready_check.isolate_half_life`: how fast a login's record forgets.
+    pub record_half_life: Duration,
 }
 
 /// One cancelled match.
@@ -124,6 +126,7 @@ pub async fn resolve_ready_checks(
     }
     release_servers(&mut tx, queue, &verdict.resolved.cancelled).await?;
     forget_answers(&mut tx, &locked).await?;
+    record_logins(&mut tx, queue, &verdict, &seats, rules.record_half_life).await?;
     tx.commit().await?;
     let mut out = verdict.resolved;
     out.pending = count_pending(db, queue).await?;
@@ -596,6 +599,110 @@ async fn cancel_matches(
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// Who pays for a failed ready check: each login's record gains its seats of the resolved
+/// matches and those of its seats that failed (declined, or silent at the deadline); the
+/// players queued again because another login's player failed are marked bounced, for
+/// the rounds to place first.
+async fn record_logins(
+    tx: &mut PgConnection,
+    queue: &str,
+    verdict: &Verdict<'_>,
+    seats: &[Seat],
+    half_life: Duration,
+) -> Result<(), DbError> {
+    let ready: HashSet<i64> = verdict.resolved.ready.iter().copied().collect();
+    let mut record: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+    for s in seats.iter().filter(|s| ready.contains(&s.match_id)) {
+        record.entry(s.owner.as_str()).or_default().0 += 1.0;
+    }
+    let mut failing: BTreeMap<i64, HashSet<&str>> = BTreeMap::new();
+    for (s, fate, _) in &verdict.fates {
+        let r = record.entry(s.owner.as_str()).or_default();
+        r.0 += 1.0;
+        if matches!(fate, Fate::Declined(_)) {
+            r.1 += 1.0;
+            failing
+                .entry(s.match_id)
+                .or_default()
+                .insert(s.owner.as_str());
+        }
+    }
+    let bounced: Vec<i64> = verdict
+        .fates
+        .iter()
+        .filter(|(s, fate, _)| {
+            matches!(fate, Fate::Requeued)
+                && failing
+                    .get(&s.match_id)
+                    .is_some_and(|owners| !owners.contains(s.owner.as_str()))
+        })
+        .map(|(s, _, _)| s.entry_id)
+        .collect();
+    if !bounced.is_empty() {
+        sqlx::query(
+            "UPDATE queue_entries SET bounced_at = now()
+              WHERE entry_id = ANY($1) AND status = 'queued'",
+        )
+        .bind(&bounced)
+        .execute(&mut *tx)
+        .await?;
+    }
+    if record.is_empty() {
+        return Ok(());
+    }
+    let owners: Vec<&str> = record.keys().copied().collect();
+    let seats_n: Vec<f64> = record.values().map(|r| r.0).collect();
+    let failures: Vec<f64> = record.values().map(|r| r.1).collect();
+    // Decay: a count halves every half-life.
+    sqlx::query(
+        "INSERT INTO ready_records AS r (queue, owner, seats, failures, updated_at)
+         SELECT $1, u.owner, u.seats, u.failures, now()
+           FROM unnest($2::text[], $3::float8[], $4::float8[]) AS u(owner, seats, failures)
+         ON CONFLICT (queue, owner) DO UPDATE
+            SET seats = r.seats * power(0.5, extract(epoch FROM now() - r.updated_at) / $5)
+                        + EXCLUDED.seats,
+                failures = r.failures
+                           * power(0.5, extract(epoch FROM now() - r.updated_at) / $5)
+                           + EXCLUDED.failures,
+                updated_at = now()",
+    )
+    .bind(queue)
+    .bind(&owners)
+    .bind(&seats_n)
+    .bind(&failures)
+    .bind(half_life.as_secs_f64())
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The logins of `queue` whose recent ready checks failed at least `after` times (decayed)
+/// and at least `share` of their seats: their players are matched among themselves.
+pub async fn failing_logins(
+    db: &PgPool,
+    queue: &str,
+    after: u32,
+    share: f64,
+    half_life: Duration,
+) -> Result<Vec<String>, DbError> {
+    if after == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(sqlx::query_scalar(
+        "SELECT owner FROM ready_records
+          WHERE queue = $1
+            AND failures * power(0.5, extract(epoch FROM now() - updated_at) / $4) >= $2
+            AND failures >= $3 * seats
+          ORDER BY owner",
+    )
+    .bind(queue)
+    .bind(f64::from(after))
+    .bind(share)
+    .bind(half_life.as_secs_f64())
+    .fetch_all(db)
+    .await?)
 }
 
 /// The answers of the matches this look resolved, now kept with them: deleted, except a

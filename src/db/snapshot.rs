@@ -48,6 +48,10 @@ pub struct QueuedEntry {
     pub party_size: Option<i32>,
     /// JSON text, parsed per row like the latencies.
     pub attributes: String,
+    /// Queued again after another login's player failed their match's ready check
+    /// (`queue_entries.bounced_at`).
+    #[sqlx(default)]
+    pub bounced: bool,
 }
 
 /// One player of a pooled player's past match (`snapshot_history.sql`).
@@ -579,6 +583,7 @@ mod tests {
             party_key: None,
             party_size: None,
             attributes: "{}".into(),
+            bounced: false,
         }
     }
 

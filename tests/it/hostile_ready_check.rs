@@ -246,3 +246,125 @@ async fn a_late_answer_names_a_cancelled_match_only_to_a_login_that_was_in_it() 
     );
     daemon.stop().await;
 }
+
+/// What one side of the decline bombing did.
+#[derive(Debug, Default)]
+struct Side {
+    /// Distinct matches that became ready with a player of this side.
+    ready: std::collections::HashSet<i64>,
+    /// Ready checks this side declined.
+    declined: usize,
+}
+
+/// A login keeping `keep` players queued (fresh ids as they leave) until `until`: each
+/// ready check accepted, or (`decline`) declined at once.
+async fn play(
+    db: PgPool,
+    prefix: &'static str,
+    keep: usize,
+    decline: bool,
+    until: std::time::Instant,
+) -> Side {
+    let mut side = Side::default();
+    let mut live: Vec<String> = Vec::new();
+    let mut next = 0usize;
+    while std::time::Instant::now() < until {
+        while live.len() < keep {
+            let id = format!("{prefix}{next}");
+            next += 1;
+            enqueue_at(&db, &id).await;
+            live.push(id);
+        }
+        let rows: Vec<(String, String, Option<i64>)> = sqlx::query_as(
+            "SELECT player_id, status, match_id FROM player_status WHERE player_id = ANY($1)",
+        )
+        .bind(&live)
+        .fetch_all(&db)
+        .await
+        .unwrap();
+        for (player, status, m) in rows {
+            match (status.as_str(), m) {
+                ("pending", Some(m)) => {
+                    let call = if decline {
+                        "SELECT decline_match($1, $2)"
+                    } else {
+                        "SELECT accept_match($1, $2)"
+                    };
+                    // Refused when the leader resolved it meanwhile: the next look tells.
+                    if sqlx::query(call)
+                        .bind(&player)
+                        .bind(m)
+                        .execute(&db)
+                        .await
+                        .is_ok()
+                        && decline
+                    {
+                        side.declined += 1;
+                    }
+                }
+                ("queued", _) => {}
+                (status, m) => {
+                    if status == "matched"
+                        && let Some(m) = m
+                    {
+                        side.ready.insert(m);
+                    }
+                    live.retain(|p| *p != player);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    side
+}
+
+/// Decline bombing: an attacking login keeps players queued beside the honest login's,
+/// each declining its ready check at once under a fresh id. The honest login's ready
+/// matches while it runs, against its own baseline in the same test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decline_bombing_leaves_the_honest_login_its_ready_matches() {
+    let _load = crate::support::TIMING.read().await;
+    let tdb = fresh_db().await;
+    let daemon = start(&tdb).await;
+    let (_, honest) = client_login(&tdb, 2).await;
+    let (attacker_login, attacker) = client_login(&tdb, 2).await;
+    let phase = Duration::from_secs(20);
+
+    let until = std::time::Instant::now() + phase;
+    let baseline = play(honest.clone(), "b", 12, false, until).await;
+
+    let until = std::time::Instant::now() + phase;
+    let (during, bombs) = tokio::join!(
+        play(honest.clone(), "h", 12, false, until),
+        play(attacker.clone(), "x", 12, true, until),
+    );
+    println!(
+        "honest ready matches: baseline {}, under decline bombing {}; the attacker declined {}",
+        baseline.ready.len(),
+        during.ready.len(),
+        bombs.declined
+    );
+    assert!(
+        baseline.ready.len() >= 5,
+        "a baseline to compare with: {baseline:?}"
+    );
+    assert!(bombs.declined >= 10, "the attack took place: {bombs:?}");
+    assert!(
+        during.ready.len() * 10 >= baseline.ready.len() * 8,
+        "under decline bombing the honest login kept {} of its {} ready matches",
+        during.ready.len(),
+        baseline.ready.len()
+    );
+    // The attacker's record says it fails: its players play among themselves.
+    let failing = matchmaker::db::ready_check::failing_logins(
+        &tdb.pool,
+        "q",
+        5,
+        0.5,
+        Duration::from_secs(600),
+    )
+    .await
+    .unwrap();
+    assert_eq!(failing, vec![attacker_login]);
+    daemon.stop().await;
+}

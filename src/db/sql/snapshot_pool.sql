@@ -2,7 +2,8 @@
 -- oldest in turn, a party whole; entries left over the same futile way for the last $3
 -- rounds come after all the others. Run in the snapshot's REPEATABLE READ transaction.
 -- An entry enqueued at its rating (rated) plays at the rating as it is now: results
--- applied since the enqueue count.
+-- applied since the enqueue count. bounced: queued again after another login's player
+-- failed their match's ready check.
 WITH horizon AS (
     -- The queue's $3-th latest round: an entry left over the same futile way since then
     -- has been so for that many rounds.
@@ -30,7 +31,7 @@ pool AS (
     SELECT entry_id, player_id, owner, party_id, skill, skill_sigma, rated,
            latencies::text AS latencies, peer_pings::text AS peer_pings,
            roles, side, enqueued_at, party_key, party_size,
-           attributes::text AS attributes
+           attributes::text AS attributes, bounced_at IS NOT NULL AS bounced
       FROM queue_entries
      WHERE queue = $1 AND status = 'queued' AND expires_at > now()
        AND (entry_id IN (SELECT entry_id FROM oldest)
@@ -57,7 +58,7 @@ SELECT p.entry_id, p.player_id, p.owner, p.party_id,
        coalesce(r.rating, p.skill) AS skill,
        CASE WHEN r.entry_id IS NULL THEN p.skill_sigma ELSE r.uncertainty END AS skill_sigma,
        p.latencies, p.peer_pings, p.roles, p.side, p.enqueued_at, p.party_key, p.party_size,
-       p.attributes
+       p.attributes, p.bounced
   FROM pool p
   LEFT JOIN rated r USING (entry_id)
  ORDER BY p.enqueued_at, p.entry_id
