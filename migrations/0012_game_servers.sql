@@ -327,6 +327,130 @@ BEGIN
 END
 $$;
 
+-- ---- report_result: a placed match is its server's to report --------------------------
+-- As in 0011, except that a server login reports only the matches placed on its own
+-- servers (and, as before, any match placed on none).
+CREATE OR REPLACE FUNCTION report_result(match_id bigint, team_ranks integer[],
+                              left_early text[] DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    server constant boolean := pg_has_role(session_user, 'matchmaker_server', 'USAGE');
+    m matches;
+    teams integer;
+    leavers bigint[] := '{}';
+    given text;
+    hits bigint[];
+    accepted match_results;
+    agrees boolean;
+BEGIN
+    IF match_id IS NULL THEN
+        PERFORM matchmaker_refuse('match_id', 'NULL', 'is required');
+    END IF;
+    SELECT x.* INTO m FROM matches x WHERE x.match_id = match_id;
+    IF NOT FOUND
+       OR (NOT server AND NOT EXISTS (
+               SELECT 1 FROM match_players mp
+                 JOIN queue_entries e ON e.entry_id = mp.entry_id
+                WHERE mp.match_id = m.match_id AND e.owner = session_user))
+       -- A match placed on a game server is that server's login's to report.
+       OR (server AND m.server_owner IS DISTINCT FROM session_user
+           AND m.server_owner IS NOT NULL) THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            CASE WHEN server THEN 'no such match'
+                 ELSE 'no match of this login''s players' END);
+    END IF;
+    IF m.status = 'pending' THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            'is waiting for its ready check: report its result once it is played');
+    END IF;
+    IF m.status = 'cancelled' THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            'was cancelled by its ready check: it was never played');
+    END IF;
+    IF m.session_id IS NOT NULL THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            format('is a backfill of session %s, not a match of its own', m.session_id));
+    END IF;
+
+    teams := (SELECT count(DISTINCT mp.team) FROM match_players mp
+               WHERE mp.match_id = m.match_id);
+    IF team_ranks IS NULL OR coalesce(array_ndims(team_ranks), 1) <> 1
+       OR cardinality(team_ranks) <> teams
+       OR array_position(team_ranks, NULL) IS NOT NULL THEN
+        PERFORM matchmaker_refuse('team_ranks', coalesce(team_ranks::text, 'NULL'),
+            format('match %s has %s teams: one rank per team, in ascending team order '
+                   '(1 best, equal ranks a draw)', m.match_id, teams));
+    END IF;
+    IF (SELECT min(r) FROM unnest(team_ranks) r) <> 1
+       OR (SELECT max(r) FROM unnest(team_ranks) r) > teams THEN
+        PERFORM matchmaker_refuse('team_ranks', team_ranks::text,
+            format('ranks are 1 (best) to %s, and some team is 1', teams));
+    END IF;
+
+    IF coalesce(array_ndims(left_early), 1) <> 1 THEN
+        PERFORM matchmaker_refuse('left_early', left_early::text,
+                                  'must be a one-dimensional array of player ids');
+    END IF;
+    FOREACH given IN ARRAY coalesce(left_early, '{}') LOOP
+        PERFORM matchmaker_check_id('left_early', given);
+        hits := ARRAY(SELECT mp.entry_id FROM match_players mp
+                         JOIN queue_entries e ON e.entry_id = mp.entry_id
+                        WHERE mp.match_id = m.match_id AND mp.player_id = given
+                          AND (server OR e.owner = session_user));
+        IF cardinality(hits) = 0 THEN
+            PERFORM matchmaker_refuse('left_early', quote_literal(given),
+                CASE WHEN server THEN format('is not a player of match %s', m.match_id)
+                     ELSE format('is not a player of this login in match %s', m.match_id) END);
+        ELSIF cardinality(hits) > 1 THEN
+            PERFORM matchmaker_refuse('left_early', quote_literal(given),
+                format('names %s players of match %s (of different logins)',
+                       cardinality(hits), m.match_id));
+        ELSIF hits[1] = ANY (leavers) THEN
+            PERFORM matchmaker_refuse('left_early', quote_literal(given), 'is named twice');
+        END IF;
+        leavers := leavers || hits[1];
+    END LOOP;
+
+    -- The first report is the result; ON CONFLICT: a report racing this one waits for it,
+    -- then compares.
+    INSERT INTO match_results AS r (match_id, queue, team_ranks, left_early,
+                                    left_early_entries, reported_by, rating_pool)
+    SELECT m.match_id, m.queue, team_ranks, coalesce(left_early, '{}'), leavers,
+           session_user, q.rating_pool
+      FROM (SELECT 1) one LEFT JOIN queues q ON q.queue = m.queue
+    ON CONFLICT ON CONSTRAINT match_results_pkey DO NOTHING
+    RETURNING r.* INTO accepted;
+    IF FOUND THEN
+        INSERT INTO result_reports (match_id, reported_by, team_ranks, left_early, agrees)
+        VALUES (m.match_id, session_user, team_ranks, coalesce(left_early, '{}'), true);
+        RETURN 'recorded';
+    END IF;
+
+    SELECT r.* INTO accepted FROM match_results r WHERE r.match_id = m.match_id;
+    agrees := accepted.team_ranks = team_ranks
+              AND (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(leavers) x)
+                = (SELECT coalesce(array_agg(x ORDER BY x), '{}')
+                     FROM unnest(accepted.left_early_entries) x);
+    INSERT INTO result_reports (match_id, reported_by, team_ranks, left_early, agrees)
+    VALUES (m.match_id, session_user, team_ranks, coalesce(left_early, '{}'), agrees)
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        PERFORM matchmaker_refuse('match_id', match_id::text,
+            format('this login already reported its result (at %s)',
+                   (SELECT to_char(x.reported_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                      FROM result_reports x
+                     WHERE x.match_id = m.match_id AND x.reported_by = session_user)));
+    END IF;
+    IF NOT agrees THEN
+        UPDATE match_results r SET disputed = true WHERE r.match_id = m.match_id;
+        RETURN 'disputed';
+    END IF;
+    RETURN 'confirmed';
+END
+$$;
+
 -- ---- match_details: where the match is played -------------------------------------------
 -- match_details of 0011 with the match's server; a server login sees the matches its
 -- servers host.

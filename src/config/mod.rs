@@ -364,6 +364,11 @@ pub struct TicketConfig {
     /// The names a latency map may use (datacenter regions or relays). Empty: any name
     /// (at most 32 per player either way).
     pub regions: Vec<String>,
+    /// The skills the queue accepts, `[min, max]`: a skill outside is refused (class 22),
+    /// so no entry far off the scale can ride the max-wait fallback into honest players'
+    /// matches. None: any skill within the input rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill_range: Option<[f64; 2]>,
 }
 
 impl Default for TicketConfig {
@@ -371,6 +376,7 @@ impl Default for TicketConfig {
         TicketConfig {
             ttl: Duration::from_secs(5 * 60),
             regions: Vec::new(),
+            skill_range: None,
         }
     }
 }
@@ -879,6 +885,14 @@ impl QueueConfig {
         let t = &self.tickets;
         if t.ttl < Duration::from_secs(3) {
             return Err(invalid(key("tickets.ttl"), "must be at least 3s"));
+        }
+        if let Some([lo, hi]) = t.skill_range
+            && !(lo.is_finite() && hi.is_finite() && lo < hi && lo >= -1e6 && hi <= 1e6)
+        {
+            return Err(invalid(
+                key("tickets.skill_range"),
+                "must be [min, max], finite, min below max, within [-1000000, 1000000]",
+            ));
         }
         if t.regions.len() > 256 {
             return Err(invalid(key("tickets.regions"), "at most 256 regions"));

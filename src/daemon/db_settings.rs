@@ -23,6 +23,7 @@ impl<'a> From<&'a QueueConfig> for QueuePublication<'a> {
         QueuePublication {
             model: &config.model,
             regions: &config.tickets.regions,
+            skill_range: config.tickets.skill_range,
             ticket_ttl: config.tickets.ttl,
             config_hash: config.hash(),
             quotas: (

@@ -21,6 +21,10 @@ const WINDOW: usize = 20;
 const BUCKETS: usize = 5;
 /// Fewer pooled players than this in a cell: use the all-regions cell.
 const MIN_CELL: usize = 12;
+/// Most regions the model names (the most pooled first); the others read the
+/// all-regions cells. Region names are the clients' to send: the model stays small
+/// whatever they send.
+const MAX_REGIONS: usize = 32;
 
 /// One pooled player of a round.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,10 +103,24 @@ impl WaitModel {
             }
         };
         let mut regions = serde_json::Map::new();
+        // A region with no cell of its own reads exactly as "*": left out, as are all
+        // but the MAX_REGIONS most pooled.
         let names: Vec<String> = {
-            let mut n: Vec<String> = cells.keys().map(|(r, _)| r.clone()).collect();
-            n.dedup();
-            n
+            let mut pooled: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+            for ((r, _), (n, _)) in &cells {
+                let e = pooled.entry(r.as_str()).or_default();
+                e.0 += n;
+                e.1 |= *n >= MIN_CELL;
+            }
+            let mut n: Vec<(&str, usize)> = pooled
+                .into_iter()
+                .filter(|(r, (_, own))| *own && *r != "*")
+                .map(|(r, (n, _))| (r, n))
+                .collect();
+            n.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            std::iter::once("*".to_string())
+                .chain(n.into_iter().take(MAX_REGIONS).map(|(r, _)| r.to_string()))
+                .collect()
         };
         for name in names {
             let rounds: Vec<f64> = (0..=edges.len())
@@ -176,6 +194,22 @@ mod tests {
         assert_eq!(json["round_interval_s"], 30.0);
         assert_eq!(json["regions"]["eu"]["rounds"][4], 1.0);
         assert_eq!(median, Some(30.0));
+    }
+
+    #[test]
+    fn invented_regions_do_not_grow_the_model() {
+        let mut m = WaitModel::default();
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
+        let pooled: Vec<WaitObservation> = (0..4000)
+            .map(|k| obs(1500.0, &format!("r{k}"), k % 2 == 0))
+            .chain((0..500).map(|k| obs(1500.0, &format!("big{}", k % 40), true)))
+            .collect();
+        m.observe(t0, pooled);
+        let (json, _) = m.to_json(60.0, 20.0).unwrap();
+        let regions = json["regions"].as_object().unwrap();
+        assert_eq!(regions.len(), 1 + MAX_REGIONS, "{:?}", regions.keys());
+        assert!(regions.contains_key("*"));
+        assert!(!regions.keys().any(|r| r.starts_with("r")));
     }
 
     #[test]

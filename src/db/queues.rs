@@ -17,6 +17,8 @@ use matchmaker_optimizer::{Network, QueueModel};
 pub struct QueuePublication<'a> {
     pub model: &'a QueueModel,
     pub regions: &'a [String],
+    /// `[min, max]` of the skills the queue accepts (None: any).
+    pub skill_range: Option<[f64; 2]>,
     pub ticket_ttl: std::time::Duration,
     pub config_hash: String,
     /// The client logins' quotas: (max_queued_per_login, max_backfill_per_login,
@@ -75,11 +77,11 @@ pub async fn publish_queue<'a>(
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
                              enqueue_burst, same_attributes, max_avoids, ready_timeout,
                              decline_cooldown, max_avoids_per_login, rating_pool,
-                             server_ttl)
+                             server_ttl, skill_min, skill_max)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
                  $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23,
-                 $24, make_interval(secs => $25))
+                 $24, make_interval(secs => $25), $26, $27)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -96,6 +98,7 @@ pub async fn publish_queue<'a>(
              decline_cooldown = EXCLUDED.decline_cooldown,
              max_avoids_per_login = EXCLUDED.max_avoids_per_login,
              rating_pool = EXCLUDED.rating_pool, server_ttl = EXCLUDED.server_ttl,
+             skill_min = EXCLUDED.skill_min, skill_max = EXCLUDED.skill_max,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -129,6 +132,8 @@ pub async fn publish_queue<'a>(
     .bind(config.quotas.4.min(i32::MAX as u32) as i32)
     .bind(&pool)
     .bind(config.server_ttl.map(|d| d.as_secs_f64()))
+    .bind(config.skill_range.map(|r| r[0]))
+    .bind(config.skill_range.map(|r| r[1]))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

@@ -22,7 +22,7 @@ mod deploy_samples;
 mod docs_links;
 mod failure_paths;
 mod faults;
-mod hostile_ready_check;
+mod hostile_login;
 mod hosts;
 mod local_pg;
 mod meet;

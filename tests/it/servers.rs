@@ -196,6 +196,38 @@ async fn a_round_forms_no_more_matches_than_ready_servers_and_each_names_its_own
             .unwrap();
     assert_eq!(hosting, Some(next[0].0));
 
+    // The result of a placed match is its server's login's to report, not another
+    // server login's; a server withdrawn while hosting leaves its match as it was.
+    let (_, stranger) = server_login(&d.tdb, 1).await;
+    let report = |db: &PgPool, m: i64| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("SELECT report_result($1, '{1,2}')")
+                .bind(m)
+                .fetch_one(&db)
+                .await
+                .map_err(|e| db_error(&e))
+        }
+    };
+    assert_eq!(
+        report(&stranger, s1_match).await,
+        Err((
+            "22023".into(),
+            format!("match_id = {s1_match}: no such match")
+        ))
+    );
+    assert_eq!(report(&fleet, s1_match).await, Ok("recorded".into()));
+    let gone: bool = sqlx::query_scalar("SELECT server_gone('s2')")
+        .fetch_one(&fleet)
+        .await
+        .unwrap();
+    assert!(gone);
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM matches WHERE server_id = 's2'")
+        .fetch_one(d.db())
+        .await
+        .unwrap();
+    assert_eq!(kept, 1, "the match keeps its server's id and address");
+
     // The operators' view: the report counts the placed matches and those that waited.
     let window = matchmaker::db::report::ReportWindow {
         queue: Some("d".into()),
@@ -213,7 +245,7 @@ async fn a_round_forms_no_more_matches_than_ready_servers_and_each_names_its_own
     );
     let fleet = matchmaker::db::servers::fleet(d.db()).await.unwrap();
     assert_eq!(fleet.len(), 1);
-    assert_eq!((fleet[0].ready, fleet[0].allocated), (0, 3));
+    assert_eq!((fleet[0].ready, fleet[0].allocated), (0, 2));
 }
 
 #[tokio::test]

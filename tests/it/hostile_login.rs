@@ -1,7 +1,9 @@
-//! The ready check against a hostile client login beside an honest one, with a running
-//! daemon: an answer held in an open transaction, or refused calls left in one, hold no
-//! match past its deadline; a late answer names a cancelled match only to a login whose
-//! player was in it; a cancellation's reason names only the reader's own players.
+//! A hostile client login beside an honest one, with a running daemon. The ready check:
+//! an answer held in an open transaction, or refused calls left in one, hold no match
+//! past its deadline; a late answer names a cancelled match only to a login whose player
+//! was in it; a cancellation's reason names only the reader's own players; decline
+//! bombing under fresh ids leaves the honest login its ready matches. The quota: a
+//! login's concurrent transactions cannot overshoot it.
 
 use std::time::Duration;
 
@@ -367,4 +369,105 @@ async fn decline_bombing_leaves_the_honest_login_its_ready_matches() {
     .unwrap();
     assert_eq!(failing, vec![attacker_login]);
     daemon.stop().await;
+}
+
+/// Quota overshoot: eight transactions of one login, each enqueueing ten players while
+/// the others are open, against a quota of 50: exactly 50 queued, the rest refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_transactions_of_one_login_do_not_overshoot_its_quota() {
+    let tdb = fresh_db().await;
+    let config = matchmaker::config::Config::from_toml_str(
+        "[queues.q.round]\nevery = \"1h\"\n[queues.q.limits]\nmax_queued_per_login = 50\n",
+    )
+    .unwrap();
+    publish(&tdb.pool, &config, "quota").await;
+    let (login, _) = client_login(&tdb, 1).await;
+    let (start, _) = tokio::sync::watch::channel(());
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let url = tdb.url_as(&login);
+        let mut go = start.subscribe();
+        tasks.push(tokio::spawn(async move {
+            let mut conn = PgConnection::connect(&url).await.unwrap();
+            let _ = go.changed().await;
+            sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+            for i in 0..10 {
+                let sent = sqlx::query("SELECT enqueue('q', $1, 1500)")
+                    .bind(format!("t{t}p{i}"))
+                    .execute(&mut conn)
+                    .await;
+                if let Err(e) = sent {
+                    sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap();
+                    return Err(db_error(&e));
+                }
+            }
+            // Held open while the others count.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
+            Ok(())
+        }));
+    }
+    start.send(()).unwrap();
+    let mut refused = 0;
+    for task in tasks {
+        if let Err((code, message)) = task.await.unwrap() {
+            assert_eq!(code, "22023", "{message}");
+            assert!(message.contains("limits.max_queued_per_login"), "{message}");
+            refused += 1;
+        }
+    }
+    let queued: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM queue_entries WHERE owner = $1 AND status = 'queued'",
+    )
+    .bind(&login)
+    .fetch_one(&tdb.pool)
+    .await
+    .unwrap();
+    assert_eq!((queued, refused), (50, 3));
+}
+
+/// Skill decoys: a queue that declares its skills refuses an entry far off the scale (a
+/// decoy that would ride the max-wait fallback into honest matches), solo or in a party,
+/// and writes nothing.
+#[tokio::test]
+async fn a_skill_outside_the_queue_range_is_refused() {
+    let tdb = fresh_db().await;
+    let config = matchmaker::config::Config::from_toml_str(
+        "[queues.q.round]\nevery = \"1h\"\n[queues.q.tickets]\nskill_range = [0, 5000]\n",
+    )
+    .unwrap();
+    publish(&tdb.pool, &config, "range").await;
+    let (_, attacker) = client_login(&tdb, 1).await;
+    for skill in [24000.0, -1.0, 5000.5] {
+        let e = enqueue(&attacker, "q", "decoy", skill)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            db_error(&e),
+            (
+                "22023".to_string(),
+                format!(
+                    "skill = {skill}: is outside queue q's skills, 0 to 5000 (tickets.skill_range)"
+                )
+            )
+        );
+    }
+    let e = sqlx::query(
+        "SELECT enqueue_party('q', 'p', '[{\"player_id\": \"a\", \"skill\": 1500},
+                                         {\"player_id\": \"b\", \"skill\": 9000}]')",
+    )
+    .execute(&attacker)
+    .await
+    .unwrap_err();
+    assert_eq!(db_error(&e).0, "22023");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM queue_entries")
+        .fetch_one(&tdb.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    enqueue(&attacker, "q", "fair", 5000.0)
+        .send()
+        .await
+        .unwrap();
 }

@@ -14,7 +14,10 @@
 -- holds), and an answer written after the resolution is refused. A cancelled match
 -- keeps the entries of its seats (cancelled_entries), so a late answer is told "was
 -- cancelled" only for a player of the caller's that was in it, and without the reason
--- (which names other players).
+-- (which names other players). The leader's wait model, which describes every login's
+-- players, is no longer readable by clients in queue_countdown. A login's quota of queued
+-- entries holds exactly under concurrent transactions, and a skill outside the queue's
+-- declared range is refused.
 
 
 -- ---- ready_answers: one row per answer ---------------------------------------------------
@@ -212,7 +215,185 @@ BEGIN
 END
 $$;
 
+-- ---- Skills within the queue's range -----------------------------------------------------
+-- [queues.NAME.tickets] skill_range, published by the leader: an entry far off the scale
+-- is refused, so it cannot ride the max-wait fallback into other players' matches.
+ALTER TABLE queues ADD COLUMN skill_min double precision NULL,
+                   ADD COLUMN skill_max double precision NULL;
+COMMENT ON COLUMN queues.skill_min IS
+    'tickets.skill_range: the lowest skill an entry may have (NULL: any)';
+
+-- The member rules of 0011, and the range.
+CREATE OR REPLACE FUNCTION matchmaker_check_member(q queues, player_id text, skill double precision,
+                                        skill_sigma double precision, latencies jsonb,
+                                        peer_pings jsonb, roles text[],
+                                        side double precision) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    r text;
+BEGIN
+    PERFORM matchmaker_check_id('player_id', player_id);
+    IF skill IS NULL AND q.rating_pool IS NULL THEN
+        PERFORM matchmaker_refuse('skill', 'NULL',
+            format('is required (queue %s has no built-in rating)', q.queue));
+    END IF;
+    -- NaN compares above Infinity in PostgreSQL: these bounds refuse it too.
+    IF skill IS NOT NULL AND NOT (skill >= -1e6 AND skill <= 1e6) THEN
+        PERFORM matchmaker_refuse('skill', skill::text, 'must be a finite number in [-1000000, 1000000]');
+    END IF;
+    IF skill IS NOT NULL AND (skill < q.skill_min OR skill > q.skill_max) THEN
+        PERFORM matchmaker_refuse('skill', skill::text,
+            format('is outside queue %s''s skills, %s to %s (tickets.skill_range)',
+                   q.queue, q.skill_min, q.skill_max));
+    END IF;
+    IF skill_sigma IS NOT NULL AND NOT (skill_sigma >= 0 AND skill_sigma <= 1e6) THEN
+        PERFORM matchmaker_refuse('skill_sigma', skill_sigma::text, 'must be a number in [0, 1000000]');
+    END IF;
+    IF side IS NOT NULL AND NOT (side >= 0 AND side <= 1) THEN
+        PERFORM matchmaker_refuse('side', side::text, 'must be in [0, 1] (0: first team, 1: second)');
+    END IF;
+    PERFORM matchmaker_check_ms_map('latencies', latencies, 32, q.regions);
+    PERFORM matchmaker_check_ms_map('peer_pings', peer_pings, 100, '{}');
+    IF roles IS NULL THEN
+        PERFORM matchmaker_refuse('roles', 'NULL', 'must be an array (empty: any role)');
+    END IF;
+    IF array_ndims(roles) > 1 THEN
+        PERFORM matchmaker_refuse('roles', roles::text, 'must be a one-dimensional array');
+    END IF;
+    IF cardinality(roles) > 16 THEN
+        PERFORM matchmaker_refuse('roles', roles::text, 'has more than 16 roles');
+    END IF;
+    FOREACH r IN ARRAY roles LOOP
+        IF r IS NULL OR NOT r = ANY (q.roles) THEN
+            PERFORM matchmaker_refuse('roles', quote_nullable(r),
+                CASE WHEN cardinality(q.roles) = 0 THEN 'this queue has no roles'
+                     ELSE format('unknown role; this queue''s roles: %s',
+                                 array_to_string(q.roles, ', ')) END);
+        END IF;
+    END LOOP;
+    IF cardinality(roles) <> (SELECT count(DISTINCT x) FROM unnest(roles) x) THEN
+        PERFORM matchmaker_refuse('roles', roles::text, 'names a role twice');
+    END IF;
+END
+$$;
+
+-- enqueue()'s fast path of 0003, and the range.
+CREATE OR REPLACE FUNCTION matchmaker_member_ok(q queues, player_id text, skill double precision,
+                                     skill_sigma double precision, latencies jsonb,
+                                     peer_pings jsonb, roles text[],
+                                     side double precision) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(
+        length(player_id) BETWEEN 1 AND 64 AND player_id !~ '[[:cntrl:]]'
+        AND skill >= -1e6 AND skill <= 1e6
+        AND (q.skill_min IS NULL OR skill >= q.skill_min)
+        AND (q.skill_max IS NULL OR skill <= q.skill_max)
+        AND (skill_sigma IS NULL OR (skill_sigma >= 0 AND skill_sigma <= 1e6))
+        AND (side IS NULL OR (side >= 0 AND side <= 1))
+        AND jsonb_typeof(latencies) = 'object' AND jsonb_typeof(peer_pings) = 'object'
+        AND (latencies = '{}' OR (
+             jsonb_array_length(jsonb_path_query_array(latencies, '$.*')) <= 32
+             AND NOT jsonb_path_exists(latencies,
+                 'strict $.* ? (@.type() != "number" || @ < 0 || @ > 10000)')
+             AND NOT latencies ? ''
+             AND latencies::text !~ '[\\[:cntrl:]]|"[^"]{65}'
+             AND (cardinality(q.regions) = 0 OR latencies - q.regions = '{}')))
+        AND (peer_pings = '{}' OR (
+             jsonb_array_length(jsonb_path_query_array(peer_pings, '$.*')) <= 100
+             AND NOT jsonb_path_exists(peer_pings,
+                 'strict $.* ? (@.type() != "number" || @ < 0 || @ > 10000)')
+             AND NOT peer_pings ? ''
+             AND peer_pings::text !~ '[\\[:cntrl:]]|"[^"]{65}'))
+        -- A NULL role is in no array (<@ never matches NULL).
+        AND cardinality(roles) <= 16 AND roles <@ q.roles
+        AND coalesce(array_ndims(roles), 1) = 1
+        AND (cardinality(roles) < 2
+             OR cardinality(roles)
+                = jsonb_array_length(jsonb_path_query_array(
+                      jsonb_object(string_to_array(array_to_string(roles, E'\x1f'), E'\x1f'),
+                                   string_to_array(array_to_string(roles, E'\x1f'), E'\x1f')),
+                      '$.*'))),
+        false)
+$$;
+
+-- ---- matchmaker_check_quota: exact under concurrent transactions -----------------------
+-- As in 0008, with the login's count taken under a transaction-scoped advisory lock of
+-- the login and queue.
+CREATE OR REPLACE FUNCTION matchmaker_check_quota(q queues, players integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    queued integer;
+BEGIN
+    IF matchmaker_sees_all() THEN
+        RETURN;
+    END IF;
+    INSERT INTO call_buckets AS b (login, pid, queue, tokens, at)
+    VALUES (session_user, pg_backend_pid(), q.queue, q.enqueue_burst - players,
+            clock_timestamp())
+    ON CONFLICT (login, pid, queue) DO UPDATE
+       SET tokens = least(q.enqueue_burst, b.tokens + q.enqueue_rate
+                          * extract(epoch FROM clock_timestamp() - b.at)) - players,
+           at = clock_timestamp()
+     WHERE least(q.enqueue_burst, b.tokens + q.enqueue_rate
+                 * extract(epoch FROM clock_timestamp() - b.at)) >= players;
+    IF NOT FOUND THEN
+        PERFORM matchmaker_refuse('queue', quote_literal(q.queue),
+            format('this connection enqueues more than %s players a second (limits.enqueue_rate); retry later',
+                   q.enqueue_rate));
+    END IF;
+    -- One count at a time per login and queue, held to the end of the caller's
+    -- transaction: concurrent calls of one login cannot each pass the count and overshoot
+    -- it together. Only the login's own calls into the queue wait on it.
+    PERFORM pg_advisory_xact_lock(
+        hashtextextended('matchmaker quota ' || q.queue || ' ' || session_user, 0));
+    SELECT count(*) INTO queued
+      FROM (SELECT 1 FROM queue_entries e
+             WHERE e.queue = q.queue AND e.owner = session_user AND e.status = 'queued'
+             LIMIT q.max_queued_per_login) s;
+    IF queued + players > q.max_queued_per_login THEN
+        PERFORM matchmaker_refuse('queue', quote_literal(q.queue),
+            format('this login has %s of its %s queued entries (limits.max_queued_per_login); wait for matches or cancel some',
+                   queued, q.max_queued_per_login));
+    END IF;
+END
+$$;
+
+-- ---- queue_countdown: the wait model is the server's ------------------------------------
+-- As in 0006, except wait_model, which describes other logins' players (their skill
+-- quantiles and regions): NULL for a client.
+CREATE OR REPLACE VIEW queue_countdown AS
+SELECT s.queue,
+       s.next_round_at,
+       s.waiting_for,
+       -- (greatest() skips a NULL: without the CASE a running round would read 0 s.)
+       CASE WHEN s.next_round_at IS NOT NULL
+            THEN ceil(greatest(0, extract(epoch FROM s.next_round_at - now())))::integer
+       END AS seconds_to_next_round,
+       s.pool_size,
+       s.target_pool,
+       -- How many more players would start the round early (NULL: no early start).
+       greatest(0, s.target_pool - s.pool_size) AS players_missing_for_early_start,
+       s.min_pool,
+       s.players_per_match,
+       s.schedule,
+       s.last_round_id,
+       s.last_round_at,
+       s.pool_counted_at,
+       s.players_missing,
+       s.latest_round_at,
+       CASE WHEN s.latest_round_at IS NOT NULL
+            THEN ceil(greatest(0, extract(epoch FROM s.latest_round_at - now())))::integer
+       END AS seconds_to_latest_round,
+       s.round_started_at,
+       -- The leader's wait model: operators' (a client reads its own players' estimates in
+       -- player_status and the median below).
+       CASE WHEN (SELECT matchmaker_sees_all()) THEN s.wait_model END AS wait_model,
+       s.median_wait_s
+  FROM queue_state s;
+
 -- ---- player_status: the answer from ready_answers ---------------------------------------
+-- As in 0006, with the player's answer from ready_answers, and the estimate from the
+-- leader's wait model in queue_state (queue_countdown hides it from clients).
 CREATE OR REPLACE VIEW player_status WITH (security_barrier) AS
 SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
        e.queue,
@@ -261,7 +442,9 @@ SELECT DISTINCT ON (e.queue, e.owner, e.player_id)
                    WHERE a.match_id = e.match_id AND a.entry_id = e.entry_id) END AS answer,
        -- queued: the estimated wait left (matchmaker_estimate_wait).
        CASE WHEN e.status = 'queued' AND e.expires_at > now()
-            THEN matchmaker_estimate_wait(c.wait_model, e.skill, e.latencies,
+            THEN matchmaker_estimate_wait((SELECT qs.wait_model FROM queue_state qs
+                                            WHERE qs.queue = e.queue),
+                                          e.skill, e.latencies,
                                           coalesce(c.seconds_to_next_round, 0))
        END AS estimated_wait_s
   FROM queue_entries e
