@@ -145,6 +145,10 @@ pub struct PeakArgs {
     /// removed after a run that met its targets).
     #[arg(long)]
     pub log_dir: Option<PathBuf>,
+    /// Game servers for the 5v5 queues (in the evening's regions unless
+    /// --server-regions names others); with them the 5v5 queues require servers.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 impl From<PeakArgs> for lab::peak::PeakRun {
@@ -162,6 +166,52 @@ impl From<PeakArgs> for lab::peak::PeakRun {
             seed: args.seed,
             database_url: args.database_url,
             log_dir: args.log_dir,
+            fleet: args.fleet.into(),
+        }
+    }
+}
+
+/// Simulated game servers, shared by `simulate` and `peak`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FleetArgs {
+    /// Run a fleet of simulated game servers, this many per region (0: none). They
+    /// announce themselves (server_ready) every ttl / 3, host the matches they are
+    /// allocated, announce the end, and sometimes crash. `peak` then gives its 5v5
+    /// queues [queues.X.servers] required = true; `simulate`'s queue must require servers
+    /// in the daemon's config.
+    #[arg(long, default_value_t = 0)]
+    pub servers_per_region: usize,
+    /// The fleet's regions, comma-separated. Default: simulate: the queue's regions;
+    /// peak: the evening's regions.
+    #[arg(long, value_delimiter = ',')]
+    pub server_regions: Vec<String>,
+    /// A region with another number of servers, REGION=K (repeatable), e.g. a short
+    /// region: --short-region us-east=2.
+    #[arg(long, value_parser = lab::sim::game_servers::parse_short_region)]
+    pub short_region: Vec<(String, usize)>,
+    /// Wall-clock length of a match on a server (each lasts 80-120% of it). Default: the
+    /// players' mean match, its simulated duration divided by the speedup.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub match_length: Option<Duration>,
+    /// Chance per match that its server crashes during it: it goes silent, and comes
+    /// back one to two ttls later under a new id.
+    #[arg(long, default_value_t = 0.02)]
+    pub server_crash_rate: f64,
+    /// The servers' ttl: peak writes it into [queues.X.servers]; simulate reads its
+    /// queue's and uses this only when its login cannot.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub server_ttl: Duration,
+}
+
+impl From<FleetArgs> for lab::sim::game_servers::FleetOptions {
+    fn from(args: FleetArgs) -> Self {
+        lab::sim::game_servers::FleetOptions {
+            servers_per_region: args.servers_per_region,
+            regions: args.server_regions,
+            short_regions: args.short_region,
+            match_length: args.match_length,
+            crash_rate: args.server_crash_rate,
+            ttl: args.server_ttl,
         }
     }
 }
@@ -360,6 +410,9 @@ pub struct SimulateArgs {
     pub duration: Duration,
     #[command(flatten)]
     pub load: LoadArgs,
+    /// Game servers for the queue (which must require them in the daemon's config).
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 impl From<SimulateArgs> for lab::simulate::SimulateOptions {
@@ -370,6 +423,7 @@ impl From<SimulateArgs> for lab::simulate::SimulateOptions {
             players: args.players,
             duration: args.duration,
             load: args.load.into(),
+            fleet: args.fleet.into(),
         }
     }
 }

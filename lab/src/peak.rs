@@ -19,7 +19,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::sim::peak::{EveningSpec, QueuePlan, config_toml, plan_evening};
+use crate::sim::game_servers::{FleetOptions, FleetOutcome, ServerFigures, run_fleet};
+use crate::sim::peak::{EveningSpec, Mode, QueuePlan, config_toml, plan_evening};
 use crate::sim::peak_figures::{
     CountdownSample, PastBoundApart, PeakFigures, PlacedPlayer, Placements, QueueTiming, RoundRow,
     WaitRow,
@@ -58,6 +59,8 @@ pub struct PeakRun {
     /// Keep the replicas' logs and the config here (default: a temporary directory,
     /// removed after a run that met its targets).
     pub log_dir: Option<PathBuf>,
+    /// Game servers for the 5v5 queues (none by default).
+    pub fleet: FleetOptions,
 }
 
 /// What to run, for the command and the tests.
@@ -73,6 +76,10 @@ pub struct PeakOptions {
     /// The `matchmaker` binary the replicas run.
     pub exe: PathBuf,
     pub work_dir: PathBuf,
+    /// Simulated game servers (`sim::game_servers`): with a fleet, the 5v5 queues
+    /// require servers (`[queues.X.servers]`, ttl `fleet.ttl`), and the fleet runs in the
+    /// evening's regions unless it names others, its matches as long as the players'.
+    pub fleet: FleetOptions,
 }
 
 /// The measured run.
@@ -84,6 +91,10 @@ pub struct PeakOutcome {
     pub queues: usize,
     pub distinct_players: i64,
     pub sims: SimReport,
+    /// The players of the 5v5 queues alone (the queues a fleet serves).
+    pub sims_5v5: SimReport,
+    /// The fleet, when one ran.
+    pub fleet: Option<FleetOutcome>,
     /// Replica exits we did not cause.
     pub replica_exits: u32,
     pub elapsed: Duration,
@@ -162,11 +173,44 @@ impl PeakOutcome {
                 ),
             ),
         ];
-        if let (Some(p50), Some(p99)) = (s.wait_percentile(0.5), s.wait_percentile(0.99)) {
+        let waits = |s: &SimReport| match (
+            s.wait_percentile(0.5),
+            s.wait_percentile(0.9),
+            s.wait_percentile(0.99),
+        ) {
+            (Some(p50), Some(p90), Some(p99)) => Some(format!("{p50:.1} / {p90:.1} / {p99:.1} s")),
+            _ => None,
+        };
+        if let Some(w) = waits(s) {
+            rows.push(("wait to a match, p50 / p90 / p99".into(), w));
+        }
+        if let Some(fleet) = &self.fleet {
+            if let Some(w) = waits(&self.sims_5v5) {
+                rows.push(("  5v5 queues (on game servers), p50 / p90 / p99".into(), w));
+            }
+            let r = &fleet.report;
             rows.push((
-                "wait to a match, p50 / p99".into(),
-                format!("{p50:.1} / {p99:.1} s"),
+                "game servers per region at the start".into(),
+                fleet.spec.servers_line(),
             ));
+            rows.push((
+                "  hosted / crashed (back under a new id) / given back".into(),
+                format!(
+                    "{} / {} ({}) / {}",
+                    r.hosted.len(),
+                    r.crashes,
+                    r.comebacks,
+                    r.count(crate::sim::game_servers::HostEnd::GivenBack)
+                ),
+            ));
+            if let Some(figures) = &fleet.figures {
+                rows.extend(
+                    figures
+                        .rows()
+                        .into_iter()
+                        .map(|(k, v)| (format!("  {k}"), v)),
+                );
+            }
         }
         rows.extend(self.figures.rows());
         let e = &self.estimate;
@@ -241,6 +285,19 @@ async fn peak(args: PeakRun) -> anyhow::Result<()> {
     let today = Utc::now().date_naive();
     let start =
         Utc.from_utc_datetime(&today.and_hms_opt(args.start_hour, 0, 0).expect("hour < 24"));
+    let fleet_line = if args.fleet.enabled() {
+        format!(
+            ", game servers {} per region{}",
+            args.fleet.servers_per_region,
+            args.fleet
+                .short_regions
+                .iter()
+                .map(|(r, k)| format!(" ({r} {k})"))
+                .collect::<String>()
+        )
+    } else {
+        String::new()
+    };
     let options = PeakOptions {
         evening: EveningSpec {
             regions: args.regions as usize,
@@ -257,10 +314,11 @@ async fn peak(args: PeakRun) -> anyhow::Result<()> {
         seed: args.seed,
         exe: super::product_binary()?,
         work_dir: work.clone(),
+        fleet: args.fleet.clone(),
     };
     println!(
         "matchmaker-lab peak: {} replicas, {} regions x 2 modes, {} players, {} new/s at peak, \
-         {} of wall clock at speedup {} from {:02}:00 UTC, on {}",
+         {} of wall clock at speedup {} from {:02}:00 UTC{fleet_line}, on {}",
         args.replicas,
         args.regions,
         args.players,
@@ -283,6 +341,9 @@ async fn peak(args: PeakRun) -> anyhow::Result<()> {
     println!("\n{}", outcome.table());
     if let Some(note) = outcome.figures.apart_note() {
         println!("  {note}");
+    }
+    if outcome.fleet.is_some() {
+        println!("  {}", crate::sim::game_servers::CROSS_REGION_NOTE);
     }
     let failed = outcome.failed_targets();
     if failed.is_empty() {
@@ -319,10 +380,30 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let db = db::connect_with(url, 24).await?;
     db::migrate(&db).await?;
     let population = Population::realistic();
-    let plans = plan_evening(&population, &options.evening);
+    let evening = EveningSpec {
+        server_ttl: options.fleet.enabled().then_some(options.fleet.ttl),
+        ..options.evening.clone()
+    };
+    let plans = plan_evening(&population, &evening);
+    // The fleet: in the regions of the 5v5 queues, matches as long as the players'.
+    let mut regions: Vec<String> = plans
+        .iter()
+        .filter(|p| p.mode == Mode::Dedicated5v5)
+        .map(|p| p.region.clone())
+        .collect();
+    regions.dedup();
+    let fleet_spec = options.fleet.spec(
+        &regions,
+        SimulatorOptions::default()
+            .match_duration
+            .div_f64(options.speedup),
+        options.fleet.ttl,
+        options.seed,
+        "peak-srv-",
+    )?;
     let config = write_config(
         &options.work_dir,
-        &config_toml(&plans, &options.evening, options.solver_threads),
+        &config_toml(&plans, &evening, options.solver_threads),
     )?;
     let mut replicas = Vec::new();
     for i in 1..=options.replicas {
@@ -343,9 +424,21 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         );
     }
 
+    let since: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&db).await?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // The fleet announces itself before the players come, and stops after them.
+    let fleet = fleet_spec.clone().map(|spec| {
+        let db = db.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            };
+            run_fleet(&db, &spec, stopped).await
+        })
+    });
     let before = DbLoad::read(&db).await?;
     let load_started = Instant::now();
-    let (stop_tx, stop_rx) = watch::channel(false);
     let sampler = tokio::spawn(sample_countdowns(db.clone(), stop_rx.clone()));
     let estimates = tokio::spawn(sample_estimates(db.clone(), stop_rx));
     let mut sims = Vec::new();
@@ -358,10 +451,16 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         }));
     }
     let mut report = SimReport::default();
+    let mut report_5v5 = SimReport::default();
     let mut sim_error = None;
     for (sim, plan) in sims.into_iter().zip(&plans) {
         match sim.await.context("a simulator task")? {
-            Ok(r) => merge(&mut report, r),
+            Ok(r) => {
+                if plan.mode == Mode::Dedicated5v5 {
+                    merge(&mut report_5v5, r.clone());
+                }
+                merge(&mut report, r)
+            }
             Err(e) => {
                 sim_error.get_or_insert(anyhow::Error::from(e).context(plan.queue.clone()));
             }
@@ -371,6 +470,10 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let _ = stop_tx.send(true);
     let samples = sampler.await.context("the countdown sampler")??;
     let estimates = estimates.await.context("the estimate sampler")??;
+    let fleet_report = match fleet {
+        Some(task) => Some(task.await.context("the game servers")??),
+        None => None,
+    };
     let after = DbLoad::read(&db).await?;
     let backend_cpu = backend_cpu_secs(&db).await?;
     let mut replica_exits = 0;
@@ -410,6 +513,21 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let placements = read_placements(&db).await?;
     let estimate = estimate_error(&db, &estimates).await?;
     let figures = PeakFigures::measure(&rounds, &samples, &waits, &placements, &timing);
+    let fleet = match (fleet_spec, fleet_report) {
+        (Some(spec), Some(report)) => {
+            let queues: Vec<String> = plans
+                .iter()
+                .filter(|p| p.mode == Mode::Dedicated5v5)
+                .map(|p| p.queue.clone())
+                .collect();
+            Some(FleetOutcome {
+                spec,
+                report,
+                figures: Some(ServerFigures::read(&db, &queues, since).await?),
+            })
+        }
+        _ => None,
+    };
     write_run_data(&options.work_dir, &rounds, &samples, &waits)?;
     let mut load = after.since(&before, load_time);
     load.push((
@@ -427,6 +545,8 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         queues: plans.len(),
         distinct_players,
         sims: report,
+        sims_5v5: report_5v5,
+        fleet,
         replica_exits,
         elapsed: started.elapsed(),
         estimate,
@@ -812,7 +932,9 @@ struct EntryWait<'a> {
 ///   they waited, and every such round that did not match them left them over because no
 ///   valid match included them (its own explanation, `round_snapshots.left_over`:
 ///   `no_host`, nobody in reach to host a peer-to-peer match with them, or
-///   `no_valid_match`, party shape or roles).
+///   `no_valid_match`, party shape or roles);
+/// - **no server**: as no valid match, where some of those rounds formed their match but
+///   had no game server for it (`no_server`: a queue that requires servers).
 ///
 /// - **next round**: matched by the first round that started after they reached
 ///   `max_wait`, and that round started within 1 s of its tick (the lateness target).
@@ -908,10 +1030,18 @@ async fn past_bound_apart(
     .fetch_all(db)
     .await?;
     let no_valid_match = !outcomes.is_empty()
-        && outcomes
-            .iter()
-            .all(|o| matches!(o.as_deref(), Some("no_host" | "no_valid_match")));
-    Ok(no_valid_match.then_some(PastBoundApart::NoValidMatch))
+        && outcomes.iter().all(|o| {
+            matches!(
+                o.as_deref(),
+                Some("no_host" | "no_valid_match" | "no_server")
+            )
+        });
+    let no_server = outcomes.iter().any(|o| o.as_deref() == Some("no_server"));
+    Ok(no_valid_match.then_some(if no_server {
+        PastBoundApart::NoServer
+    } else {
+        PastBoundApart::NoValidMatch
+    }))
 }
 
 /// Counters of `pg_stat_database` for our database, and the server's WAL.

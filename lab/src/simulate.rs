@@ -12,8 +12,11 @@ use anyhow::Context;
 use chrono::{TimeZone, Utc};
 use tokio::sync::watch;
 
+use crate::sim::game_servers::{FleetOptions, FleetOutcome, FleetSpec, ServerFigures, run_fleet};
 use crate::sim::population::{Population, PopulationSpec};
-use crate::sim::simulator::{MeetSpec, SimProgress, SimReport, SimulatorOptions, run_simulator};
+use crate::sim::simulator::{
+    MeetSpec, SimError, SimProgress, SimReport, SimulatorOptions, run_simulator,
+};
 use matchmaker::db;
 use matchmaker::ops::{self, open_database, require_schema};
 
@@ -32,6 +35,26 @@ pub struct SimulateOptions {
     /// queued are cancelled.
     pub duration: Duration,
     pub load: LoadOptions,
+    /// Simulated game servers beside the players (none by default): see
+    /// `sim::game_servers`. The queue must require servers in the daemon's config.
+    pub fleet: FleetOptions,
+}
+
+/// What a run of `simulate` did: the players' report and, with a fleet, the servers'.
+#[derive(Debug, Clone)]
+pub struct SimulateReport {
+    pub players: SimReport,
+    pub fleet: Option<FleetOutcome>,
+}
+
+impl std::fmt::Display for SimulateReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.players)?;
+        if let Some(fleet) = &self.fleet {
+            write!(f, "\n{fleet}")?;
+        }
+        Ok(())
+    }
 }
 
 /// The load options, shared with `matchmaker-lab demo`.
@@ -161,12 +184,13 @@ fn write_pool(args: &SimulateOptions, path: &std::path::Path) -> anyhow::Result<
     Ok(())
 }
 
-/// Runs the simulated players against the database until `args.duration` has passed or
-/// `shutdown` resolves, printing a line of counters every 5 s; returns the report.
+/// Runs the simulated players (and the fleet, if any) against the database until
+/// `args.duration` has passed or `shutdown` resolves, printing a line of counters every
+/// 5 s; returns the report.
 pub async fn simulate(
     args: &SimulateOptions,
     shutdown: impl Future<Output = ()>,
-) -> anyhow::Result<SimReport> {
+) -> anyhow::Result<SimulateReport> {
     let (pool, server) = open_database(&args.database).await?;
     let outcome = simulate_on(&pool, args, shutdown).await;
     pool.close().await;
@@ -180,7 +204,7 @@ async fn simulate_on(
     pool: &sqlx::PgPool,
     args: &SimulateOptions,
     shutdown: impl Future<Output = ()>,
-) -> anyhow::Result<SimReport> {
+) -> anyhow::Result<SimulateReport> {
     // A client login may not read sqlx's table: the simulator's own check (the views and
     // functions it calls exist) is what it can ask.
     let access = db::access::read_access(pool, &["_sqlx_migrations"]).await?;
@@ -214,9 +238,158 @@ async fn simulate_on(
             eprintln!("{}", progress_line(&rx.borrow_and_update()));
         }
     });
-    let report = run_simulator(pool, &population, &options, Some(tx), shutdown).await;
+    let fleet = prepare_fleet(pool, args, &options).await?;
+    if let Some(spec) = &fleet {
+        eprintln!(
+            "game servers {} in queue {:?}'s regions, matches of {} +-20%, crash rate {} per \
+             match, announcing every {}",
+            spec.servers_line(),
+            options.queue,
+            humantime::format_duration(spec.match_length),
+            spec.crash_rate,
+            humantime::format_duration(spec.announce_every())
+        );
+    }
+    let since: chrono::DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(pool).await?;
+    // The fleet stops when the players do; a fleet that fails stops the players.
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let (failed_tx, mut failed_rx) = watch::channel(false);
+    let players = async {
+        let shutdown = async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = failed_rx.wait_for(|failed| *failed) => {}
+            }
+        };
+        let report = run_simulator(pool, &population, &options, Some(tx), shutdown).await;
+        let _ = stop_tx.send(true);
+        report
+    };
+    let servers = async {
+        let spec = fleet.as_ref()?;
+        let stop = async move {
+            let _ = stop_rx.wait_for(|stop| *stop).await;
+        };
+        let report = run_fleet(pool, spec, stop).await;
+        if report.is_err() {
+            let _ = failed_tx.send(true);
+        }
+        Some(report)
+    };
+    let (report, fleet_report) = tokio::join!(players, servers);
     printer.abort();
-    Ok(report?)
+    let report = report?;
+    let fleet = match (fleet, fleet_report) {
+        (Some(spec), Some(fleet_report)) => {
+            let fleet_report = fleet_report?;
+            let access = db::access::read_access(
+                pool,
+                &[
+                    "matches",
+                    "rounds",
+                    "round_snapshots",
+                    "queue_entries",
+                    "queues",
+                ],
+            )
+            .await?;
+            let figures = if access.unreadable.is_empty() {
+                Some(ServerFigures::read(pool, std::slice::from_ref(&options.queue), since).await?)
+            } else {
+                None
+            };
+            Some(FleetOutcome {
+                spec,
+                report: fleet_report,
+                figures,
+            })
+        }
+        _ => None,
+    };
+    Ok(SimulateReport {
+        players: report,
+        fleet,
+    })
+}
+
+/// The fleet of this run, if one was asked for: in the queue's regions unless others
+/// were named, matches as long as the players' (their mean match duration at the
+/// speedup), announcing every third of the queue's server ttl. Waits for the daemon to
+/// publish the queue (`server_ready` refuses a region no queue lists), and refuses a
+/// queue that does not require servers when the login can tell.
+async fn prepare_fleet(
+    pool: &sqlx::PgPool,
+    args: &SimulateOptions,
+    options: &SimulatorOptions,
+) -> anyhow::Result<Option<FleetSpec>> {
+    let match_length = options.match_duration.div_f64(options.speedup);
+    let prefix = format!(
+        "{}srv-",
+        options
+            .id_prefix
+            .clone()
+            .unwrap_or_else(|| format!("sim{}-", options.seed))
+    );
+    if !args.fleet.enabled() {
+        args.fleet
+            .spec(&[], match_length, args.fleet.ttl, options.seed, &prefix)?;
+        return Ok(None);
+    }
+    let queue = &options.queue;
+    let started = std::time::Instant::now();
+    let (network, regions) = loop {
+        let row: Option<(String, Vec<String>)> =
+            sqlx::query_as("SELECT network, regions FROM queue_catalog WHERE queue = $1")
+                .bind(queue)
+                .fetch_optional(pool)
+                .await?;
+        if let Some(row) = row {
+            break row;
+        }
+        if started.elapsed() >= options.publish_timeout {
+            return Err(SimError::QueueNotPublished {
+                queue: queue.clone(),
+                waited: options.publish_timeout,
+                published: sqlx::query_scalar("SELECT queue FROM queue_catalog ORDER BY queue")
+                    .fetch_all(pool)
+                    .await?,
+            }
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    anyhow::ensure!(
+        network == "dedicated",
+        "queue {queue:?} is {network}: game servers host only a dedicated-server queue's \
+         matches (network = \"dedicated\" and [queues.{queue}.servers] required = true)"
+    );
+    let access = db::access::read_access(pool, &["queues"]).await?;
+    let ttl = if access.unreadable.is_empty() {
+        let ttl: Option<f64> = sqlx::query_scalar(
+            "SELECT extract(epoch FROM server_ttl)::float8 FROM queues WHERE queue = $1",
+        )
+        .bind(queue)
+        .fetch_one(pool)
+        .await?;
+        let Some(ttl) = ttl else {
+            anyhow::bail!(
+                "queue {queue:?} does not require game servers: the fleet would change \
+                 nothing. Give the daemon's config [queues.{queue}.servers] required = true"
+            );
+        };
+        Duration::from_secs_f64(ttl)
+    } else {
+        tracing::warn!(
+            queue = %queue,
+            "this login cannot read the queue's server ttl: the servers announce every {} \
+             (--server-ttl / 3)",
+            humantime::format_duration(args.fleet.ttl / 3)
+        );
+        args.fleet.ttl
+    };
+    Ok(args
+        .fleet
+        .spec(&regions, match_length, ttl, options.seed, &prefix)?)
 }
 
 /// The players a queue can use: parties no larger than a team, the queue's roles unless

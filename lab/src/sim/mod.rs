@@ -4,6 +4,7 @@
 
 pub use matchmaker_population::{population, shown_countdown, world};
 
+pub mod game_servers;
 pub mod peak;
 pub mod peak_figures;
 pub mod simulator;

@@ -58,6 +58,9 @@ pub struct EveningSpec {
     pub max_wait_5v5: Duration,
     /// Solver budget of each round.
     pub budget: Duration,
+    /// The 5v5 queues place their matches on game servers (`[queues.X.servers]
+    /// required = true`) with this ttl; None: no such table (a match names its region).
+    pub server_ttl: Option<Duration>,
 }
 
 impl Default for EveningSpec {
@@ -71,6 +74,7 @@ impl Default for EveningSpec {
             max_wait_3v3: Duration::from_secs(90),
             max_wait_5v5: Duration::from_secs(120),
             budget: Duration::from_millis(500),
+            server_ttl: None,
         }
     }
 }
@@ -188,6 +192,12 @@ pub fn config_toml(plans: &[QueuePlan], spec: &EveningSpec, solver_threads: usiz
                 "\n[queues.{q}.tickets]\nregions = [{}]\n",
                 regions.join(", ")
             ));
+            if let Some(ttl) = spec.server_ttl {
+                toml.push_str(&format!(
+                    "\n[queues.{q}.servers]\nrequired = true\nttl = \"{}\"\n",
+                    ms(ttl)
+                ));
+            }
         }
     }
     toml
@@ -236,6 +246,24 @@ mod tests {
             assert_eq!(q.model.team_size, plan.mode.team_size());
             assert_eq!(q.model.max_wait, plan.max_wait);
             assert_eq!(q.round.target_pool, None, "rounds follow the schedule");
+            assert_eq!(q.servers, None, "no fleet: no servers table");
+        }
+        // With a fleet, the 5v5 queues (dedicated servers) require servers.
+        let spec = EveningSpec {
+            server_ttl: Some(Duration::from_secs(20)),
+            ..spec
+        };
+        let config = Config::from_toml_str(&config_toml(&plans, &spec, 1)).unwrap();
+        for plan in &plans {
+            let servers = config.queues[&plan.queue].servers.as_ref();
+            match plan.mode {
+                Mode::Dedicated5v5 => {
+                    let servers = servers.expect("a 5v5 queue requires servers");
+                    assert!(servers.required);
+                    assert_eq!(servers.ttl, Duration::from_secs(20));
+                }
+                Mode::PeerToPeer3v3 => assert_eq!(servers, None),
+            }
         }
     }
 

@@ -17,10 +17,11 @@
 //!   they waited, and players whose countdown's condition was never met (it named no
 //!   latest moment, or a round running that did not have them).
 //! - **Players past `max_wait` plus one round** (the queue's interval): all of them are
-//!   counted and shown. Three kinds are shown apart and do not fail the target (the
+//!   counted and shown. Four kinds are shown apart and do not fail the target (the
 //!   table says how many of each): every round after they reached `max_wait` that left
 //!   them over found no valid match with them (its own explanation: nobody could host
-//!   them, or no match of the queue's rules); their queue held fewer players than one
+//!   them, or no match of the queue's rules), or, with game servers, no free server for
+//!   the match it formed with them (some rounds' explanation `no_server`); their queue held fewer players than one
 //!   match after they reached `max_wait`, and they were matched within one round of it
 //!   holding one; or they were matched by the first round after they reached it, and
 //!   that round started within 1 s of its tick (they reached `max_wait` while the round
@@ -123,6 +124,10 @@ pub enum PastBoundApart {
     /// round started within 1 s of its tick: they reached `max_wait` while the round
     /// before it ran (its duration and this round's lateness are the excess).
     NextRound,
+    /// Every round that had them after they reached `max_wait` (at least one) left them
+    /// over with no valid match or no game server for theirs, and at least one for want
+    /// of a server (`no_server`: a queue that requires servers, its regions full).
+    NoServer,
 }
 
 /// Per queue: its round interval and `max_wait`.
@@ -460,6 +465,16 @@ impl PeakFigures {
                     "{} (reached max_wait while the round before ran)",
                     self.past_bound_apart
                         .get(&PastBoundApart::NextRound)
+                        .copied()
+                        .unwrap_or(0)
+                ),
+            ),
+            (
+                "  apart: no game server free after max_wait".into(),
+                format!(
+                    "{} (every round after it had no server for their match)",
+                    self.past_bound_apart
+                        .get(&PastBoundApart::NoServer)
                         .copied()
                         .unwrap_or(0)
                 ),

@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod peak;
+mod servers;
 mod sim;
 mod sim_demo;
 mod trial;

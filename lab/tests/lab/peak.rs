@@ -35,6 +35,7 @@ async fn a_scaled_down_peak_evening_meets_its_targets() {
             max_wait_3v3: Duration::from_secs(15),
             max_wait_5v5: Duration::from_secs(20),
             budget: Duration::from_millis(200),
+            server_ttl: None,
         },
         duration: Duration::from_secs(30),
         speedup: 30.0,
@@ -44,6 +45,7 @@ async fn a_scaled_down_peak_evening_meets_its_targets() {
         seed: 7,
         exe: crate::product_binary(),
         work_dir: dir.path().to_path_buf(),
+        fleet: Default::default(),
     };
     let outcome = run_peak(&tdb.url(), &options)
         .await

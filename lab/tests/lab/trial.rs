@@ -41,6 +41,7 @@ fn trial_simulate(url: String) -> SimulateOptions {
             publish_timeout: Duration::from_secs(60),
             meet: Default::default(),
         },
+        fleet: Default::default(),
     }
 }
 
@@ -84,7 +85,8 @@ async fn readme_local_trial_matches_a_client_logins_players_within_a_minute() {
     };
     let report = simulate(&trial_simulate(tdb.url_as(&client)), first_round)
         .await
-        .expect("simulate runs as a client login");
+        .expect("simulate runs as a client login")
+        .players;
     let _ = stop_daemon.send(());
     daemon.await.unwrap().unwrap();
 
