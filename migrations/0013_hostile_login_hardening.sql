@@ -323,6 +323,7 @@ CREATE OR REPLACE FUNCTION matchmaker_check_quota(q queues, players integer) RET
 LANGUAGE plpgsql AS $$
 DECLARE
     queued integer;
+    waited text;
 BEGIN
     IF matchmaker_sees_all() THEN
         RETURN;
@@ -344,8 +345,21 @@ BEGIN
     -- One count at a time per login and queue, held to the end of the caller's
     -- transaction: concurrent calls of one login cannot each pass the count and overshoot
     -- it together. Only the login's own calls into the queue wait on it.
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended('matchmaker quota ' || q.queue || ' ' || session_user, 0));
+    -- A transaction of the login left open after an enqueue holds it: the call waits two
+    -- seconds at most, then asks to retry (class 40: try again later).
+    waited := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+    BEGIN
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended('matchmaker quota ' || q.queue || ' ' || session_user, 0));
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM set_config('lock_timeout', waited, true);
+        RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
+            MESSAGE = format('queue = %s: another open transaction of this login is enqueueing '
+                             'into this queue; retry once it commits (commit enqueues promptly)',
+                             quote_literal(q.queue));
+    END;
+    PERFORM set_config('lock_timeout', waited, true);
     SELECT count(*) INTO queued
       FROM (SELECT 1 FROM queue_entries e
              WHERE e.queue = q.queue AND e.owner = session_user AND e.status = 'queued'

@@ -340,6 +340,11 @@ pub struct BackfillConfig {
     /// A fill whose completed session scores below this (the match score, 0 to 1) is not
     /// made; the request stays open with that reason.
     pub min_score: f64,
+    /// Immediate backfill rounds of the queue start at most once per this, however many
+    /// requests arrive: a login re-requesting fake sessions cannot make the leader run a
+    /// round (and store its snapshot) per request. 0s to 60s.
+    #[serde(with = "humantime_serde")]
+    pub spacing: Duration,
 }
 
 impl Default for BackfillConfig {
@@ -348,6 +353,7 @@ impl Default for BackfillConfig {
             enabled: true,
             delay: Duration::from_secs(5),
             min_score: 0.0,
+            spacing: Duration::from_secs(1),
         }
     }
 }
@@ -933,6 +939,9 @@ impl QueueConfig {
         }
         if !(0.0..=1.0).contains(&b.min_score) {
             return Err(invalid(key("backfill.min_score"), "must be in [0, 1]"));
+        }
+        if b.spacing > Duration::from_secs(60) {
+            return Err(invalid(key("backfill.spacing"), "must be at most 60s"));
         }
         Ok(())
     }

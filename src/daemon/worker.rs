@@ -63,6 +63,8 @@ pub struct QueueWorker {
     last_tidy: Option<std::time::Instant>,
     /// The pooled players of this leader's recent rounds, for the wait estimate.
     wait_model: super::wait_estimate::WaitModel,
+    /// When this worker last ran an immediate backfill round (`backfill.spacing`).
+    last_backfill_round: Option<DateTime<Utc>>,
 }
 
 /// Whether this replica leads the queue. Every change of state goes through
@@ -125,6 +127,7 @@ impl QueueWorker {
             published: None,
             last_tidy: None,
             wait_model: Default::default(),
+            last_backfill_round: None,
         }
     }
 
@@ -310,10 +313,15 @@ impl QueueWorker {
                 // fills requests (the rest of the pool, the countdown, the round timers
                 // stay as they are).
                 let b = &self.config.backfill;
+                let spaced = self.last_backfill_round.is_none_or(|at| {
+                    now - at >= chrono::Duration::from_std(b.spacing).unwrap_or_default()
+                });
                 if b.enabled
                     && view.pool_size > 0
+                    && spaced
                     && db::backfill::backfill_due(&self.runner.db, &self.queue, b.delay).await?
                 {
+                    self.last_backfill_round = Some(now);
                     self.leadership.term().last_written = None;
                     let mut report = self
                         .runner

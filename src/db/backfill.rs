@@ -44,12 +44,18 @@ pub async fn snapshot_backfills_within(
     db: &PgPool,
     queue: &str,
     max_slots: i64,
+    share: f64,
+    pooled: usize,
+    match_size: usize,
 ) -> Result<Vec<BackfillRequest>, DbError> {
     Ok(
         sqlx::query_as(include_str!("sql/backfill_requests_within.sql"))
             .bind(queue)
             .bind(max_slots)
             .bind(MAX_REQUESTS_PER_ROUND)
+            .bind(share)
+            .bind(pooled as i64)
+            .bind(match_size as i64)
             .fetch_all(db)
             .await?,
     )

@@ -97,7 +97,15 @@ async fn read_sessions(
     let slots = (share.max_fill_share * pool.players.len() as f64)
         .ceil()
         .max(share.match_size as f64);
-    let mut requests = snapshot_backfills_within(db, queue, slots as i64).await?;
+    let mut requests = snapshot_backfills_within(
+        db,
+        queue,
+        slots as i64,
+        share.max_fill_share,
+        pool.players.len(),
+        share.match_size,
+    )
+    .await?;
     load_member_avoids(db, &mut requests, snapshot, limits.max_avoids).await?;
     let ids = snapshot.pool_ids();
     let mut out = BackfillSessions::default();

@@ -89,8 +89,10 @@ async fn near_and_a_request(session: &str) -> (World, PgPool, PgPool, i64) {
     (w, client, server, id)
 }
 
-/// The worker's next step must be an immediate backfill round.
+/// The worker's next step must be an immediate backfill round (a second later: they
+/// are spaced by `backfill.spacing`).
 async fn backfill_round(w: &mut World) -> matchmaker::daemon::round::RoundReport {
+    w.clock.advance(secs(1));
     match w.worker.step().await.unwrap() {
         StepOutcome::Ran(r) if r.trigger == RoundTrigger::Backfill => r,
         other => panic!("expected an immediate backfill round, got {other:?}"),
@@ -737,4 +739,46 @@ async fn the_running_daemon_refills_a_session_within_the_backfill_delay() {
     assert_eq!(trigger, "backfill");
 
     daemon.stop().await;
+}
+
+/// A game server's login asking fills for many sessions at once takes at most its share
+/// of the players over a minute, not its share of every one of the immediate rounds
+/// that follow each other: with twelve players queued and twelve sessions short of one,
+/// it gets half of them (`limits.max_fill_share` 0.5), however many rounds run.
+#[tokio::test]
+async fn a_login_fills_at_most_its_share_of_a_minute_not_of_every_round() {
+    let mut w = World::new().await;
+    let (_, client) = client_login(&w.tdb, 2).await;
+    let (_, server) = server_login(&w.tdb, 2).await;
+    for i in 0..12 {
+        enqueue(&client, "q", &format!("p{i:02}"), 1500.0)
+            .latency("eu", 30.0)
+            .await;
+    }
+    for s in 0..12 {
+        request_backfill(
+            &server,
+            "q",
+            &format!("s{s}"),
+            &lost_one(),
+            &[0, 1],
+            "30 seconds",
+        )
+        .await
+        .unwrap();
+    }
+    for _ in 0..12 {
+        w.clock.advance(secs(1));
+        w.worker.step().await.unwrap();
+    }
+    let filled: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM player_status WHERE status = 'matched' AND session_id IS NOT NULL",
+    )
+    .fetch_one(&client)
+    .await
+    .unwrap();
+    assert!(
+        (1..=6).contains(&filled),
+        "{filled} of the 12 players went to the one login's sessions"
+    );
 }

@@ -471,3 +471,39 @@ async fn a_skill_outside_the_queue_range_is_refused() {
         .await
         .unwrap();
 }
+
+/// A login's transaction left open after an enqueue makes that login's next enqueue into
+/// the queue wait two seconds at most and ask to retry (class 40); another login's
+/// enqueue does not wait at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_transaction_holds_up_only_its_own_login() {
+    let tdb = fresh_db().await;
+    let config =
+        matchmaker::config::Config::from_toml_str("[queues.q.round]\nevery = \"1h\"\n").unwrap();
+    publish(&tdb.pool, &config, "held").await;
+    let (careless, careless_pool) = client_login(&tdb, 1).await;
+    let (_, other) = client_login(&tdb, 1).await;
+    let mut held = open_transaction(&tdb, &careless).await;
+    sqlx::query("SELECT enqueue('q', 'held', 1500)")
+        .execute(&mut held)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    enqueue_at(&other, "someone").await;
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let e = enqueue(&careless_pool, "q", "next", 1500.0)
+        .send()
+        .await
+        .unwrap_err();
+    let (code, message) = db_error(&e);
+    assert_eq!(code, "40001", "{message}");
+    assert!(
+        message.contains("another open transaction of this login"),
+        "{message}"
+    );
+    sqlx::query("COMMIT").execute(&mut held).await.unwrap();
+    enqueue(&careless_pool, "q", "next", 1500.0)
+        .send()
+        .await
+        .unwrap();
+}

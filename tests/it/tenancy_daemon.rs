@@ -184,8 +184,11 @@ async fn attack(tdb: &TestDb, stop: Arc<AtomicBool>) -> Attack {
             }
         }));
     }
-    // An entry held in an open transaction, and a LISTEN inside another.
-    let mut held = connect_as(tdb, &b).await.unwrap();
+    // An entry held in an open transaction (by a second attacking login: one login's
+    // open transaction makes its own enqueues into the queue wait for the quota count),
+    // and a LISTEN inside another.
+    let (b2, _) = client_login(tdb, 1).await;
+    let mut held = connect_as(tdb, &b2).await.unwrap();
     sqlx::query("BEGIN").execute(&mut held).await.unwrap();
     sqlx::query("SELECT enqueue('q', 'held', 1500, '{\"eu\": 30}')")
         .execute(&mut held)
