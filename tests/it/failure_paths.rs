@@ -94,7 +94,7 @@ async fn a_match_refused_whole_while_each_player_passes_alone_rejects_its_player
 }
 
 #[tokio::test]
-async fn enqueue_party_refuses_a_concurrent_call_for_the_same_party_at_once() {
+async fn enqueue_party_refuses_a_concurrent_call_for_the_same_party_within_seconds() {
     let tdb = fresh_db().await;
     let db = &tdb.pool;
     let clock = ManualClock::new(t0());
@@ -121,13 +121,17 @@ async fn enqueue_party_refuses_a_concurrent_call_for_the_same_party_at_once() {
         sqlx::query(party).bind(members("b")).execute(&client),
     )
     .await
-    .expect("refused at once, not after a wait")
+    .expect("refused within seconds, not held until the first call ends")
     .unwrap_err();
+    // The login's quota count is the first thing the call waits for, two seconds at
+    // most: the first call's open transaction holds it.
     assert_eq!(
         db_error(&second),
         (
-            "22023".to_string(),
-            "party_id = 'duo': is being enqueued in queue q by another call right now".to_string()
+            "40001".to_string(),
+            "queue = 'q': another open transaction of this login is enqueueing into this \
+             queue; retry once it commits (commit enqueues promptly)"
+                .to_string()
         )
     );
     // Another login's party of the same name is its own.
