@@ -7,6 +7,12 @@
 //! sampled twice a second. At the end it prints the table of [`PeakFigures`] and the
 //! database's load, and exits non-zero if a target failed.
 //!
+//! With a fleet (`--servers-per-region`, `sim::game_servers`), the 5v5 queues require game
+//! servers (`[queues.X.servers]`), simulated servers in the evening's regions announce
+//! themselves and host the matches they are allocated, and the table adds the supply:
+//! servers per region, matches placed and matches that waited for a server, players
+//! left over `no_server`, cross-region placements and how long servers sat free.
+//!
 //! The database: a scratch database on `DATABASE_URL`'s server (dropped after a run that
 //! met its targets), or a private PostgreSQL when none is given (as `demo` does).
 
@@ -19,14 +25,14 @@ use chrono::{DateTime, TimeZone, Utc};
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::sim::game_servers::{FleetOptions, FleetOutcome, ServerFigures, run_fleet};
+use crate::sim::game_servers::{FleetOptions, FleetOutcome, FleetSpec, ServerFigures, run_fleet};
 use crate::sim::peak::{EveningSpec, Mode, QueuePlan, config_toml, plan_evening};
 use crate::sim::peak_figures::{
     CountdownSample, PastBoundApart, PeakFigures, PlacedPlayer, Placements, QueueTiming, RoundRow,
     WaitRow,
 };
 use crate::sim::population::{Population, PopulationSpec};
-use crate::sim::simulator::{MeetSpec, SimReport, SimulatorOptions, run_simulator};
+use crate::sim::simulator::{MeetSpec, SimError, SimReport, SimulatorOptions, run_simulator};
 use matchmaker::db::{self, local_pg::LocalPostgres};
 use matchmaker_testkit::fleet::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 
@@ -91,8 +97,8 @@ pub struct PeakOutcome {
     pub queues: usize,
     pub distinct_players: i64,
     pub sims: SimReport,
-    /// The players of the 5v5 queues alone (the queues a fleet serves).
-    pub sims_5v5: SimReport,
+    /// The players of each 5v5 queue (the queues a fleet serves), largest region first.
+    pub sims_5v5: Vec<(String, SimReport)>,
     /// The fleet, when one ran.
     pub fleet: Option<FleetOutcome>,
     /// Replica exits we did not cause.
@@ -184,10 +190,28 @@ impl PeakOutcome {
         if let Some(w) = waits(s) {
             rows.push(("wait to a match, p50 / p90 / p99".into(), w));
         }
+        let mut all_5v5 = SimReport::default();
+        for (_, r) in &self.sims_5v5 {
+            merge(&mut all_5v5, r.clone());
+        }
+        if let Some(w) = waits(&all_5v5) {
+            rows.push(("  5v5 queues, p50 / p90 / p99".into(), w));
+        }
+        for (queue, r) in &self.sims_5v5 {
+            rows.push((
+                format!("    {queue}: matched / left queued at the end, p50 / p90"),
+                format!(
+                    "{} / {}, {}",
+                    r.matched,
+                    r.cleaned_up,
+                    match (r.wait_percentile(0.5), r.wait_percentile(0.9)) {
+                        (Some(p50), Some(p90)) => format!("{p50:.1} / {p90:.1} s"),
+                        _ => "-".into(),
+                    }
+                ),
+            ));
+        }
         if let Some(fleet) = &self.fleet {
-            if let Some(w) = waits(&self.sims_5v5) {
-                rows.push(("  5v5 queues (on game servers), p50 / p90 / p99".into(), w));
-            }
             let r = &fleet.report;
             rows.push((
                 "game servers per region at the start".into(),
@@ -244,6 +268,21 @@ pub fn run(args: PeakRun) -> anyhow::Result<()> {
 }
 
 async fn peak(args: PeakRun) -> anyhow::Result<()> {
+    let evening = EveningSpec {
+        regions: args.regions as usize,
+        players: args.players,
+        rate: args.rate,
+        budget: args.budget,
+        ..EveningSpec::default()
+    };
+    // A fleet the evening cannot have (a short region it does not run) is refused before
+    // anything starts.
+    evening_fleet(
+        &plan_evening(&Population::realistic(), &evening),
+        &args.fleet,
+        args.speedup,
+        args.seed,
+    )?;
     let (work, keep_work) = match &args.log_dir {
         Some(dir) => (dir.clone(), true),
         None => (
@@ -299,13 +338,7 @@ async fn peak(args: PeakRun) -> anyhow::Result<()> {
         String::new()
     };
     let options = PeakOptions {
-        evening: EveningSpec {
-            regions: args.regions as usize,
-            players: args.players,
-            rate: args.rate,
-            budget: args.budget,
-            ..EveningSpec::default()
-        },
+        evening,
         duration: args.duration,
         speedup: args.speedup,
         start,
@@ -385,22 +418,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         ..options.evening.clone()
     };
     let plans = plan_evening(&population, &evening);
-    // The fleet: in the regions of the 5v5 queues, matches as long as the players'.
-    let mut regions: Vec<String> = plans
-        .iter()
-        .filter(|p| p.mode == Mode::Dedicated5v5)
-        .map(|p| p.region.clone())
-        .collect();
-    regions.dedup();
-    let fleet_spec = options.fleet.spec(
-        &regions,
-        SimulatorOptions::default()
-            .match_duration
-            .div_f64(options.speedup),
-        options.fleet.ttl,
-        options.seed,
-        "peak-srv-",
-    )?;
+    let fleet_spec = evening_fleet(&plans, &options.fleet, options.speedup, options.seed)?;
     let config = write_config(
         &options.work_dir,
         &config_toml(&plans, &evening, options.solver_threads),
@@ -451,13 +469,13 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         }));
     }
     let mut report = SimReport::default();
-    let mut report_5v5 = SimReport::default();
+    let mut report_5v5 = Vec::new();
     let mut sim_error = None;
     for (sim, plan) in sims.into_iter().zip(&plans) {
         match sim.await.context("a simulator task")? {
             Ok(r) => {
                 if plan.mode == Mode::Dedicated5v5 {
-                    merge(&mut report_5v5, r.clone());
+                    report_5v5.push((plan.queue.clone(), r.clone()));
                 }
                 merge(&mut report, r)
             }
@@ -551,6 +569,29 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         elapsed: started.elapsed(),
         estimate,
     })
+}
+
+/// The evening's fleet: in the regions of the 5v5 queues unless the options name others,
+/// its matches as long as the players' (their mean match at the speedup).
+fn evening_fleet(
+    plans: &[QueuePlan],
+    fleet: &FleetOptions,
+    speedup: f64,
+    seed: u64,
+) -> Result<Option<FleetSpec>, SimError> {
+    let mut regions: Vec<String> = plans
+        .iter()
+        .filter(|p| p.mode == Mode::Dedicated5v5)
+        .map(|p| p.region.clone())
+        .collect();
+    regions.dedup();
+    fleet.spec(
+        &regions,
+        SimulatorOptions::default().match_duration.div_f64(speedup),
+        fleet.ttl,
+        seed,
+        "peak-srv-",
+    )
 }
 
 /// Every queued player's wait estimate every 5 s until `stop`: (entry, when, seconds),

@@ -4,6 +4,12 @@
 //! uses only the client functions and views, so it runs as a `matchmaker_client` login:
 //! the queue's format comes from `queue_catalog`, and the schema version is checked
 //! only when the login may read it.
+//!
+//! With `--servers-per-region`, a fleet of simulated game servers (`sim::game_servers`)
+//! runs beside the players: the queue must be a dedicated-server queue that requires
+//! servers in the daemon's config, and the login also a member of `matchmaker_server`
+//! (the private server's superuser is). The report then adds what the fleet lived
+//! through and, when the login reads `matches` and `rounds`, what the rounds made of it.
 
 use std::future::Future;
 use std::time::Duration;
