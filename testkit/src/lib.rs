@@ -11,7 +11,8 @@
 //! * [`invariants`]: what every database test may assert, and a fingerprint of the tables;
 //! * [`audit`]: the contract's invariants as counts, after crashes and races (the soak's);
 //! * [`fleet`] and [`load`]: daemon replicas as child processes, and a client load whose
-//!   every answer is logged for the audit (the soak's and the fault tests').
+//!   every answer is logged for the audit (the soak's and the fault tests');
+//! * [`stall`]: a writer stopped inside its transaction, for the fault tests to kill.
 //!
 //! Tests `use matchmaker_testkit::*`; the modules' items are re-exported here.
 
@@ -24,6 +25,7 @@ pub mod invariants;
 pub mod load;
 pub mod postgres;
 pub mod server;
+pub mod stall;
 pub mod time_limit;
 
 pub use client::*;
@@ -31,6 +33,7 @@ pub use daemon::*;
 pub use invariants::*;
 pub use postgres::*;
 pub use server::*;
+pub use stall::*;
 
 /// Keeps timed tests apart from load. Tests that assert wall-clock bounds (lease
 /// takeovers, solve budgets, a peak evening's lateness, windows timed on the database

@@ -662,51 +662,19 @@ async fn a_leader_killed_mid_update_applies_nothing_and_the_next_applies_each_re
     }
     // The leader stalls after its ratings are written, before its changes are: inside
     // its transaction.
-    sqlx::raw_sql(
-        "CREATE TABLE stall (on_ boolean);
-         INSERT INTO stall VALUES (true);
-         CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN
-             IF EXISTS (SELECT 1 FROM stall) THEN PERFORM pg_sleep(60); END IF;
-             RETURN NULL;
-         END $$;
-         CREATE TRIGGER stall BEFORE INSERT ON rating_changes
-             FOR EACH STATEMENT EXECUTE FUNCTION stall();",
-    )
-    .execute(d.db())
-    .await
-    .unwrap();
+    stall_inserts_into(d.db(), "rating_changes").await;
     let doomed = d.tdb.new_pool(1).await;
     let (queue, r, now) = ("ranked", rating.clone(), d.clock.now());
     let killed = tokio::spawn(async move {
         matchmaker::daemon::ratings::apply_results(&doomed, queue, &r, now).await
     });
-    let pid: i32 = time_limit::within("the leader to stall mid-update", async {
-        loop {
-            let pid: Option<i32> = sqlx::query_scalar(
-                "SELECT pid FROM pg_stat_activity
-                  WHERE datname = current_database() AND wait_event = 'PgSleep'",
-            )
-            .fetch_optional(d.db())
-            .await
-            .unwrap();
-            if let Some(pid) = pid {
-                return pid;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    let pid = stalled_backend(d.db(), "the leader to stall mid-update").await;
     let ratings_mid: i64 = sqlx::query_scalar("SELECT count(*) FROM ratings")
         .fetch_one(d.db())
         .await
         .unwrap();
     assert_eq!(ratings_mid, 0, "the stalled update is not visible");
-    sqlx::query("SELECT pg_terminate_backend($1)")
-        .bind(pid)
-        .execute(d.db())
-        .await
-        .unwrap();
+    kill_backend(d.db(), pid).await;
     let outcome = time_limit::within("the killed leader's call to end", killed)
         .await
         .unwrap();
@@ -721,10 +689,7 @@ async fn a_leader_killed_mid_update_applies_nothing_and_the_next_applies_each_re
     assert_eq!((applied, rows), (0, 0), "the killed leader applied nothing");
 
     // Two leaders at once, then the next round: each result once.
-    sqlx::query("DELETE FROM stall")
-        .execute(d.db())
-        .await
-        .unwrap();
+    release_stall(d.db()).await;
     let (one, two) = tokio::join!(
         matchmaker::daemon::ratings::apply_results(d.db(), "ranked", &rating, now),
         matchmaker::daemon::ratings::apply_results(d.db(), "ranked", &rating, now),

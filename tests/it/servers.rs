@@ -463,45 +463,13 @@ async fn a_leader_killed_between_allocation_and_commit_allocates_nothing() {
     }
     // The leader stalls once its servers are allocated and its matches written: inside
     // its transaction, at the round's snapshot row.
-    sqlx::raw_sql(
-        "CREATE TABLE stall (on_ boolean);
-         INSERT INTO stall VALUES (true);
-         CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN
-             IF EXISTS (SELECT 1 FROM stall) THEN PERFORM pg_sleep(60); END IF;
-             RETURN NEW;
-         END $$;
-         CREATE TRIGGER stall BEFORE INSERT ON round_snapshots
-             FOR EACH ROW EXECUTE FUNCTION stall();",
-    )
-    .execute(&tdb.pool)
-    .await
-    .unwrap();
+    stall_inserts_into(&tdb.pool, "round_snapshots").await;
     let clock = clock_now();
     let doomed = tdb.new_pool(1).await;
     let (c, qc) = (clock.clone(), q.clone());
     let killed = tokio::spawn(async move { run_round(&doomed, &c, &qc).await });
-    let pid: i32 = time_limit::within("the leader to stall mid-commit", async {
-        loop {
-            let pid: Option<i32> = sqlx::query_scalar(
-                "SELECT pid FROM pg_stat_activity
-                  WHERE datname = current_database() AND wait_event = 'PgSleep'",
-            )
-            .fetch_optional(&tdb.pool)
-            .await
-            .unwrap();
-            if let Some(pid) = pid {
-                return pid;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    sqlx::query("SELECT pg_terminate_backend($1)")
-        .bind(pid)
-        .execute(&tdb.pool)
-        .await
-        .unwrap();
+    let pid = stalled_backend(&tdb.pool, "the leader to stall mid-commit").await;
+    kill_backend(&tdb.pool, pid).await;
     assert!(
         time_limit::within("the killed round to end", killed)
             .await
@@ -518,10 +486,7 @@ async fn a_leader_killed_between_allocation_and_commit_allocates_nothing() {
     .unwrap();
     assert_eq!((allocated, matches, queued), (0, 0, 12));
 
-    sqlx::query("DELETE FROM stall")
-        .execute(&tdb.pool)
-        .await
-        .unwrap();
+    release_stall(&tdb.pool).await;
     clock.advance(secs(16)); // the killed leader's lease expires
     let round = run_round(&tdb.pool, &clock, &q).await;
     assert_eq!(round.matches, 2);
