@@ -39,7 +39,9 @@ pub struct BackfillRequest {
 /// The queue's open, unexpired requests that a round tries, at most `max_slots` open
 /// slots in all: each login's oldest request in turn (then each login's second, ...), so
 /// that one login's requests cannot take a round's pool nor hold back another login's
-/// request; returned oldest first. Not locked, as [`snapshot_backfills`].
+/// request; and a login at its share of the last minute's players waits
+/// (`backfill_requests_within.sql`). Returned oldest first. Not locked: the commit locks
+/// the ones it fills (a cancel in flight wins).
 pub async fn snapshot_backfills_within(
     db: &PgPool,
     queue: &str,
@@ -132,22 +134,6 @@ impl BackfillRequest {
             open,
         })
     }
-}
-
-/// The queue's open, unexpired requests, oldest first. Not locked: the commit locks the
-/// ones it fills (a cancel in flight wins).
-pub async fn snapshot_backfills(db: &PgPool, queue: &str) -> Result<Vec<BackfillRequest>, DbError> {
-    Ok(sqlx::query_as(
-        "SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at
-           FROM backfill_requests
-          WHERE queue = $1 AND status = 'open' AND expires_at > now()
-          ORDER BY created_at, request_id
-          LIMIT $2",
-    )
-    .bind(queue)
-    .bind(MAX_REQUESTS_PER_ROUND)
-    .fetch_all(db)
-    .await?)
 }
 
 /// Fill each request's `member_avoids` from the avoids table (each member's newest
