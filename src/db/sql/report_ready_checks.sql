@@ -5,8 +5,8 @@ WITH m AS (
      WHERE answer_by IS NOT NULL AND created_at >= $2 AND created_at < $3
        AND ($1::text IS NULL OR queue = $1)),
 answers AS (
-    -- Ready and pending matches keep their answers in match_players, cancelled ones in
-    -- matches.answers.
+    -- A ready match keeps its answers in match_players (the resolution copies them from
+    -- ready_answers), a cancelled one in matches.answers; pending ones are not counted.
     SELECT m.queue, mp.answer,
            extract(epoch FROM mp.answered_at - m.created_at)::float8 AS secs
       FROM m JOIN match_players mp ON mp.match_id = m.match_id
