@@ -19,6 +19,13 @@
 //! match's row lock and the lease held FOR UPDATE, all in one transaction. A daemon
 //! killed halfway, a leader change or a PostgreSQL restart rolls the transaction back,
 //! and the next leader resolves the match from the rows as they are.
+//!
+//! No client holds it up: answers are rows of their own (`ready_answers`), which no
+//! client can lock the match or its players' rows through. The resolution reads the
+//! committed answers and skips a row an answer in flight holds: no answer yet, and
+//! silence at `answer_by`. Who fails pays: each login's record (`ready_records`) counts
+//! its players' failures, and the players another login's failure sent back to the queue
+//! are marked `bounced_at` for the rounds to place first (`daemon::ready_record`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
