@@ -25,6 +25,7 @@ pub mod round_snapshot;
 pub mod servers;
 pub mod snapshot;
 pub mod status;
+pub mod target;
 pub mod tickets;
 
 pub use commit::{CommitReport, RoundTrigger, commit_round};
@@ -37,7 +38,6 @@ pub use round_record::{BackfillFill, BackfillRecord, RoundConfig, RoundRecord, W
 pub use round_snapshot::{BudgetRecord, ReplayRecord, StoredRound, load_round, rounds_between};
 pub use snapshot::{PoolIds, QueuedEntry, Snapshot, SnapshotLimits, snapshot_pool, snapshot_round};
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -196,22 +196,20 @@ pub async fn connect(url: &str) -> Result<PgPool, DbError> {
 /// its queue, and those clients, for as long as it stays frozen.
 pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connect a pool of at most `max_connections` to `url`.
+/// Connect a pool of at most `max_connections` to `url`: one host, or a multi-host URL
+/// whose pool follows the host that fits `target_session_attrs` ([`target`]).
 pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbError> {
     let connect_error = |error| DbError::Connect {
         url: redact(url),
         error,
     };
-    let options = PgConnectOptions::from_str(url)
-        .map_err(connect_error)?
-        .options([(
-            "idle_in_transaction_session_timeout",
-            IDLE_IN_TRANSACTION_TIMEOUT.as_millis(),
-        )]);
-    PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(options)
+    let target = std::sync::Arc::new(target::DbTarget::parse(url).map_err(connect_error)?);
+    let session = vec![(
+        "idle_in_transaction_session_timeout".to_string(),
+        IDLE_IN_TRANSACTION_TIMEOUT.as_millis().to_string(),
+    )];
+    target
+        .pool(max_connections, session)
         .await
         .map_err(connect_error)
 }
@@ -228,26 +226,39 @@ pub struct SessionLimits {
     pub idle_in_transaction_timeout: Duration,
 }
 
-/// A second pool on the same database as `base`, with `limits` set on every connection.
+/// A second pool on the same database as `base`, with `limits` set on every connection;
+/// it moves with `base` when a failover moves `base` to another host.
 pub async fn connect_limited(base: &PgPool, limits: &SessionLimits) -> Result<PgPool, DbError> {
     let ms = |d: Duration| d.as_millis().max(1).to_string();
-    let options = (*base.connect_options()).clone().options([
+    let limits = [
         ("lock_timeout", ms(limits.lock_timeout)),
         ("statement_timeout", ms(limits.statement_timeout)),
         (
             "idle_in_transaction_session_timeout",
             ms(limits.idle_in_transaction_timeout),
         ),
-    ]);
-    PgPoolOptions::new()
-        .max_connections(10)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(options)
+    ];
+    let limited = move |options: &PgConnectOptions| options.clone().options(limits.clone());
+    let switched = target::Switch::default();
+    let pool = switched
+        .discard_older(
+            PgPoolOptions::new()
+                .max_connections(10)
+                .acquire_timeout(Duration::from_secs(30)),
+        )
+        .connect_with(limited(&base.connect_options()))
         .await
         .map_err(|error| DbError::Connect {
             url: "(the daemon's pool)".into(),
             error,
-        })
+        })?;
+    tokio::spawn(target::follow(
+        base.clone(),
+        pool.clone(),
+        switched,
+        Box::new(limited),
+    ));
+    Ok(pool)
 }
 
 /// The database server's clock right now (`clock_timestamp()`, not the transaction's).
