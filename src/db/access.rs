@@ -22,30 +22,54 @@ pub const OPS_READS: &[&str] = &[
     "replicas",
 ];
 
-/// The session's login and what it may not read.
+/// The tables `prune` (and the daemon's retention) deletes from. `matchmaker_daemon` may
+/// delete from them all; `matchmaker_ops` reads only.
+pub const PRUNE_DELETES: &[&str] = &[
+    "rounds",
+    "matches",
+    "match_players",
+    "ready_answers",
+    "queue_entries",
+    "backfill_requests",
+    "avoids",
+    "call_buckets",
+];
+
+/// The session's login and what it may not read (or delete from).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Access {
     /// `session_user`: the login, also when a `SET ROLE` is in effect.
     pub login: String,
     /// Member of `matchmaker_client` (false when the role does not exist).
     pub client: bool,
-    /// Of the tables asked about, those that exist and the login may not `SELECT`. A
+    /// Of the tables asked about, those that exist and the login may not `SELECT` (or
+    /// `DELETE`, as asked). A
     /// missing table is left to the schema check, which names the fix.
     pub unreadable: Vec<String>,
 }
 
 /// Asks the catalog which of `tables` the current user may not read.
 pub async fn read_access(db: &PgPool, tables: &[&str]) -> Result<Access, DbError> {
+    table_access(db, tables, "SELECT").await
+}
+
+/// Asks the catalog which of `tables` the current user may not delete from.
+pub async fn delete_access(db: &PgPool, tables: &[&str]) -> Result<Access, DbError> {
+    table_access(db, tables, "DELETE").await
+}
+
+async fn table_access(db: &PgPool, tables: &[&str], privilege: &str) -> Result<Access, DbError> {
     let (login, client, unreadable): (String, bool, Vec<String>) = sqlx::query_as(
         "SELECT session_user::text,
                 coalesce((SELECT pg_has_role(r.oid, 'USAGE') FROM pg_roles r
                            WHERE r.rolname = 'matchmaker_client'), false),
                 ARRAY(SELECT t.name FROM unnest($1::text[]) WITH ORDINALITY AS t(name, i)
                        WHERE to_regclass(t.name) IS NOT NULL
-                         AND NOT has_table_privilege(to_regclass(t.name), 'SELECT')
+                         AND NOT has_table_privilege(to_regclass(t.name), $2)
                        ORDER BY t.i)",
     )
     .bind(tables)
+    .bind(privilege)
     .fetch_one(db)
     .await?;
     Ok(Access {

@@ -23,6 +23,9 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Standbys started by this process, for their directory names.
+static STANDBYS: AtomicU64 = AtomicU64::new(0);
+
 use thiserror::Error;
 
 /// Why a private server could not be started or stopped.
@@ -133,6 +136,56 @@ impl LocalPostgres {
         Ok(server)
     }
 
+    /// A hot standby of this server: a new temporary server cloned from it with
+    /// `pg_basebackup -R`, streaming its WAL and answering read-only queries (removed on
+    /// stop / drop, like [`start_temporary`](Self::start_temporary)).
+    pub async fn start_standby(&self) -> Result<Self, LocalPgError> {
+        let primary = self.detached();
+        tokio::task::spawn_blocking(move || primary.start_standby_blocking())
+            .await
+            .expect("local PostgreSQL start task panicked")
+    }
+
+    fn start_standby_blocking(&self) -> Result<Self, LocalPgError> {
+        let parent = self.base_dir.parent().unwrap_or(Path::new("/tmp"));
+        let base = parent.join(format!(
+            "{}-standby-{}",
+            self.base_dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("pg"),
+            STANDBYS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut standby = Self::prepare(&base, true)?;
+        let data = standby.data_dir();
+        let port = self.port.to_string();
+        let cloned = standby.run(
+            "pg_basebackup",
+            &[
+                "-D",
+                path_str(&data),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "--no-sync",
+            ],
+        );
+        if let Err(err) = cloned {
+            let _ = std::fs::remove_dir_all(&base);
+            return Err(err);
+        }
+        standby.start(&["-c", "fsync=off", "-c", "hot_standby=on"])?;
+        Ok(standby)
+    }
+
     /// Blocking twin of [`start_persistent`](Self::start_persistent).
     pub fn start_persistent_blocking(dir: &Path) -> Result<Self, LocalPgError> {
         let base = std::path::absolute(dir).map_err(io_err(format!("{}", dir.display())))?;
@@ -241,8 +294,9 @@ impl LocalPostgres {
         self.base_dir.join("socket")
     }
 
-    /// Create the directories and the cluster (unless it exists already).
-    fn init(base: &Path, temporary: bool) -> Result<Self, LocalPgError> {
+    /// Create the base and socket directories, handed to the server's user when we are
+    /// root, and check that user can reach them.
+    fn prepare(base: &Path, temporary: bool) -> Result<Self, LocalPgError> {
         let bin_dir = find_bin_dir().ok_or(LocalPgError::BinariesMissing)?;
         let run_as_postgres = running_as_root();
         let owner = if run_as_postgres {
@@ -277,6 +331,12 @@ impl LocalPostgres {
                 dir: base.display().to_string(),
             });
         }
+        Ok(server)
+    }
+
+    /// Create the directories and the cluster (unless it exists already).
+    fn init(base: &Path, temporary: bool) -> Result<Self, LocalPgError> {
+        let server = Self::prepare(base, temporary)?;
         if !server.data_dir().join("PG_VERSION").exists() {
             let data = server.data_dir();
             let result = server.run(
@@ -409,8 +469,22 @@ impl LocalPostgres {
         self.run("pg_ctl", args)
     }
 
-    fn run(&self, program: &str, args: &[&str]) -> Result<Output, LocalPgError> {
+    /// `program` beside `pg_ctl`: in the binaries' directory, or where its `pg_ctl` links
+    /// to (a `PATH` directory may hold links to only the server's binaries).
+    fn program(&self, program: &str) -> PathBuf {
         let exe = self.bin_dir.join(program);
+        if exe.exists() {
+            return exe;
+        }
+        std::fs::canonicalize(self.bin_dir.join("pg_ctl"))
+            .ok()
+            .and_then(|pg_ctl| Some(pg_ctl.parent()?.join(program)))
+            .filter(|linked| linked.exists())
+            .unwrap_or(exe)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Result<Output, LocalPgError> {
+        let exe = self.program(program);
         let mut command = if self.run_as_postgres {
             let mut c = Command::new("runuser");
             c.args(["-u", "postgres", "--"]).arg(&exe);

@@ -1,7 +1,8 @@
 //! Who may run the operators' commands: a login that reads the tables (a member of
 //! `matchmaker_ops` or `matchmaker_daemon`, the schema owner, a superuser). Each command
 //! asks once, before its first query, and a client login gets one line that names the
-//! role it needs.
+//! role it needs. `prune` deletes, so it asks for a login that may delete from the history
+//! tables (a member of `matchmaker_daemon`, the schema owner, a superuser).
 
 use sqlx::PgPool;
 use thiserror::Error;
@@ -17,6 +18,16 @@ pub enum AccessError {
     ClientLogin { command: String, login: String },
     #[error("{command} needs {NEEDED}; login {login} may not read {}", .tables.join(", "))]
     CannotRead {
+        command: String,
+        login: String,
+        tables: Vec<String>,
+    },
+    #[error(
+        "{command} deletes history and needs a login in role matchmaker_daemon; login \
+         {login} may not delete from {}",
+        .tables.join(", ")
+    )]
+    CannotDelete {
         command: String,
         login: String,
         tables: Vec<String>,
@@ -43,5 +54,18 @@ pub async fn require_ops_login(db: &PgPool, command: &str) -> Result<(), AccessE
             login: access.login,
             tables: access.unreadable,
         }
+    })
+}
+
+/// Refuse a login that cannot delete what `command` deletes ([`db::access::PRUNE_DELETES`]).
+pub async fn require_daemon_login(db: &PgPool, command: &str) -> Result<(), AccessError> {
+    let access = db::access::delete_access(db, db::access::PRUNE_DELETES).await?;
+    if access.unreadable.is_empty() {
+        return Ok(());
+    }
+    Err(AccessError::CannotDelete {
+        command: command.to_string(),
+        login: access.login,
+        tables: access.unreadable,
     })
 }

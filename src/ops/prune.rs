@@ -95,6 +95,7 @@ pub async fn prune(
     on_queue: impl FnMut(&QueuePruned),
 ) -> anyhow::Result<Pruned> {
     require_schema(db).await?;
+    crate::ops::access::require_daemon_login(db, "prune").await?;
     let limited = db::connect_limited(db, &settings.config.daemon.session_limits()).await?;
     let result = prune_queues(&limited, settings, on_plan, on_queue).await;
     limited.close().await;

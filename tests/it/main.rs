@@ -43,6 +43,7 @@ mod roles;
 mod servers;
 mod sim_status;
 mod solver_cores;
+mod standby_reads;
 mod support;
 mod tenancy_daemon;
 mod tenancy_ids;

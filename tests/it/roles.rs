@@ -57,3 +57,30 @@ async fn ops_commands_run_as_an_ops_login_and_name_the_role_to_a_client_login() 
         );
     }
 }
+
+#[tokio::test]
+async fn prune_runs_as_a_daemon_login_and_refuses_an_ops_login_before_printing_anything() {
+    let tdb = fresh_db().await;
+    let report = round_of_thirteen(&tdb.pool).await;
+    assert_eq!(report.matched, 12);
+    let daemon = tdb.url_as(&login_in_role(&tdb, "daemon", "matchmaker_daemon").await);
+    let ops = tdb.url_as(&ops_login(&tdb).await);
+    for args in [
+        &["prune", "--horizon", "1h", "--dry-run"][..],
+        &["prune", "--horizon", "1h"][..],
+    ] {
+        let (ok, out, err) = matchmaker(&ops, args);
+        assert!(!ok, "{args:?} as an ops login succeeded: {out}");
+        assert_eq!(out, "", "{args:?} as an ops login printed before refusing");
+        assert!(
+            err.starts_with("error: prune deletes history and needs a login in role matchmaker_daemon; login mm_ops_")
+                && err.contains("may not delete from rounds, matches, match_players"),
+            "{args:?} as an ops login: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+
+        let (ok, out, err) = matchmaker(&daemon, args);
+        assert!(ok, "{args:?} as a daemon login: {err}");
+        assert!(out.contains("total"), "{args:?} printed no total: {out}");
+    }
+}
