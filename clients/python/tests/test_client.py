@@ -342,3 +342,20 @@ def test_unavailable_is_retried_before_the_commit(client_url: str, pooled: mc.Cl
     finally:
         blocker.rollback()
         blocker.close()
+
+
+def test_reads_go_to_the_standby_source_and_writes_never_do(client_url: str, matchmaker) -> None:
+    # The "standby" is a read-only session of another client login: what it serves is
+    # that login's view (none of this login's players), and a write sent there would fail
+    # in class 25.
+    reader_url = matchmaker.login("matchmaker_client")
+    with psycopg.connect(client_url) as conn, psycopg.connect(
+        reader_url, options="-c default_transaction_read_only=on"
+    ) as standby:
+        split = mc.Client(conn, reads=standby)
+        player = unique("split")
+        split.enqueue("hold", player, 1500)  # a write: on the primary source
+        assert mc.Client(conn).status(player, "hold") is not None
+        assert split.status(player, "hold") is None, "the read went to the primary source"
+        assert split.queue("hold") is not None, "the catalog is served by the standby"
+        assert split.cancel(player, "hold") == 1  # a write again, on the primary source

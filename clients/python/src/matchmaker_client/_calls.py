@@ -5,6 +5,8 @@ run these; neither holds SQL of its own.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -25,6 +27,9 @@ class Call:
     # did not (a read, a refresh, a removal). A call is always safe to retry when it
     # failed before its commit was sent; this flag decides the ambiguous case.
     idempotent: bool = False
+    # A read of a view a hot standby serves (at its replication lag): a client given a
+    # standby source runs it there. Calls that write, and LISTEN, stay on the primary.
+    standby_ok: bool = False
 
 
 def _rows(cls: type[m._Row]) -> Callable[[list[dict[str, Any]]], list[Any]]:
@@ -46,6 +51,17 @@ def _json(value: Mapping[str, Any] | None) -> Jsonb:
 # ---- reads ------------------------------------------------------------------------------
 
 
+def _view(make: Callable[..., Call]) -> Callable[..., Call]:
+    """Marks a read of a view as one a standby may serve."""
+
+    @functools.wraps(make)
+    def wrapped(*args: Any, **kwargs: Any) -> Call:
+        return dataclasses.replace(make(*args, **kwargs), standby_ok=True)
+
+    return wrapped
+
+
+@_view
 def queue_catalog(queue: str | None = None) -> Call:
     sql = f"SELECT {m.QueueInfo.columns()} FROM queue_catalog"
     if queue is not None:
@@ -53,6 +69,7 @@ def queue_catalog(queue: str | None = None) -> Call:
     return Call(sql + " ORDER BY queue", [], "all", _rows(m.QueueInfo), True)
 
 
+@_view
 def queue_countdown(queue: str | None = None) -> Call:
     sql = f"SELECT {m.Countdown.columns()} FROM queue_countdown"
     if queue is not None:
@@ -60,6 +77,7 @@ def queue_countdown(queue: str | None = None) -> Call:
     return Call(sql + " ORDER BY queue", [], "all", _rows(m.Countdown), True)
 
 
+@_view
 def player_status(player_ids: str | Iterable[str] | None, queue: str | None) -> Call:
     where, params = [], []
     if player_ids is not None:
@@ -74,6 +92,7 @@ def player_status(player_ids: str | Iterable[str] | None, queue: str | None) -> 
     return Call(sql + " ORDER BY queue, player_id", params, "all", _rows(m.PlayerStatus), True)
 
 
+@_view
 def match_roster(match_id: int) -> Call:
     return Call(
         f"SELECT {m.MatchPlayer.columns()} FROM match_details WHERE match_id = %s"
@@ -85,6 +104,7 @@ def match_roster(match_id: int) -> Call:
     )
 
 
+@_view
 def latest_match(player_id: str, queue: str | None) -> Call:
     sql = f"SELECT {m.MatchPlayer.columns()} FROM match_details WHERE player_id = %s"
     params: list[Any] = [player_id]
@@ -95,6 +115,7 @@ def latest_match(player_id: str, queue: str | None) -> Call:
     return Call(sql, params, "one", _one(m.MatchPlayer), True)
 
 
+@_view
 def avoid_list(player_id: str | None) -> Call:
     sql = f"SELECT {m.Avoid.columns()} FROM avoid_list"
     params: list[Any] = []
@@ -104,6 +125,7 @@ def avoid_list(player_id: str | None) -> Call:
     return Call(sql + " ORDER BY player_id, avoided_player_id", params, "all", _rows(m.Avoid), True)
 
 
+@_view
 def player_ratings(player_ids: str | Iterable[str] | None, pool: str | None) -> Call:
     where, params = [], []
     if player_ids is not None:
@@ -118,6 +140,7 @@ def player_ratings(player_ids: str | Iterable[str] | None, pool: str | None) -> 
     return Call(sql + " ORDER BY pool, player_id", params, "all", _rows(m.Rating), True)
 
 
+@_view
 def backfill_status(session_id: str | None, request_id: int | None) -> Call:
     where, params = [], []
     if session_id is not None:
@@ -132,6 +155,7 @@ def backfill_status(session_id: str | None, request_id: int | None) -> Call:
     return Call(sql + " ORDER BY request_id", params, "all", _rows(m.BackfillStatus), True)
 
 
+@_view
 def my_servers() -> Call:
     return Call(
         f"SELECT {m.Server.columns()} FROM my_servers ORDER BY server_id",

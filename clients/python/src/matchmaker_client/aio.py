@@ -52,6 +52,11 @@ class AsyncClient:
     server announcements) in every case. A bare connection that broke cannot be
     retried on; a pool hands out a fresh one.
 
+    ``reads``, a second connection or pool on a hot standby (a multi-host URL with
+    ``target_session_attrs=prefer-standby``), takes the reads of views (status,
+    countdown, catalog, match details, avoids, ratings, backfill status, servers), as
+    old as the standby's replay lag; every call that writes stays on ``source``.
+
     ``timeout`` (seconds) bounds each call, retries included: its statement is
     cancelled on the server and :class:`~matchmaker_client.errors.Timeout` raised. A
     call whose task is cancelled (``asyncio.timeout``, ``Task.cancel``) is cancelled the
@@ -64,6 +69,7 @@ class AsyncClient:
         *,
         retry: RetryPolicy | None = RetryPolicy(),
         timeout: float | None = None,
+        reads: Any | None = None,
     ) -> None:
         if isinstance(source, psycopg.Connection):
             raise TypeError("a (sync) Connection goes to Client")
@@ -74,6 +80,10 @@ class AsyncClient:
         # A bare connection runs one call's transaction at a time (a keep-alive task
         # shares it with the caller's tasks).
         self._lock = asyncio.Lock()
+        # Reads of views may go to a standby; writes and LISTEN never do.
+        self._reads = reads
+        self._reads_pooled = reads is not None and _is_pool(reads)
+        self._reads_lock = asyncio.Lock()
 
     def with_options(
         self, *, retry: RetryPolicy | None | object = ..., timeout: float | None | object = ...
@@ -90,13 +100,16 @@ class AsyncClient:
     # ---- running a call -----------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        if self._pooled:
-            async with self._source.connection() as conn:
+    async def _connection(self, call: calls.Call) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        source, pooled, lock = self._source, self._pooled, self._lock
+        if call.standby_ok and self._reads is not None:
+            source, pooled, lock = self._reads, self._reads_pooled, self._reads_lock
+        if pooled:
+            async with source.connection() as conn:
                 yield conn
         else:
-            async with self._lock:
-                yield self._source
+            async with lock:
+                yield source
 
     async def _run(self, call: calls.Call) -> Any:
         if self._timeout is None:
@@ -117,7 +130,7 @@ class AsyncClient:
             committing = False
             nested = False
             try:
-                async with self._connection() as conn:
+                async with self._connection(call) as conn:
                     nested = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
                     async with conn.transaction():
                         async with conn.cursor(row_factory=dict_row) as cur:

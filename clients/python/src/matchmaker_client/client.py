@@ -52,6 +52,11 @@ class Client:
     server announcements) in every case. A bare connection that broke cannot be
     retried on; a pool hands out a fresh one.
 
+    ``reads``, a second connection or pool on a hot standby (a multi-host URL with
+    ``target_session_attrs=prefer-standby``), takes the reads of views (status,
+    countdown, catalog, match details, avoids, ratings, backfill status, servers), as
+    old as the standby's replay lag; every call that writes stays on ``source``.
+
     ``timeout`` (seconds) bounds each call, retries included: its statement is
     cancelled on the server and :class:`~matchmaker_client.errors.Timeout` raised.
     """
@@ -62,6 +67,7 @@ class Client:
         *,
         retry: RetryPolicy | None = RetryPolicy(),
         timeout: float | None = None,
+        reads: Any | None = None,
     ) -> None:
         if isinstance(source, psycopg.AsyncConnection):
             raise TypeError("an AsyncConnection goes to AsyncClient")
@@ -72,6 +78,10 @@ class Client:
         # A bare connection runs one call's transaction at a time (a keep-alive thread
         # shares it with the caller's thread).
         self._lock = threading.RLock()
+        # Reads of views may go to a standby; writes and LISTEN never do.
+        self._reads = reads
+        self._reads_pooled = reads is not None and _is_pool(reads)
+        self._reads_lock = threading.RLock()
 
     def with_options(
         self, *, retry: RetryPolicy | None | object = ..., timeout: float | None | object = ...
@@ -88,13 +98,16 @@ class Client:
     # ---- running a call -----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        if self._pooled:
-            with self._source.connection() as conn:
+    def _connection(self, call: calls.Call) -> Iterator[psycopg.Connection[Any]]:
+        source, pooled, lock = self._source, self._pooled, self._lock
+        if call.standby_ok and self._reads is not None:
+            source, pooled, lock = self._reads, self._reads_pooled, self._reads_lock
+        if pooled:
+            with source.connection() as conn:
                 yield conn
         else:
-            with self._lock:
-                yield self._source
+            with lock:
+                yield source
 
     def _run(self, call: calls.Call) -> Any:
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
@@ -104,7 +117,7 @@ class Client:
             committing = False
             nested = False
             try:
-                with self._connection() as conn:
+                with self._connection(call) as conn:
                     nested = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
                     with conn.transaction():
                         with conn.cursor(row_factory=dict_row) as cur:
