@@ -53,8 +53,10 @@ pub struct RunArgs {
     /// leases do not, they use the database's clock.
     #[arg(long, hide = true, value_parser = parse_skew, allow_hyphen_values = true)]
     pub clock_skew: Option<chrono::Duration>,
-    /// Serve /metrics (Prometheus), /healthz and /readyz on this address, e.g.
-    /// 127.0.0.1:9310 (port 0: any free port; the bound address is logged). Overrides
+    /// Serve /metrics (Prometheus), /healthz, /readyz and the operators' console
+    /// (/console, read-only) on this address, e.g. 127.0.0.1:9310 (port 0: any free
+    /// port; the bound address is logged). No authentication: loopback or a private
+    /// network. Overrides
     /// `[daemon] metrics_addr`. With it, `--no-migrate` on a database that lacks
     /// migrations waits for them (/readyz answers 503) instead of exiting.
     #[arg(long, env = "MATCHMAKER_METRICS_ADDR")]

@@ -6,6 +6,8 @@
 //! * `/readyz`: 200 when [`Health::readiness`] says ready (schema current, supervisor
 //!   running, each queue led or stood by); 503 with one line per check otherwise.
 //!
+//! The operators' console (`ops::console`, `/console`) is served on the same address.
+//!
 //! Plain HTTP/1.1, no authentication: bind it to loopback or a private interface.
 
 use std::future::Future;
@@ -44,13 +46,14 @@ pub fn router(endpoints: Endpoints) -> Router {
         .with_state(endpoints)
 }
 
-/// Serve on `listener` until `shutdown` completes.
+/// Serve `app` (the [`router`], and whatever is served beside it) on `listener` until
+/// `shutdown` completes.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    endpoints: Endpoints,
+    app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(endpoints))
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

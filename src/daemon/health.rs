@@ -144,6 +144,15 @@ impl Health {
             .collect()
     }
 
+    /// The configured queues and this replica's role in each, by name.
+    pub fn queue_roles(&self) -> Vec<(String, QueueRole)> {
+        self.lock()
+            .queues
+            .iter()
+            .map(|(name, q)| (name.clone(), q.role.clone()))
+            .collect()
+    }
+
     pub fn config_reload(&self, refused: Option<String>) {
         self.lock().reload_refused = refused.map(|e| (Utc::now(), e));
     }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 /// Per queue: what the countdown is made of.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, sqlx::FromRow)]
 pub struct QueueLine {
     pub queue: String,
     pub pool_size: i64,
@@ -25,7 +25,7 @@ pub struct QueueLine {
 }
 
 /// One finished round.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RoundLine {
     pub round_id: i64,
     pub queue: String,
@@ -47,7 +47,7 @@ pub struct RoundLine {
 }
 
 /// One daemon replica (a row of the `replica_leadership` view).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ReplicaLine {
     pub replica: String,
     /// Its heartbeat is unexpired. A replica that stopped deletes its row; one that died

@@ -1,11 +1,13 @@
 //! The operators' commands as a library: what `run`, `status`, `explain`, `replay`,
-//! `report`, `prune`, `optimize`, `health`, `check-config` do, each a function of the
+//! `report`, `prune`, `optimize`, `health`, `check-config` do (and the console, the web
+//! page `run` serves beside its endpoints), each a function of the
 //! open database (if it needs one) and plain options. `cli` parses the arguments, runs
 //! these in the [`shell`] (one runtime, the database opened and closed, the stop
 //! signals) and renders the result; tests call them directly.
 
 pub mod access;
 pub mod check_config;
+pub mod console;
 pub mod database;
 pub mod explain;
 pub mod health;

@@ -378,7 +378,8 @@ fn summarize_waits(mut secs: Vec<f64>) -> Option<Waits> {
     })
 }
 
-fn stored_side(s: &StoredRound) -> Side {
+/// The stored round's side of the comparison: what the round committed.
+pub fn stored_side(s: &StoredRound) -> Side {
     let mut by_outcome = BTreeMap::new();
     for l in s.left_over.values() {
         if l.outcome != LeftOverKind::Rejected {

@@ -10,6 +10,7 @@ use sqlx::PgPool;
 use crate::daemon::{self, DaemonOptions};
 use crate::db;
 use crate::ops::check_config::{CheckedConfig, load_config};
+use crate::ops::console;
 use crate::ops::require_schema;
 use crate::ops::shell::Stop;
 
@@ -22,7 +23,8 @@ pub struct RunOptions {
     pub holder: Option<String>,
     /// Run this replica's clock ahead (behind, if negative) by this long: a test aid.
     pub clock_skew: Option<chrono::Duration>,
-    /// Serve /metrics, /healthz and /readyz here; overrides `[daemon] metrics_addr`.
+    /// Serve /metrics, /healthz, /readyz and the console here; overrides
+    /// `[daemon] metrics_addr`.
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
@@ -101,8 +103,8 @@ pub async fn run_daemon(
     result
 }
 
-/// Bind `addr` and serve the endpoints (and the metrics recorder, installed here) until
-/// `shutdown`. Fails at once if the address cannot be bound.
+/// Bind `addr` and serve the endpoints (and the metrics recorder, installed here) and the
+/// operators' console until `shutdown`. Fails at once if the address cannot be bound.
 async fn serve_endpoints(
     addr: std::net::SocketAddr,
     pool: PgPool,
@@ -116,6 +118,7 @@ async fn serve_endpoints(
         .with_context(|| format!("cannot listen on {addr} for /metrics, /healthz, /readyz"))?;
     let bound = listener.local_addr()?;
     tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
+    tracing::info!(url = %format!("http://{bound}/console"), "serving the operators' console (read-only, no authentication)");
     // Histograms are drained at each scrape too; this bounds their buffers between scrapes.
     let upkeep = handle.clone();
     tokio::spawn(async move {
@@ -124,13 +127,15 @@ async fn serve_endpoints(
             upkeep.run_upkeep();
         }
     });
+    let console = console::Console::new(&pool, health.clone());
     let endpoints = daemon::endpoints::Endpoints {
         metrics: Some(handle),
         health,
         db: pool,
     };
+    let app = daemon::endpoints::router(endpoints).merge(console::router(console));
     Ok(tokio::spawn(async move {
-        if let Err(e) = daemon::endpoints::serve(listener, endpoints, shutdown).await {
+        if let Err(e) = daemon::endpoints::serve(listener, app, shutdown).await {
             tracing::error!(error = %e, "the /metrics endpoint stopped");
         }
     }))

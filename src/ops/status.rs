@@ -291,7 +291,8 @@ fn factor_table(rounds: &[RoundLine], out: &Output) -> String {
     table_text(&table)
 }
 
-fn countdown(q: &QueueLine) -> String {
+/// The NEXT ROUND cell: when the queue's next round comes, or what it waits for.
+pub fn countdown(q: &QueueLine) -> String {
     match (q.waiting_for.as_str(), q.seconds_to_next) {
         ("schedule", Some(s)) => {
             let mut text = format!("in {s} s");

@@ -7,7 +7,8 @@
 //!
 //! Per queue the page has a summary table and seven plots, in this order: pool size per
 //! round, rounds per interval by trigger, wait-time distribution, team skill difference,
-//! enemy ping, per-factor scores over time, opponent repeats.
+//! enemy ping, per-factor scores over time, opponent repeats. The daemon's console draws
+//! a queue's latest rounds with the same frame ([`recent_pool`], [`recent_waits`]).
 
 mod html;
 mod plots;
@@ -17,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 pub use html::render_html;
+pub use plots::{PlotError, recent_pool, recent_waits};
 
 /// How many plots each queue's section holds (one `<svg>` each).
 pub const PLOTS_PER_QUEUE: usize = 7;

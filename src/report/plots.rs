@@ -14,6 +14,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{QueueReport, RoundRow};
+use crate::db::status::RoundLine;
 
 /// A plot failed to draw (a range plotters refused); carries plotters' message.
 #[derive(Debug, thiserror::Error)]
@@ -128,13 +129,19 @@ fn no_data(area: &Area, title: &str, why: &str) -> Result<Vec<Legend>, String> {
     Ok(Vec::new())
 }
 
-/// The time axis of the queue's rounds, padded so the first and last points are not on
-/// the frame (and a single round still gets a span).
-fn time_range(rounds: &[RoundRow]) -> (DateTime<Utc>, DateTime<Utc>) {
-    let first = rounds.first().map(|r| r.committed_at).unwrap_or_default();
-    let last = rounds.last().map(|r| r.committed_at).unwrap_or(first);
+/// The time axis of rounds committed at `times`, padded so the first and last points are
+/// not on the frame (and a single round still gets a span).
+fn time_range(times: impl IntoIterator<Item = DateTime<Utc>>) -> (DateTime<Utc>, DateTime<Utc>) {
+    let mut times = times.into_iter();
+    let first = times.next().unwrap_or_default();
+    let (first, last) = times.fold((first, first), |(lo, hi), t| (lo.min(t), hi.max(t)));
     let pad = ((last - first) / 40).max(Duration::seconds(30));
     (first - pad, last + pad)
+}
+
+/// When each of `rounds` was committed.
+fn commit_times(rounds: &[RoundRow]) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+    rounds.iter().map(|r| r.committed_at)
 }
 
 /// Tick labels for a time axis of this span: seconds only when it is short, the date
@@ -181,18 +188,18 @@ fn upper(max: f64) -> f64 {
     if max > 0.0 { max * 1.12 } else { 1.0 }
 }
 
-/// Lines over time, one per series, each round a point.
+/// Lines over time (the axis spans `span`), one per series, each round a point.
 fn time_lines(
     area: &Area,
     title: &str,
     y_desc: &str,
-    rounds: &[RoundRow],
+    span: (DateTime<Utc>, DateTime<Utc>),
     series: &[Series],
     y_range: (f64, f64),
     y_format: &dyn Fn(&f64) -> String,
 ) -> Result<Vec<Legend>, String> {
     let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
-    let (t0, t1) = time_range(rounds);
+    let (t0, t1) = span;
     let format = time_format(t1 - t0);
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT, 21))
@@ -259,7 +266,7 @@ pub fn pool_size(q: &QueueReport) -> Result<String, PlotError> {
             area,
             title,
             "players",
-            &q.rounds,
+            time_range(commit_times(&q.rounds)),
             &series,
             (0.0, upper(max)),
             &|v| format!("{v:.0}"),
@@ -275,7 +282,7 @@ pub fn rounds_over_time(q: &QueueReport) -> Result<String, PlotError> {
             return no_data(area, title, "no rounds in this window");
         }
         let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
-        let (t0, t1) = time_range(&q.rounds);
+        let (t0, t1) = time_range(commit_times(&q.rounds));
         let width = bucket_width(t1 - t0);
         let w = width.num_seconds();
         // Buckets aligned to multiples of the width since the epoch (round clock times).
@@ -640,7 +647,7 @@ pub fn factor_scores(q: &QueueReport) -> Result<String, PlotError> {
             area,
             title,
             "factor score",
-            &q.rounds,
+            time_range(commit_times(&q.rounds)),
             &series,
             // A little room above 1 so perfect scores do not sit on the frame.
             (lo, 1.0 + (1.0 - lo) * 0.03),
@@ -670,7 +677,7 @@ pub fn opponent_repeats(q: &QueueReport) -> Result<String, PlotError> {
             area,
             title,
             "% of opponent pairs",
-            &q.rounds,
+            time_range(commit_times(&q.rounds)),
             &[
                 ("opponents again".to_string(), again),
                 ("teammates before".to_string(), before),
@@ -679,6 +686,82 @@ pub fn opponent_repeats(q: &QueueReport) -> Result<String, PlotError> {
             &|v| format!("{v:.0}%"),
         )
     })
+}
+
+/// The console's live plot of a queue's latest rounds (newest first, as `status` reads
+/// them): pool size, matched and left over per round.
+pub fn recent_pool(rounds: &[RoundLine]) -> Result<String, PlotError> {
+    let title = "Pool size per round";
+    svg(title, |area, _| {
+        if rounds.is_empty() {
+            return no_data(area, title, "no round yet");
+        }
+        let pick = |f: fn(&RoundLine) -> i32| -> Vec<(DateTime<Utc>, f64)> {
+            rounds
+                .iter()
+                .rev()
+                .map(|r| (r.committed_at, f64::from(f(r))))
+                .collect()
+        };
+        let series = vec![
+            ("pool size".to_string(), pick(|r| r.pool_size)),
+            ("matched".to_string(), pick(|r| r.matched)),
+            ("left over".to_string(), pick(|r| r.left_over)),
+        ];
+        let max = rounds.iter().map(|r| r.pool_size).max().unwrap_or(0);
+        time_lines(
+            area,
+            title,
+            "players",
+            time_range(rounds.iter().map(|r| r.committed_at)),
+            &series,
+            (0.0, upper(f64::from(max))),
+            &|v| format!("{v:.0}"),
+        )
+    })
+}
+
+/// The console's live plot of a queue's latest rounds (newest first): the wait from
+/// enqueue to match of each round's matched players, p50, p90 and max.
+pub fn recent_waits(rounds: &[RoundLine]) -> Result<String, PlotError> {
+    let title = "Wait to match per round";
+    svg(title, |area, _| {
+        let waited: Vec<(DateTime<Utc>, (f64, f64, f64))> = rounds
+            .iter()
+            .rev()
+            .filter_map(|r| r.wait_secs.map(|w| (r.committed_at, w)))
+            .collect();
+        if waited.is_empty() {
+            return no_data(area, title, "no player matched in these rounds");
+        }
+        let pick = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<(DateTime<Utc>, f64)> {
+            waited.iter().map(|(t, w)| (*t, f(w))).collect()
+        };
+        let series = vec![
+            ("p50".to_string(), pick(|w| w.0)),
+            ("p90".to_string(), pick(|w| w.1)),
+            ("max".to_string(), pick(|w| w.2)),
+        ];
+        let max = waited.iter().map(|(_, w)| w.2).fold(0.0, f64::max);
+        time_lines(
+            area,
+            title,
+            "seconds",
+            time_range(waited.iter().map(|(t, _)| *t)),
+            &series,
+            (0.0, upper(max)),
+            &|v| seconds_label(*v),
+        )
+    })
+}
+
+/// A wait axis label: whole seconds, or one decimal below ten.
+fn seconds_label(v: f64) -> String {
+    if v < 10.0 && v.fract() != 0.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
 }
 
 #[cfg(test)]

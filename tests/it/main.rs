@@ -8,6 +8,7 @@ mod client_abuse;
 mod client_contract;
 mod client_lifecycle;
 mod config;
+mod console;
 mod countdown;
 mod daemon_balance;
 mod daemon_formats;

@@ -23,10 +23,11 @@ const CONFIG: &str = "[daemon]\npoll_interval = \"1s\"\nlease_ttl = \"10s\"\nlea
 /// a migration; far below anything the test waits for otherwise.
 const WITHIN: Duration = Duration::from_secs(30);
 
-/// A `matchmaker run` child with its endpoints on a free port (read from its log).
-struct Daemon {
+/// A `matchmaker run` child with its endpoints on a free port (read from its log); the
+/// console's tests start theirs with this too.
+pub(crate) struct Daemon {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     log: Arc<Mutex<String>>,
     /// The config file it runs (and reloads).
     config: std::path::PathBuf,
@@ -35,9 +36,14 @@ struct Daemon {
 
 impl Daemon {
     fn start(url: &str, holder: &str, extra: &[&str]) -> Daemon {
+        Daemon::start_with(url, holder, CONFIG, extra)
+    }
+
+    /// `matchmaker run` on `url` with the config file `toml`, and `extra` arguments.
+    pub(crate) fn start_with(url: &str, holder: &str, toml: &str, extra: &[&str]) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("matchmaker.toml");
-        std::fs::write(&config, CONFIG).unwrap();
+        std::fs::write(&config, toml).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_matchmaker"))
             .args(["run", "--database-url", url, "--log-format", "json"])
             .arg("--config")
@@ -85,21 +91,26 @@ impl Daemon {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
-    fn get(&self, path: &str) -> Answer {
+    pub(crate) fn get(&self, path: &str) -> Answer {
         get(&self.url(path), Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("GET {path}: {e:#}\nlog:\n{}", self.log()))
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 
     /// GET `path` until `done` holds, for at most [`WITHIN`].
-    async fn wait_for(&self, path: &str, what: &str, done: impl Fn(&Answer) -> bool) -> Answer {
+    pub(crate) async fn wait_for(
+        &self,
+        path: &str,
+        what: &str,
+        done: impl Fn(&Answer) -> bool,
+    ) -> Answer {
         let start = Instant::now();
         loop {
             let answer = self.get(path);
