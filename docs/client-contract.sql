@@ -5,15 +5,28 @@
 --
 --   CREATE ROLE game_backend LOGIN PASSWORD '...' IN ROLE matchmaker_client;
 --
--- That role may call seven functions (enqueue, enqueue_party, keep_alive, cancel,
--- queue_channel, avoid, unavoid) and read five views (queue_catalog, player_status,
--- match_details, queue_countdown, avoid_list). Backfill (request_backfill,
--- cancel_backfill, backfill_status) and server announcements (server_ready, server_gone,
--- my_servers) are for game servers, logins in matchmaker_server.
+-- That role may call ten functions (enqueue, enqueue_party, keep_alive, cancel,
+-- queue_channel, accept_match, decline_match, avoid, unavoid, report_result) and read six
+-- views (queue_catalog, player_status, match_details, queue_countdown, avoid_list,
+-- player_ratings). Backfill (request_backfill, cancel_backfill, backfill_status) and
+-- server announcements (server_ready, server_gone, my_servers) are for game servers,
+-- logins in matchmaker_server.
 -- It cannot read or write a table: the matchmaker owns its tickets, their times and
 -- their status. This file holds the statements of a queue's ordinary flow; the whole API,
 -- backfill included, is described in docs/client-guide.md.
 -- A login sees and cancels only the players it enqueued itself.
+--
+-- The ready check: in a queue that has one (queue_catalog.ready_timeout is not NULL) a
+-- round's match is `pending` in player_status until every player answers before
+-- answer_by, for each of this login's players in it:
+--   SELECT accept_match(player_id => $1, match_id => $2::bigint) AS answer;
+--     -- 'accepted' ('already_accepted' the second time)
+--   SELECT decline_match(player_id => $1, match_id => $2::bigint) AS answer;
+--     -- 'declined' ('already_declined'); the match is cancelled
+-- Every player accepted: the match is final (matched). A decline or answer_by passing
+-- cancels it: those who accepted are queued again with their original enqueue time.
+-- The queue of the flow below has no ready check, so these two are not among its
+-- statements; docs/client-guide.md ("The ready check") has the rules and refusals.
 --
 -- A call with bad input is refused with an error in SQLSTATE class 22 and writes
 -- nothing: what the functions check says `field = value: rule` (22023,
