@@ -93,6 +93,10 @@ export async function run(
     } else {
       conn = source as ClientLike;
     }
+    if (signal?.aborted) {
+      release(false);
+      throw signal.reason;
+    }
     try {
       const result = await queryAbortably(conn, text, values, signal);
       release(false);
