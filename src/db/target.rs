@@ -330,6 +330,26 @@ async fn watch(
     }
 }
 
+/// A pool made from `base`'s options by `derive`, connecting on first use and kept on the
+/// host `base` is on (the watcher moves `base` after a failover).
+pub fn derived_lazy(
+    base: &PgPool,
+    options: PgPoolOptions,
+    derive: impl Fn(&PgConnectOptions) -> PgConnectOptions + Send + Sync + 'static,
+) -> PgPool {
+    let switched = Switch::default();
+    let pool = switched
+        .discard_older(options)
+        .connect_lazy_with(derive(&base.connect_options()));
+    tokio::spawn(follow(
+        base.clone(),
+        pool.clone(),
+        switched,
+        Box::new(derive),
+    ));
+    pool
+}
+
 /// Keep `pool`, made from `base`'s options by `derive`, on the host `base` is on (the
 /// watcher moves `base`), until either closes.
 pub(crate) async fn follow(base: PgPool, pool: PgPool, switched: Switch, derive: WithSession) {

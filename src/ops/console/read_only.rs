@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 /// How the console's sessions name themselves in `pg_stat_activity`.
 pub const APPLICATION_NAME: &str = "matchmaker console";
@@ -20,20 +20,23 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_CONNECTIONS: u32 = 2;
 
 /// A pool on `base`'s database (same server, login and TLS) whose sessions are
-/// read-only. Connects on first use, so a console nobody opens costs no session.
+/// read-only, following `base` to another host after a failover. Connects on first use,
+/// so a console nobody opens costs no session.
 pub fn read_only_pool(base: &PgPool) -> PgPool {
-    let options = (*base.connect_options())
-        .clone()
-        .application_name(APPLICATION_NAME)
-        .options([
+    let read_only = |options: &PgConnectOptions| {
+        options.clone().application_name(APPLICATION_NAME).options([
             ("default_transaction_read_only", "on".to_string()),
             (
                 "statement_timeout",
                 STATEMENT_TIMEOUT.as_millis().to_string(),
             ),
-        ]);
-    PgPoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .acquire_timeout(STATEMENT_TIMEOUT)
-        .connect_lazy_with(options)
+        ])
+    };
+    crate::db::target::derived_lazy(
+        base,
+        PgPoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(STATEMENT_TIMEOUT),
+        read_only,
+    )
 }
