@@ -40,7 +40,25 @@ export interface CallOptions {
 export interface ClientOptions {
   /** Retries while the server is unavailable (default DEFAULT_RETRY; NO_RETRY: none). */
   retry?: RetryPolicy;
+  /**
+   * A second source on a hot standby (a formation's multi-host URL with
+   * `target_session_attrs=prefer-standby`) for the reads of views, which are then as old
+   * as the standby's replay lag. Every call that writes, and LISTEN, stays on `source`.
+   */
+  reads?: Source;
 }
+
+/** The views a hot standby serves; everything else goes to the primary. */
+const STANDBY_VIEWS = new Set([
+  'queue_catalog',
+  'queue_countdown',
+  'player_status',
+  'match_details',
+  'avoid_list',
+  'player_ratings',
+  'backfill_status',
+  'my_servers',
+]);
 
 export type Answer = 'accepted' | 'already_accepted' | 'declined' | 'already_declined';
 export type ResultAnswer = 'recorded' | 'confirmed' | 'disputed';
@@ -48,6 +66,7 @@ export type ResultAnswer = 'recorded' | 'confirmed' | 'disputed';
 export class MatchmakerClient {
   readonly source: Source;
   readonly retry: RetryPolicy;
+  readonly reads: Source | undefined;
 
   /**
    * `source`: a node-postgres `Pool` (each call borrows a connection; a broken one is
@@ -58,11 +77,12 @@ export class MatchmakerClient {
   constructor(source: Source, options: ClientOptions = {}) {
     this.source = source;
     this.retry = options.retry ?? DEFAULT_RETRY;
+    this.reads = options.reads;
   }
 
   /** The same source with other options. */
   withOptions(options: ClientOptions): MatchmakerClient {
-    return new MatchmakerClient(this.source, { retry: this.retry, ...options });
+    return new MatchmakerClient(this.source, { retry: this.retry, reads: this.reads, ...options });
   }
 
   private rows(
@@ -72,7 +92,8 @@ export class MatchmakerClient {
     idempotent: boolean,
     opts: CallOptions | undefined,
   ): Promise<any[]> {
-    return run(this.source, text, values, {
+    const source = this.reads && STANDBY_VIEWS.has(what) ? this.reads : this.source;
+    return run(source, text, values, {
       what,
       idempotent,
       retry: this.retry,

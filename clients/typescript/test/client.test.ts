@@ -123,6 +123,22 @@ describe('players', () => {
     assert.deepEqual(await other.client.playerStatus({ playerIds: [alice] }), []);
   });
 
+  it('sends the reads of views to the standby source and every write to the primary', { timeout: 120_000 }, async () => {
+    // The "standby" is a read-only session of another login: it serves that login's view
+    // (none of this login's players), and a write sent there would fail in class 25.
+    const { pool } = await login();
+    const reader = await mm.login('matchmaker_client');
+    const standby = new Pool({ connectionString: reader, options: '-c default_transaction_read_only=on' });
+    pools.push(standby);
+    const split = new MatchmakerClient(pool, { reads: standby });
+    const bob = pid('bob');
+    await split.enqueue('ts_hold', bob, { skill: 1500, latencies: { eu: 20 } });
+    assert.ok(await new MatchmakerClient(pool).status(bob, 'ts_hold'), 'the enqueue went to the primary');
+    assert.equal(await split.status(bob, 'ts_hold'), null, 'the read went to the primary source');
+    assert.ok(await split.queue('ts_hold'), 'the catalog is served by the standby');
+    assert.equal(await split.cancel(bob, 'ts_hold'), 1);
+  });
+
   it('enqueues a party, whole, and cancels it with one member', { timeout: 120_000 }, async () => {
     const { client } = await login();
     const [bob, carol] = [pid('bob'), pid('carol')];
