@@ -16,17 +16,6 @@
 -- backfill included, is described in docs/client-guide.md.
 -- A login sees and cancels only the players it enqueued itself.
 --
--- The ready check: in a queue that has one (queue_catalog.ready_timeout is not NULL) a
--- round's match is `pending` in player_status until every player answers before
--- answer_by, for each of this login's players in it:
---   SELECT accept_match(player_id => $1, match_id => $2::bigint) AS answer;
---     -- 'accepted' ('already_accepted' the second time)
---   SELECT decline_match(player_id => $1, match_id => $2::bigint) AS answer;
---     -- 'declined' ('already_declined'); the match is cancelled
--- Every player accepted: the match is final (matched). A decline or answer_by passing
--- cancels it: those who accepted are queued again with their original enqueue time.
--- The queue of the flow below has no ready check, so these two are not among its
--- statements; docs/client-guide.md ("The ready check") has the rules and refusals.
 --
 -- A call with bad input is refused with an error in SQLSTATE class 22 and writes
 -- nothing: what the functions check says `field = value: rule` (22023,
@@ -188,6 +177,24 @@ SELECT match_id, queue, created_at, team, role, teammates, opponents, region, ho
  WHERE player_id = $1
  ORDER BY created_at DESC, match_id DESC
  LIMIT 1;
+
+-- name: accept_match
+-- The ready check: in a queue that has one (queue_catalog.ready_timeout is not NULL), a
+-- round's match is `pending` in player_status until every player answers before
+-- answer_by. Accept for one of this login's players: 'accepted' ('already_accepted' the
+-- second time). Every player accepted: the match is final (matched). In a queue without
+-- a ready check, as this flow's, the call is refused: `match_id = 1: has no ready check:
+-- the match is final`.
+-- example: alice | 1
+SELECT accept_match(player_id => $1, match_id => $2::bigint) AS answer;
+
+-- name: decline_match
+-- Decline for one of this login's players: 'declined' ('already_declined'). The match is
+-- cancelled, and those who accepted are queued again with their original enqueue time;
+-- answer_by passing does the same. docs/client-guide.md ("The ready check") has the
+-- rules and refusals.
+-- example: alice | 1
+SELECT decline_match(player_id => $1, match_id => $2::bigint) AS answer;
 
 -- name: match_roster
 -- Everyone in a match (one of your players is in it): team, role, party and skill of each

@@ -150,7 +150,9 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
     assert_eq!(
         statements.keys().collect::<Vec<_>>(),
         [
+            "accept_match",
             "cancel",
+            "decline_match",
             "enqueue",
             "enqueue_party",
             "keep_alive",
@@ -348,6 +350,20 @@ async fn every_client_statement_runs_as_a_client_login_and_finds_the_match() {
         "bob's teammates include his party: {bob:?}"
     );
 
+    // This flow's queue has no ready check: both answers are refused, in class 22, and
+    // the match stays final.
+    for name in ["accept_match", "decline_match"] {
+        let err = run(&client, st(name), &["alice", &match_id.to_string()])
+            .await
+            .expect_err(name);
+        let (code, message) = db_error(&err);
+        assert_eq!(code, "22023", "{name}: {message}");
+        assert_eq!(
+            message,
+            format!("match_id = {match_id}: has no ready check: the match is final"),
+            "{name}"
+        );
+    }
     let roster = ok(&client, st("match_roster"), &[&match_id.to_string()]).await;
     assert_eq!(roster.len(), 6, "{roster:?}");
     let teams: Vec<i64> = roster.iter().map(|r| r["team"].as_i64().unwrap()).collect();
