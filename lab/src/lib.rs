@@ -1,5 +1,6 @@
 //! The lab: a demo (`demo`), a load generator playing the simulated population
-//! (`simulate`, `sim`), fault injection (`soak`), a measured peak evening (`peak`) and
+//! (`simulate`, `sim`), fault injection (`soak`), a database failover on a real
+//! pg_auto_failover formation (`failover`, `formation`), a measured peak evening (`peak`) and
 //! benchmarks (`bench`, `bench_db`), behind the `matchmaker-lab` binary. Each command
 //! takes plain options. It is built on the daemon's crate (`matchmaker`), which never
 //! imports it, and on the pure population (`matchmaker-population`); `fleet` (daemon
@@ -8,6 +9,8 @@
 pub mod bench;
 pub mod bench_db;
 pub mod demo;
+pub mod failover;
+pub mod formation;
 pub mod peak;
 pub mod sim;
 pub mod simulate;

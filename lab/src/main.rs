@@ -33,6 +33,10 @@ enum Command {
     /// Fault injection: daemon replicas killed, PostgreSQL restarted, a clock skewed and
     /// cancel storms under client load; then an audit of the contract's invariants.
     Soak(SoakArgs),
+    /// A database failover under load on a real pg_auto_failover formation (monitor,
+    /// primary, synchronous standby): the primary's machine lost mid-round, then a
+    /// switchover; timed, then audited.
+    Failover(FailoverArgs),
     /// A measured peak evening: replicas, regions x modes of queues, a player base
     /// arriving by time of day; a table of lateness, waits, countdown error and load.
     Peak(PeakArgs),
@@ -48,6 +52,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => lab::demo::run(args.into()),
         Command::Simulate(args) => lab::simulate::run(args.into()),
         Command::Soak(args) => lab::soak::run(args.into()),
+        Command::Failover(args) => lab::failover::run(args.into()),
         Command::Peak(args) => lab::peak::run(args.into()),
         Command::Bench(args) => lab::bench::run(args.into()),
         Command::BenchDb(args) => lab::bench_db::run(args.into()),
@@ -100,6 +105,43 @@ impl From<SoakArgs> for lab::soak::SoakOptions {
             database_url: args.database_url,
             log_dir: args.log_dir,
             max_time: args.max_time,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct FailoverArgs {
+    /// Client load before the primary is lost.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub warmup: Duration,
+    /// Load after the loss (and after the switchover) before the next step.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub settle: Duration,
+    /// Daemon replicas.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub replicas: u64,
+    /// Concurrent clients, each keeping a dozen players waiting.
+    #[arg(long, default_value_t = 4)]
+    pub clients: usize,
+    /// Seed of the clients' answers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the formation's data and logs, the replicas' logs and the config in this
+    /// directory (the `postgres` user must be able to enter it when run as root).
+    /// Default: a temporary directory, removed after a clean run.
+    #[arg(long)]
+    pub log_dir: Option<PathBuf>,
+}
+
+impl From<FailoverArgs> for lab::failover::FailoverOptions {
+    fn from(args: FailoverArgs) -> Self {
+        lab::failover::FailoverOptions {
+            warmup: args.warmup,
+            settle: args.settle,
+            replicas: args.replicas,
+            clients: args.clients,
+            seed: args.seed,
+            log_dir: args.log_dir,
         }
     }
 }

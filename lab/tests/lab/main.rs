@@ -1,8 +1,10 @@
-//! The lab's tests, one binary: the simulator against a running daemon, the demo, the
-//! peak evening, `bench`, README's local trial and the binary's command line.
+//! The lab's tests, one binary: the simulator against a running daemon, the demo, a
+//! database failover on a real formation, the peak evening, `bench`, README's local
+//! trial and the binary's command line.
 
 mod bench;
 mod cli;
+mod failover;
 mod peak;
 mod servers;
 mod sim;
