@@ -363,7 +363,7 @@ async fn poll(
         return;
     }
     let ids: Vec<String> = players.iter().map(|p| p.id.clone()).collect();
-    let rows: Vec<(String, String, String, Option<i64>, Option<i32>)> = match call(ledger, || {
+    let rows: Vec<StatusRow> = match call(ledger, || {
         sqlx::query_as(
             "SELECT queue, player_id, status, match_id, team FROM player_status
               WHERE player_id = ANY($1)",
@@ -548,6 +548,20 @@ pub enum EventKind {
     /// `pg_autoctl perform switchover`.
     Switchover,
 }
+
+/// A client's poll of `player_status`: queue, player, status, match, team.
+type StatusRow = (String, String, String, Option<i64>, Option<i32>);
+
+/// An acknowledged accept as the audit reads it back: player, match, when, the match's
+/// status, the player's stored answer, the player's latest entry status.
+type AcceptRow = (
+    String,
+    i64,
+    DateTime<Utc>,
+    String,
+    Option<String>,
+    Option<String>,
+);
 
 /// What one event did and how long the formation and the daemon took.
 #[derive(Debug, Clone)]
@@ -1210,14 +1224,7 @@ async fn check_ledger(db: &PgPool, ledger: &Ledger) -> anyhow::Result<Vec<(Strin
     let acc_times: Vec<DateTime<Utc>> = ledger.accepted.iter().map(|a| a.2).collect();
     // An acknowledged accept is kept: the player's answer is `accepted` in a match that
     // stands, and a cancelled match never ends them `declined`.
-    let lost_accepts: Vec<(
-        String,
-        i64,
-        DateTime<Utc>,
-        String,
-        Option<String>,
-        Option<String>,
-    )> = sqlx::query_as(
+    let lost_accepts: Vec<AcceptRow> = sqlx::query_as(
         "SELECT x.p, x.m, x.t, mt.status,
                     (SELECT mp.answer FROM match_players mp
                       WHERE mp.match_id = x.m AND mp.player_id = x.p),
