@@ -102,7 +102,11 @@ fn with_previous_round(mut pool: Pool, model: &QueueModel) -> anyhow::Result<Poo
     pool.history = previous
         .matches
         .into_iter()
-        .map(|m| PastMatch { teams: m.teams, at })
+        .map(|m| PastMatch {
+            teams: m.teams,
+            at,
+            map: None,
+        })
         .collect();
     Ok(pool)
 }

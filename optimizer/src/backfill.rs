@@ -588,6 +588,8 @@ impl<'a> Fills<'a> {
             host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
             backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
             relay: eval.relay,
+            map: None,
+            map_vetoed_by: 0,
         };
         (outcome, taken)
     }

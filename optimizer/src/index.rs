@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::error::PoolError;
+use super::maps::MapChoices;
 use super::model::{QueueModel, RoleMode};
 use super::pool::Pool;
 use super::round::Rejection;
@@ -87,6 +88,8 @@ pub struct IndexedPool {
     pub source: Vec<usize>,
     /// Who may meet whom: the queue's filters and the players' avoids, per player.
     pub meet: Meet,
+    /// Each player's vetoed, preferred and recent maps (queues with maps).
+    pub maps: MapChoices,
 }
 
 /// The hard meeting rules of a pool, precomputed per player so that a match is checked
@@ -197,6 +200,7 @@ impl IndexedPool {
         ix.peer = merge_peer_pings(pool, &ix.source, &index_of);
         ix.history = build_history(pool, model, &index_of, ix.ids.len())?;
         ix.meet = build_meet(pool, model, &ix.source, &index_of);
+        ix.maps = MapChoices::build(pool, &model.maps, &ix.source);
         Ok(ix)
     }
 
@@ -225,6 +229,7 @@ impl IndexedPool {
             rejected,
             source: Vec::new(),
             meet: Meet::default(),
+            maps: MapChoices::default(),
         }
     }
 

@@ -71,6 +71,9 @@ pub enum LeftOverKind {
     /// full and no other region's server was within its players' pings); the reason
     /// names the region.
     NoServer,
+    /// Queues with maps: every valid match tried with them had every map of the pool
+    /// vetoed by one of its players.
+    Vetoed,
 }
 
 impl LeftOverKind {
@@ -88,6 +91,7 @@ impl LeftOverKind {
             LeftOverKind::Avoided => "avoided",
             LeftOverKind::Floor => "floor",
             LeftOverKind::NoServer => "no_server",
+            LeftOverKind::Vetoed => "vetoed",
         }
     }
 }
@@ -255,6 +259,9 @@ impl Round<'_> {
                     .to_string(),
             );
         }
+        if seen.veto {
+            return (LeftOverKind::Vetoed, self.vetoed(u));
+        }
         if seen.filter {
             return (
                 LeftOverKind::Filtered,
@@ -276,6 +283,45 @@ impl Round<'_> {
         } else {
             format!("{first} (party of {})", members.len())
         }
+    }
+
+    /// The maps this unit's players veto, and what that leaves.
+    fn vetoed(&self, u: u32) -> String {
+        let maps = &self.ix.maps;
+        let members = &self.ix.units[u as usize].members;
+        let own = maps.open(members);
+        let names = |bits: u64| {
+            (0..maps.names.len())
+                .filter(|&m| bits & (1 << m) != 0)
+                .map(|m| maps.names[m].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let vetoed = maps.all & !own;
+        let relax = self
+            .model
+            .floors
+            .iter()
+            .find(|s| s.relax_vetoes)
+            .map_or(String::new(), |s| {
+                format!(
+                    "; vetoes relax after {} of wait",
+                    short_duration(s.after.as_secs_f64() / 60.0)
+                )
+            });
+        format!(
+            "every valid match tried with them left no map that none of its players vetoed (they veto {}; the others' vetoes covered {}){relax}",
+            if vetoed == 0 {
+                "none".to_string()
+            } else {
+                names(vetoed)
+            },
+            if own == 0 {
+                "nothing else".to_string()
+            } else {
+                names(own)
+            },
+        )
     }
 
     fn too_few_players(&self) -> String {
@@ -498,6 +544,7 @@ struct Seen {
     no_host: bool,
     avoid: bool,
     filter: bool,
+    veto: bool,
     /// The first match tried that broke only the floor in force.
     floor: Option<(Vec<u32>, MatchEval)>,
 }
@@ -511,6 +558,7 @@ impl Seen {
             Broken::NoHost => self.no_host = true,
             Broken::Avoid => self.avoid = true,
             Broken::Filter => self.filter = true,
+            Broken::Veto => self.veto = true,
             Broken::Floor if self.floor.is_none() => {
                 self.floor = Some((candidate.to_vec(), *eval));
             }

@@ -6,7 +6,7 @@
 //! - `pool` (input) -> `index` (validation, `PoolError` / `Rejection`, indexed arrays);
 //! - `model` (the queue's format, weights and factor parameters, validated);
 //! - `split` (every team split of every party shape, enumerated once per queue);
-//! - `factors` (the twelve factors, one file each) and `score` (a match's best split, the
+//! - `factors` (the thirteen factors, one file each) and `score` (a match's best split, the
 //!   lexicographic round objective: overdue players placed, matches, quality; `score::rules`:
 //!   the hard rules of who may meet whom, hosts, relay and the quality floors);
 //! - `search` (constructions, exchange moves, delta scoring with a from-scratch oracle,
@@ -20,6 +20,7 @@ pub mod error;
 pub mod factors;
 pub mod index;
 pub mod left_over;
+pub mod maps;
 pub mod model;
 pub mod pool;
 pub mod rating;

@@ -74,6 +74,10 @@ pub struct QueueModel {
     /// expansions), by `after` ascending. Empty: no floor.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub floors: Vec<FloorStep>,
+    /// The maps a match may be played on (`[queues.NAME.maps]`). Absent: no map is
+    /// chosen.
+    #[serde(skip_serializing_if = "MapParams::is_absent")]
+    pub maps: MapParams,
 }
 
 impl Default for QueueModel {
@@ -101,6 +105,7 @@ impl Default for QueueModel {
             filters: FilterParams::default(),
             avoids: AvoidParams::default(),
             floors: Vec::new(),
+            maps: MapParams::default(),
         }
     }
 }
@@ -220,7 +225,8 @@ impl QueueModel {
         self.validate_sizes()?;
         self.validate_weights()?;
         self.validate_factor_params()?;
-        self.validate_meeting()
+        self.validate_meeting()?;
+        self.maps.validate()
     }
 
     /// The alliance's formats: within the full format, few enough to enumerate.
@@ -344,6 +350,7 @@ impl QueueModel {
             .iter()
             .filter(|(n, _)| flexible || *n != "member_count_difference")
             .filter(|(n, _)| self.filters.language.is_some() || *n != "language")
+            .filter(|(n, _)| !self.maps.is_absent() || *n != "maps")
             .all(|(_, v)| *v == 0.0)
         {
             return bad("weights", "at least one weight must be > 0");
@@ -467,6 +474,12 @@ impl QueueModel {
             {
                 return bad(&key("min_match_score"), "must be in [0, 1]");
             }
+            if s.relax_vetoes && self.maps.is_absent() {
+                return bad(
+                    &key("relax_vetoes"),
+                    "the queue has no maps ([queues.NAME.maps])",
+                );
+            }
             if s.relay && !p2p {
                 return bad(
                     &key("relay"),
@@ -511,6 +524,12 @@ impl QueueModel {
                 }
                 if p.relay && !s.relay {
                     return bad(&key("relay"), "a later step must keep relay on");
+                }
+                if p.relax_vetoes && !s.relax_vetoes {
+                    return bad(
+                        &key("relax_vetoes"),
+                        "a later step must keep relax_vetoes on",
+                    );
                 }
             }
             prev = Some(s);
@@ -661,6 +680,91 @@ pub struct FloorStep {
     /// as needing the game's relay.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub relay: bool,
+    /// Queues with maps: from this step on, a match whose players leave no map
+    /// un-vetoed may form, on the map the fewest of them vetoed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub relax_vetoes: bool,
+}
+
+/// Most maps a queue's pool may hold (a match's choice is a 64-bit mask).
+pub const MAX_MAPS: usize = 64;
+/// Most vetoes per player (an attribute holds at most 16 values).
+pub const MAX_VETOES: usize = 16;
+/// Deepest history a map's repeat is counted over.
+pub const MAX_REPEAT_DEPTH: usize = 20;
+
+/// `[queues.NAME.maps]`: the maps a match is played on, chosen in the round with its
+/// players (`factors::maps`). Players name the maps they veto and prefer in their
+/// `veto` and `maps` attributes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MapParams {
+    /// The map names, in the order ties are broken. Empty: the queue has no maps.
+    pub pool: Vec<String>,
+    /// How many maps one player may veto (fewer than the pool, so that every player
+    /// can play somewhere). A match is never on a map one of its players vetoed,
+    /// unless a floor step with `relax_vetoes` is in force.
+    pub vetoes: usize,
+    /// How many of a player's last matches count against replaying their map.
+    pub repeat_depth: usize,
+}
+
+impl Default for MapParams {
+    fn default() -> Self {
+        MapParams {
+            pool: Vec::new(),
+            vetoes: 0,
+            repeat_depth: 3,
+        }
+    }
+}
+
+impl MapParams {
+    pub fn is_absent(&self) -> bool {
+        self.pool.is_empty()
+    }
+
+    fn validate(&self) -> Result<(), PoolError> {
+        if self.is_absent() {
+            if self.vetoes > 0 {
+                return bad("maps.vetoes", "the queue has no maps.pool");
+            }
+            return Ok(());
+        }
+        if self.pool.len() > MAX_MAPS {
+            return bad(
+                "maps.pool",
+                &format!("has {} maps, more than {MAX_MAPS}", self.pool.len()),
+            );
+        }
+        for (i, m) in self.pool.iter().enumerate() {
+            if m.is_empty() || m.chars().count() > 64 || m.chars().any(char::is_control) {
+                return bad(
+                    "maps.pool",
+                    &format!("{m:?}: a map name has 1 to 64 characters, none a control character"),
+                );
+            }
+            if self.pool[..i].contains(m) {
+                return bad("maps.pool", &format!("map {m:?} listed twice"));
+            }
+        }
+        if self.vetoes >= self.pool.len() || self.vetoes > MAX_VETOES {
+            return bad(
+                "maps.vetoes",
+                &format!(
+                    "must be below the pool's size ({}) and at most {MAX_VETOES}: a player must leave a map to play",
+                    self.pool.len()
+                ),
+            );
+        }
+        if self.repeat_depth > MAX_REPEAT_DEPTH {
+            return bad(
+                "maps.repeat_depth",
+                &format!("must be at most {MAX_REPEAT_DEPTH}"),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// How players connect: peer-to-peer (one player hosts, the Awesomenauts matchmaker post) or dedicated servers
@@ -708,6 +812,11 @@ pub struct Weights {
     /// the written config at its default (as `member_count_difference`).
     #[serde(skip_serializing_if = "is_default_language_weight")]
     pub language: f64,
+    /// How much its players like the match's map (`factors::maps`); only in the
+    /// average when the queue has a map pool, and left out of the written config at its
+    /// default (as `member_count_difference`).
+    #[serde(skip_serializing_if = "is_default_maps_weight")]
+    pub maps: f64,
 }
 
 impl Default for Weights {
@@ -725,8 +834,13 @@ impl Default for Weights {
             predicted_fairness: 0.0,
             member_count_difference: 1.0,
             language: 1.0,
+            maps: 1.0,
         }
     }
+}
+
+fn is_default_maps_weight(w: &f64) -> bool {
+    *w == Weights::default().maps
 }
 
 fn is_default_language_weight(w: &f64) -> bool {
@@ -739,7 +853,7 @@ fn is_default_member_weight(w: &f64) -> bool {
 
 impl Weights {
     /// (config key, weight), in the fixed factor order.
-    pub fn named(&self) -> [(&'static str, f64); 12] {
+    pub fn named(&self) -> [(&'static str, f64); 13] {
         [
             ("equal_teams", self.equal_teams),
             ("equal_players", self.equal_players),
@@ -753,6 +867,7 @@ impl Weights {
             ("predicted_fairness", self.predicted_fairness),
             ("member_count_difference", self.member_count_difference),
             ("language", self.language),
+            ("maps", self.maps),
         ]
     }
 }

@@ -69,6 +69,9 @@ impl Attribute {
 pub struct PastMatch {
     pub teams: Vec<Vec<String>>,
     pub at: DateTime<Utc>,
+    /// The map it was played on (queues with maps), for `maps.repeat_depth`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
 }
 
 /// Everything one round needs to know about its players.

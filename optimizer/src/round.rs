@@ -52,6 +52,17 @@ pub struct MatchOutcome {
     /// its relay (`host` and `backup_host` are None, `hosts` empty).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub relay: bool,
+    /// The map it is played on, in queues with maps (`[queues.NAME.maps]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
+    /// Players of the match who vetoed its map: a floor step with `relax_vetoes` was in
+    /// force and every map was vetoed by one of them. 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub map_vetoed_by: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -225,6 +225,8 @@ pub struct MatchDetail {
     /// Possible hosts, best first (peer-to-peer): lowest worst ping to the others, ties
     /// by player id. The first is the match's host, the second its backup host.
     pub hosts: Vec<u32>,
+    /// Its map (queues with maps).
+    pub map: Option<crate::maps::MapPick>,
 }
 
 /// Per-match data shared by all splits.
@@ -246,6 +248,7 @@ struct Ctx {
     fixed_weighted: f64,
     region: Option<usize>,
     hosts: Vec<u32>,
+    map: Option<crate::maps::MapPick>,
     /// Number of players who can host (peer-to-peer).
     capable: u32,
     quality_wait: f64,
@@ -306,6 +309,9 @@ impl<'a> Scorer<'a> {
         }
         if model.filters.language.is_none() {
             weights[LANGUAGE] = 0.0;
+        }
+        if !ix.maps.active() {
+            weights[MAPS] = 0.0;
         }
         let wsum = weight_sum(&weights);
         let fast = tables.teams == 2
@@ -545,6 +551,7 @@ impl<'a> Scorer<'a> {
             fixed_weighted: 0.0,
             region: None,
             hosts: Vec::new(),
+            map: None,
             capable: 0,
             quality_wait: 0.0,
             overdue: 0,
@@ -648,7 +655,11 @@ impl<'a> Scorer<'a> {
             }
         }
         c.fixed[MEMBER_COUNT_DIFFERENCE] = self.member_count_score;
-        for &f in &[EQUAL_PLAYERS, TWO_HOSTS, MEMBER_COUNT_DIFFERENCE] {
+        if ix.maps.active() && (w[MAPS] > 0.0 || detail) {
+            c.map = self.map_of(&c.slots[..n]);
+            c.fixed[MAPS] = c.map.map_or(0.0, |m| m.score);
+        }
+        for &f in &[EQUAL_PLAYERS, TWO_HOSTS, MEMBER_COUNT_DIFFERENCE, MAPS] {
             if w[f] > 0.0 {
                 c.fixed_weighted += w[f] * c.fixed[f];
             }
@@ -979,6 +990,20 @@ impl<'a> Scorer<'a> {
         }
     }
 
+    /// The map of a match of these players: vetoes relax when the floor step in force
+    /// says so.
+    pub fn map_of(&self, players: &[u32]) -> Option<crate::maps::MapPick> {
+        let relax = self.floor_in_force(players).is_some_and(|s| s.relax_vetoes);
+        self.ix.maps.pick(players, relax)
+    }
+
+    /// The maps factor of a match of these players; 0 when every map is vetoed (the
+    /// veto rule then keeps the match from forming).
+    #[inline]
+    pub(crate) fn map_score(&self, players: &[u32]) -> f64 {
+        self.map_of(players).map_or(0.0, |m| m.score)
+    }
+
     /// Whether `evaluate` takes the two-team fast path.
     pub fn is_fast(&self) -> bool {
         self.fast
@@ -1040,6 +1065,7 @@ impl<'a> Scorer<'a> {
             roles,
             region: c.region,
             hosts: c.hosts,
+            map: c.map,
         }
     }
 

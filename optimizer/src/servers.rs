@@ -422,6 +422,8 @@ mod tests {
             host: None,
             backup_host: None,
             relay: false,
+            map: None,
+            map_vetoed_by: 0,
         };
         out.matches = vec![one("a", 0.9), one("b", 0.6)];
         out.unmatched.clear();

@@ -586,6 +586,8 @@ fn outcome(
             host: d.hosts.first().filter(|_| p2p).map(|&p| id(p)),
             backup_host: d.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
             relay: *relay,
+            map: d.map.map(|m| ix.maps.names[m.map as usize].clone()),
+            map_vetoed_by: d.map.map_or(0, |m| m.vetoed_by),
         })
         .collect();
     let bench = flex.map_or(run.state.bench.as_slice(), |f| f.bench);

@@ -494,7 +494,10 @@ impl QueueConfig {
 
     /// Recent matches per player the snapshot reads (see `round.history_matches`).
     pub fn history_matches(&self) -> usize {
-        let depth = self.model.opponent_variation.depth;
+        let mut depth = self.model.opponent_variation.depth;
+        if !self.model.maps.is_absent() {
+            depth = depth.max(self.model.maps.repeat_depth);
+        }
         self.round.history_matches.unwrap_or(depth).max(depth)
     }
 

@@ -1132,6 +1132,11 @@ async fn write_matches(
         .map(|(m, _)| m.backup_host.as_deref())
         .collect();
     let relay: Vec<bool> = matches.iter().map(|(m, _)| m.relay).collect();
+    let maps: Vec<Option<&str>> = matches.iter().map(|(m, _)| m.map.as_deref()).collect();
+    let vetoed_by: Vec<i32> = matches
+        .iter()
+        .map(|(m, _)| m.map_vetoed_by.min(i32::MAX as u32) as i32)
+        .collect();
     let mut p_match = Vec::new();
     let mut p_entry = Vec::new();
     let mut p_team = Vec::new();
@@ -1192,17 +1197,20 @@ async fn write_matches(
         "WITH new_matches AS (
              INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
                                   region, hosts, host_player_id, backup_host_player_id,
-                                  relay, status, answer_by)
+                                  relay, status, answer_by, map, map_vetoed_by)
              OVERRIDING SYSTEM VALUE
              SELECT u.id, $5, $8, $6, u.score, u.factors, u.region,
                     ARRAY(SELECT jsonb_array_elements_text(u.hosts)), u.host, u.backup,
                     u.relay,
                     CASE WHEN u.pending THEN 'pending' ELSE 'ready' END,
                     -- The database's clock, which accept_match compares against.
-                    CASE WHEN u.pending THEN now() + make_interval(secs => $17) END
+                    CASE WHEN u.pending THEN now() + make_interval(secs => $17) END,
+                    u.map, u.map_vetoed_by
                FROM unnest($7::bigint[], $9::float8[], $10::jsonb[], $11::text[], $12::jsonb[],
-                           $13::text[], $14::text[], $16::bool[], $19::boolean[])
-                    AS u(id, score, factors, region, hosts, host, backup, pending, relay)),
+                           $13::text[], $14::text[], $16::bool[], $19::boolean[], $22::text[],
+                           $23::int[])
+                    AS u(id, score, factors, region, hosts, host, backup, pending, relay, map,
+                         map_vetoed_by)),
          placed AS (
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[],
                                   $20::float8[], $21::float8[])
@@ -1257,6 +1265,8 @@ async fn write_matches(
     .bind(&relay)
     .bind(&p_win)
     .bind(&p_skill)
+    .bind(&maps)
+    .bind(&vetoed_by)
     .execute(&mut *conn)
     .await?;
     Ok(())

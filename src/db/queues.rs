@@ -77,11 +77,11 @@ pub async fn publish_queue<'a>(
                              max_queued_per_login, max_backfill_per_login, enqueue_rate,
                              enqueue_burst, same_attributes, max_avoids, ready_timeout,
                              decline_cooldown, max_avoids_per_login, rating_pool,
-                             server_ttl, skill_min, skill_max)
+                             server_ttl, skill_min, skill_max, maps, max_vetoes)
          VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
                  make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
                  $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23,
-                 $24, make_interval(secs => $25), $26, $27)
+                 $24, make_interval(secs => $25), $26, $27, $28, $29)
          ON CONFLICT (queue) DO UPDATE SET
              active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
              network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
@@ -99,6 +99,7 @@ pub async fn publish_queue<'a>(
              max_avoids_per_login = EXCLUDED.max_avoids_per_login,
              rating_pool = EXCLUDED.rating_pool, server_ttl = EXCLUDED.server_ttl,
              skill_min = EXCLUDED.skill_min, skill_max = EXCLUDED.skill_max,
+             maps = EXCLUDED.maps, max_vetoes = EXCLUDED.max_vetoes,
              retired_at = NULL, retired_reason = NULL
          -- Unchanged: no write (no dead row version for every poll). The formats are
          -- compared too, so a change of format alone is published.
@@ -134,6 +135,8 @@ pub async fn publish_queue<'a>(
     .bind(config.server_ttl.map(|d| d.as_secs_f64()))
     .bind(config.skill_range.map(|r| r[0]))
     .bind(config.skill_range.map(|r| r[1]))
+    .bind(&m.maps.pool)
+    .bind(m.maps.vetoes as i32)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

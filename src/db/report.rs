@@ -38,6 +38,8 @@ pub struct ReportInput {
     pub results: Vec<ResultStats>,
     /// Per queue whose matches were placed on game servers: the supply as rounds used it.
     pub servers: Vec<ServerStats>,
+    /// Per queue with maps and map: the matches played on it, vetoes kept and replays.
+    pub maps: Vec<MapStats>,
 }
 
 /// One committed round (`rounds`).
@@ -180,6 +182,7 @@ pub async fn read_report(
     let ready_checks = ready_check_stats(&mut tx, window).await?;
     let results = result_stats(&mut tx, window).await?;
     let servers = fetch_window(&mut tx, window, include_str!("sql/report_servers.sql")).await?;
+    let maps = fetch_window(&mut tx, window, include_str!("sql/report_maps.sql")).await?;
     tx.commit().await?;
     Ok(ReportInput {
         from: window.from,
@@ -193,6 +196,7 @@ pub async fn read_report(
         ready_checks,
         results,
         servers,
+        maps,
     })
 }
 
@@ -359,6 +363,21 @@ pub struct ServerStats {
     /// Seconds a server sat free before its allocation: p50, p90.
     pub idle_p50_s: Option<f64>,
     pub idle_p90_s: Option<f64>,
+}
+
+/// Per queue and map (`report_maps.sql`).
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct MapStats {
+    pub queue: String,
+    pub map: String,
+    /// Matches of the window played on it.
+    pub matches: i64,
+    /// Of those, matches on which a floor step had relaxed a player's veto.
+    pub vetoes_relaxed: i64,
+    /// Seats of those matches, and the seats whose player's previous match of the
+    /// window in the queue was on this map too.
+    pub seats: i64,
+    pub replayed: i64,
 }
 
 /// One point of the reliability curve.

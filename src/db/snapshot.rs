@@ -63,6 +63,8 @@ struct PastSeat {
     /// The login of the past player's entry; player ids are per login.
     owner: String,
     player_id: String,
+    /// The past match's map (queues with maps).
+    map: Option<String>,
 }
 
 /// The rows of one round and their history, as read.
@@ -205,7 +207,7 @@ async fn try_snapshot(
             rows.into_iter()
                 .filter_map(|r| {
                     ids.name(&r.owner, &r.player_id)
-                        .map(|id| (r.match_id, r.matched_at, r.team, id))
+                        .map(|id| (r.match_id, r.matched_at, r.team, id, r.map))
                 })
                 .collect(),
         )
@@ -363,15 +365,19 @@ impl PoolIds {
     }
 }
 
-fn group_history(rows: Vec<(i64, DateTime<Utc>, i32, String)>) -> Vec<PastMatch> {
+/// A past seat as the history query reads it: match id, time, team, pool id, map.
+type Seat = (i64, DateTime<Utc>, i32, String, Option<String>);
+
+fn group_history(rows: Vec<Seat>) -> Vec<PastMatch> {
     let mut matches: Vec<PastMatch> = Vec::new();
     let mut last_id = None;
-    for (match_id, at, team, player) in rows {
+    for (match_id, at, team, player, map) in rows {
         if last_id != Some(match_id) {
             last_id = Some(match_id);
             matches.push(PastMatch {
                 teams: Vec::new(),
                 at,
+                map,
             });
         }
         let m = matches.last_mut().expect("pushed above");

@@ -46,6 +46,7 @@ pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
         ready_check_table(&mut page, input);
         results_table(&mut page, input);
         servers_table(&mut page, input);
+        maps_table(&mut page, input);
         for q in &queues {
             queue_section(&mut page, q)?;
         }
@@ -238,6 +239,42 @@ fn servers_table(page: &mut String, input: &ReportInput) {
     page.push_str("</tbody>\n</table>\n");
 }
 
+/// Per queue with maps and map: matches played, those that kept every veto of their
+/// players, and the share of seats replaying the player's previous map.
+fn maps_table(page: &mut String, input: &ReportInput) {
+    if input.maps.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Maps</h2>\n<table class=\"summary\">\n<thead><tr>\
+         <th>queue</th><th>map</th><th>matches</th><th>vetoes all kept</th>\
+         <th>seats replaying the player's previous map</th>\
+         </tr></thead>\n<tbody>\n",
+    );
+    let count = |v: f64| format!("{v:.0}");
+    let share = |v: f64| format!("{:.1}%", 100.0 * v);
+    for m in &input.maps {
+        let _ = writeln!(
+            page,
+            "<tr><th>{}</th><th>{}</th>{}{}{}</tr>",
+            escape(&m.queue),
+            escape(&m.map),
+            cell("map_matches", Some(m.matches as f64), count),
+            cell(
+                "vetoes_kept",
+                Some((m.matches - m.vetoes_relaxed) as f64),
+                count
+            ),
+            cell(
+                "replayed",
+                (m.seats > 0).then(|| m.replayed as f64 / m.seats as f64),
+                share
+            ),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
 /// `75.2 s`, `4 min 05 s`, `1 h 02 min`.
 fn seconds(v: f64) -> String {
     if v < 60.0 {
@@ -382,6 +419,7 @@ mod tests {
             ready_checks: Vec::new(),
             results: Vec::new(),
             servers: Vec::new(),
+            maps: Vec::new(),
         };
         for i in 0..rounds as i64 {
             out.rounds.push(RoundRow {

@@ -27,6 +27,7 @@ mod faults;
 mod hostile_login;
 mod hosts;
 mod local_pg;
+mod maps;
 mod meet;
 mod migrations;
 mod notify;

@@ -390,6 +390,8 @@ async fn a_relay_match_and_the_new_left_over_reasons_reach_the_client() {
             host: None,
             backup_host: None,
             relay: true,
+            map: None,
+            map_vetoed_by: 0,
         }],
         unmatched: vec!["f6".into(), "f7".into()],
         rejected: vec![],

@@ -111,6 +111,8 @@ async fn every_ops_query_runs_and_answers() {
             host: Some("f0".into()),
             backup_host: None,
             relay: false,
+            map: None,
+            map_vetoed_by: 0,
         }],
         unmatched: vec![],
         rejected: vec![],

@@ -85,6 +85,7 @@ async fn history_read_and_expected(db: &PgPool, depth: usize) -> (Vec<PastMatch>
             expected.push(PastMatch {
                 teams: Vec::new(),
                 at,
+                map: None,
             });
         }
         let m = expected.last_mut().unwrap();

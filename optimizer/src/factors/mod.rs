@@ -1,4 +1,4 @@
-//! The twelve match-score factors, one file each. Every factor maps a match (and its team
+//! The thirteen match-score factors, one file each. Every factor maps a match (and its team
 //! split) to a score in [0, 1], 1 being perfect. The match score is the weighted average
 //! of the enabled factors (weights in `[queues.NAME.weights]`, the Awesomenauts matchmaker post); factors that do
 //! not apply to a queue (hosts on dedicated servers, roles in a queue without roles) are
@@ -18,6 +18,7 @@
 //! | `predicted_fairness` | 1 - \|P(win) - P(lose)\| (Weng-Lin) | `predicted_fairness.*` | — |
 //! | `member_count_difference` | 1 - (largest - smallest team) / largest team; flexible queues only | `alliance.*` | 002 |
 //! | `language` | teammate pairs sharing a language / teammate pairs with known languages; with `filters.language` only | `filters.language` | 003 |
+//! | `maps` | mean over players of (prefers the map + not played lately) / 2, on the best map nobody vetoed; with `maps.pool` only | `maps.*` | — |
 //!
 //! See each file for the exact formula.
 
@@ -27,6 +28,7 @@ pub mod equal_teams;
 pub mod hosts;
 pub mod indistinguishable;
 pub mod language;
+pub mod maps;
 pub mod member_count_difference;
 pub mod opponent_variation;
 pub mod predicted_fairness;
@@ -35,7 +37,7 @@ pub mod roles;
 pub mod side_preference;
 
 /// Factor order used in arrays and output.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 13] = [
     "equal_teams",
     "equal_players",
     "indistinguishable_teams",
@@ -48,6 +50,7 @@ pub const NAMES: [&str; 12] = [
     "predicted_fairness",
     "member_count_difference",
     "language",
+    "maps",
 ];
 
 pub const EQUAL_TEAMS: usize = 0;
@@ -62,5 +65,6 @@ pub const ROLES: usize = 8;
 pub const PREDICTED_FAIRNESS: usize = 9;
 pub const MEMBER_COUNT_DIFFERENCE: usize = 10;
 pub const LANGUAGE: usize = 11;
+pub const MAPS: usize = 12;
 /// Number of factors.
-pub const COUNT: usize = 12;
+pub const COUNT: usize = 13;

@@ -722,6 +722,8 @@ impl Scorer<'_> {
         let w = &self.weights;
         let model = self.model;
         let mut fixed = 0.0;
+        let dedicated_ping = !self.p2p && w[ENEMY_PING] > 0.0;
+        let players = (dedicated_ping || w[MAPS] > 0.0).then(players);
         if w[EQUAL_PLAYERS] > 0.0 {
             let score = match model.equal_players.measure {
                 SpreadMeasure::Pairwise => {
@@ -751,9 +753,12 @@ impl Scorer<'_> {
             if w[TWO_HOSTS] > 0.0 {
                 fixed += w[TWO_HOSTS] * hosts::score(capable, &model.hosts);
             }
-        } else if w[ENEMY_PING] > 0.0 {
-            let (_, score) = enemy_ping::choose_region(self.ix, &players(), &model.ping);
+        } else if let Some(players) = players.as_ref().filter(|_| dedicated_ping) {
+            let (_, score) = enemy_ping::choose_region(self.ix, players, &model.ping);
             fixed += w[ENEMY_PING] * score;
+        }
+        if let Some(players) = players.as_ref().filter(|_| w[MAPS] > 0.0) {
+            fixed += w[MAPS] * self.map_score(players);
         }
         fixed
     }

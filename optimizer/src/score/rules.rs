@@ -31,6 +31,9 @@ pub enum Broken {
     NoHost,
     /// The floor in force for its longest-waiting player.
     Floor,
+    /// Queues with maps: every map of the pool is vetoed by one of its players, and no
+    /// floor step with `relax_vetoes` is in force.
+    Veto,
 }
 
 /// One floor step with its wait in minutes (the index's unit).
@@ -52,6 +55,8 @@ pub struct Rules {
     any_relay: bool,
     /// Some step limits the enemy ping or the team gap (split-dependent limits).
     split_limits: bool,
+    /// Some player of the pool vetoes a map.
+    vetoes: bool,
 }
 
 impl Rules {
@@ -71,6 +76,7 @@ impl Rules {
             split_limits: steps
                 .iter()
                 .any(|s| s.step.max_team_gap.is_some() || s.step.max_enemy_ping_ms.is_some()),
+            vetoes: ix.maps.any_veto,
             steps,
         }
     }
@@ -78,7 +84,7 @@ impl Rules {
     /// Some rule beyond the host rule applies to this pool.
     #[inline(always)]
     pub fn active(&self) -> bool {
-        self.meet || !self.steps.is_empty()
+        self.meet || self.vetoes || !self.steps.is_empty()
     }
 
     /// Whether another split of the same players may keep the rule this one broke.
@@ -146,6 +152,12 @@ impl Scorer<'_> {
             }
         }
         let step = self.floor_in_force(players);
+        if self.rules.vetoes
+            && self.ix.maps.open(players) == 0
+            && !step.is_some_and(|s| s.relax_vetoes)
+        {
+            return (Broken::Veto, false);
+        }
         let mut relay = false;
         if self.p2p && hosts == 0 {
             if self.rules.any_relay && step.is_some_and(|s| s.relay) {

@@ -26,6 +26,7 @@ fn only(f: impl FnOnce(&mut Weights)) -> Weights {
         predicted_fairness: 0.0,
         member_count_difference: 0.0,
         language: 0.0,
+        maps: 0.0,
     };
     f(&mut w);
     w
@@ -244,6 +245,7 @@ fn opponent_variation_prefers_the_swapped_relation() {
             vec!["p4".into(), "p5".into(), "p6".into()],
         ],
         at: "2026-11-21T19:40:00Z".parse().unwrap(),
+        map: None,
     }];
     let out = solve(&pool, &model, &quick()).unwrap();
     // replaying the old teams costs all 15 pairs (score 0); any other split moves one

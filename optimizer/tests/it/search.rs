@@ -33,6 +33,7 @@ fn with_history(mut pool: Pool) -> Pool {
         pool.history.push(PastMatch {
             teams: vec![t[..3].to_vec(), t[3..].to_vec()],
             at: "2026-11-21T19:30:00Z".parse().unwrap(),
+            map: None,
         });
     }
     pool

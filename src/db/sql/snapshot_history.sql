@@ -16,8 +16,10 @@ WITH recent AS (
      CROSS JOIN LATERAL unnest(
            r.match_ids[greatest(cardinality(r.match_ids) - $3 + 1, 1):])
            AS h(match_id))
--- The login of each past player, through its entry (kept with its match).
-SELECT mp.match_id, mp.matched_at, mp.team, e.owner, mp.player_id
+-- The login of each past player, through its entry (kept with its match), and the
+-- match's map.
+SELECT mp.match_id, mp.matched_at, mp.team, e.owner, mp.player_id, m.map
   FROM recent JOIN match_players mp USING (match_id)
   JOIN queue_entries e ON e.entry_id = mp.entry_id
+  JOIN matches m ON m.match_id = mp.match_id
  ORDER BY mp.match_id, mp.team, mp.player_id, e.owner
