@@ -1237,7 +1237,8 @@ mod tests {
         assert_eq!(m(3, 4).solo_splits(), 5775);
         m(3, 4).validate().unwrap();
         assert_eq!(m(3, 5).solo_splits(), 126126);
-        assert_eq!(m(2, 32).solo_splits(), u64::MAX);
+        assert_eq!(m(2, 32).solo_splits(), 916_312_070_471_295_267);
+        assert_eq!(m(2, 50).solo_splits(), u64::MAX);
         assert!(m(3, 5).is_big() && m(2, 16).is_big() && !m(3, 4).is_big());
         // a big format takes the lobby path, which needs dedicated servers
         let err = m(3, 5).validate().unwrap_err().to_string();

@@ -273,7 +273,8 @@ pub fn finish(
             Err(_) => bench.extend(units),
         }
     }
-    if bench.len() >= ctx.size / ctx.model.team_size.max(1) && !bench.is_empty() {
+    let benched: usize = bench.iter().map(|&u| ctx.ix.units[u as usize].size()).sum();
+    if benched >= ctx.size {
         let order = ordered(ctx, &bench);
         let (more, rest) = lobbies::cut(ctx, &order);
         bench = rest;
@@ -458,7 +459,7 @@ pub fn explain_left_over(
                         m.platform_names[k as usize]
                     ),
                 )
-            } else if model.floors.iter().any(|_| true) && ctx.floor_in_force(&[p]).is_some() {
+            } else if ctx.floor_in_force(&[p]).is_some() {
                 (
                     LeftOverKind::Floor,
                     format!(

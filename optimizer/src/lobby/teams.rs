@@ -20,7 +20,7 @@
 //! Sides: the teams are then swapped when that meets more side preferences (the
 //! mutual-information balancing note's "teams swapped afterwards").
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::score::Ctx;
 use super::squads::pack;
@@ -184,12 +184,13 @@ fn groups(
     t: u8,
     size: &dyn Fn(usize) -> usize,
     total: &dyn Fn(usize) -> f64,
-) -> HashMap<(usize, usize), Vec<Group>> {
+) -> BTreeMap<(usize, usize), Vec<Group>> {
     let premade = |k: usize| if size(k) > 1 { size(k) } else { 0 };
     let mine: Vec<usize> = (0..units.len())
         .filter(|&k| side[k] == t && !pin[k])
         .collect();
-    let mut out: HashMap<(usize, usize), Vec<Group>> = HashMap::new();
+    // ordered: ties between exchanges go the same way on every run
+    let mut out: BTreeMap<(usize, usize), Vec<Group>> = BTreeMap::new();
     for (i, &a) in mine.iter().enumerate() {
         out.entry((size(a), premade(a))).or_default().push(Group {
             units: [a, a],

@@ -7,6 +7,7 @@
 mod contract;
 mod factors;
 mod formats;
+mod lobby;
 mod meet;
 mod rating;
 mod search;
