@@ -234,7 +234,7 @@ fn optimize_forms_big_lobbies_from_the_config() {
             for team in &t {
                 for id in team {
                     let i: usize = id[1..].parse().unwrap();
-                    if i % 8 == 0 {
+                    if i.is_multiple_of(8) {
                         assert!(team.contains(&format!("p{:03}", i + 1)), "{queue}: {id}");
                     }
                 }

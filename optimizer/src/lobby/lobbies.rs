@@ -175,7 +175,7 @@ pub fn improve(
     let mut idle = 0u64;
     let mut moves = 0u64;
     while idle < patience && moves < max_moves {
-        if moves % 256 == 0 && deadline.expired() {
+        if moves.is_multiple_of(256) && deadline.expired() {
             break;
         }
         moves += 1;

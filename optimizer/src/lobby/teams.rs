@@ -220,10 +220,12 @@ fn improve(ctx: &Ctx, units: &[u32], side: &mut [u8]) {
     let total = |k: usize| ix.units[units[k] as usize].skill * size(k) as f64;
     let pin = pinned(ctx, units);
     for _ in 0..MAX_ROUNDS {
-        let mut d = 0.0; // total of side 0 - total of side 1
-        for k in 0..units.len() {
-            d += if side[k] == 0 { total(k) } else { -total(k) };
-        }
+        // total of side 0 - total of side 1
+        let d: f64 = side
+            .iter()
+            .enumerate()
+            .map(|(k, &t)| if t == 0 { total(k) } else { -total(k) })
+            .sum();
         let left = groups(units, side, &pin, 0, &size, &total);
         let right = groups(units, side, &pin, 1, &size, &total);
         // exchanging a (side 0) for b (side 1) gives d - 2 (a - b)
