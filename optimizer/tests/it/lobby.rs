@@ -350,3 +350,43 @@ fn small_queues_do_not_take_the_lobby_path() {
     let out = solve(&pool, &model, &restarts(1)).unwrap();
     assert_eq!(out.stats.strategy, "default");
 }
+
+#[test]
+fn servers_place_big_lobbies_and_backfill_refuses_them() {
+    use matchmaker_optimizer::backfill::{BackfillLimits, Session, fill_sessions};
+    use matchmaker_optimizer::servers::{Supply, place_on_servers};
+
+    let model = big(2, 16);
+    let pool = pool(200, 3, 10);
+    let out = solve(&pool, &model, &restarts(1)).unwrap();
+    assert!(out.matches.len() >= 5);
+    // one server in the first lobby's region, the rest elsewhere or nowhere
+    let mut supply = Supply::new();
+    supply.insert(out.matches[0].region.clone().unwrap(), 1);
+    let placed = place_on_servers(&pool, &model, out.clone(), &supply).unwrap();
+    assert_eq!(placed.outcome.matches.len(), 1);
+    assert_eq!(placed.unplaced, out.matches.len() - 1);
+    assert!(
+        placed
+            .left_over
+            .iter()
+            .all(|l| l.reason.contains("no ready server"))
+    );
+
+    let session = Session {
+        id: "s1".into(),
+        teams: vec![pool.players[..15].to_vec(), pool.players[15..31].to_vec()],
+        open: vec![1, 0],
+    };
+    let rest = Pool {
+        players: pool.players[31..].to_vec(),
+        ..pool.clone()
+    };
+    let filled = fill_sessions(&[session], &rest, &model, &BackfillLimits::default()).unwrap();
+    assert!(filled.fills.is_empty());
+    assert!(
+        filled.unfilled[0].reason.contains("big formats"),
+        "{}",
+        filled.unfilled[0].reason
+    );
+}
