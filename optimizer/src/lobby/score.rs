@@ -261,19 +261,31 @@ impl<'a> Ctx<'a> {
         let all: Vec<u32> = teams.iter().flatten().copied().collect();
         f.enemy_ping = enemy_ping::choose_region(ix, &all, &self.model.ping).1;
         if self.two_teams {
-            f.equal_teams = self.model.equal_teams.curve.score(self.team_gap(teams));
-            let prem: Vec<usize> = teams
-                .iter()
-                .map(|t| {
-                    t.iter()
-                        .filter(|&&p| ix.units[ix.unit_of[p as usize] as usize].size() > 1)
-                        .count()
-                })
-                .collect();
-            let x = prem[0].abs_diff(prem[1]) as f64 / self.model.team_size as f64;
-            f.premades = premades::interpolate(&self.model.premades.table, x);
+            (f.equal_teams, f.premades) = self.split_factors(teams);
         }
         f
+    }
+
+    /// `equal_teams` and `premades` of a two-team split.
+    pub fn split_factors(&self, teams: &[Vec<u32>]) -> (f64, f64) {
+        let ix = self.ix;
+        let equal = self.model.equal_teams.curve.score(self.team_gap(teams));
+        let prem: Vec<usize> = teams
+            .iter()
+            .map(|t| {
+                t.iter()
+                    .filter(|&&p| ix.units[ix.unit_of[p as usize] as usize].size() > 1)
+                    .count()
+            })
+            .collect();
+        let x = prem[0].abs_diff(prem[1]) as f64 / self.model.team_size as f64;
+        (equal, premades::interpolate(&self.model.premades.table, x))
+    }
+
+    /// What the split adds to the score: the weighted `equal_teams` and `premades`.
+    pub fn split_value(&self, teams: &[Vec<u32>]) -> f64 {
+        let (equal, premades) = self.split_factors(teams);
+        self.weights[0] * equal + self.weights[2] * premades
     }
 
     /// Largest gap between team means (squad means in squad formats).

@@ -12,6 +12,10 @@
 //! of the other with the same players and the same premade players (so sizes and the
 //! premade balance stay), found by a binary search over the other team's exchanges
 //! sorted by skill total; repeated while it narrows the gap between the team means.
+//! A second run of the search from the same construction exchanges groups of the same
+//! players whatever their premade players; the split kept is the better of the two by
+//! the queue's weights of `equal_teams` and `premades` (parties of three and four can
+//! make an exact premade balance cost a large gap).
 //! Exchanging two against two reaches the gaps a perfect partition reaches for
 //! solos: on random 8v8 lobbies of solos the gap is within a skill point of the
 //! exhaustive optimum (`tests::split_is_near_the_exhaustive_optimum`; figures in
@@ -31,10 +35,29 @@ const MAX_ROUNDS: usize = 200;
 /// Side of each unit (same order) of a lobby of `2 * team_size` players, balanced by
 /// the swap search; None when the units do not fit two teams.
 pub fn split(ctx: &Ctx, units: &[u32]) -> Option<Vec<u8>> {
-    let mut side = construct(ctx, units)?;
-    improve(ctx, units, &mut side);
+    let mut kept = construct(ctx, units)?;
+    let mut free = kept.clone();
+    improve(ctx, units, &mut kept, true);
+    improve(ctx, units, &mut free, false);
+    // the premade balance may cost more team gap than it is worth (a lobby of parties
+    // of three and four): the better of the two by the queue's own weights
+    let value = |side: &[u8]| ctx.split_value(&teams_of(ctx, units, side));
+    let mut side = if value(&free) > value(&kept) + 1e-12 {
+        free
+    } else {
+        kept
+    };
     orient(ctx, units, &mut side);
     Some(side)
+}
+
+/// The players of each side.
+pub fn teams_of(ctx: &Ctx, units: &[u32], side: &[u8]) -> Vec<Vec<u32>> {
+    let mut teams = vec![Vec::new(), Vec::new()];
+    for (&u, &t) in units.iter().zip(side) {
+        teams[t as usize].extend_from_slice(ctx.ix.members_of(u));
+    }
+    teams
 }
 
 /// The first-come baseline's split: parties by skill total, highest first, each to the
@@ -176,16 +199,23 @@ struct Group {
 }
 
 /// Exchanges of one or two unpinned units of team `t`, keyed by (players, premade
-/// players); each key's list sorted by skill total.
+/// players; 0 unless `keep_premades`); each key's list sorted by skill total.
 fn groups(
     units: &[u32],
     side: &[u8],
     pin: &[bool],
     t: u8,
+    keep_premades: bool,
     size: &dyn Fn(usize) -> usize,
     total: &dyn Fn(usize) -> f64,
 ) -> BTreeMap<(usize, usize), Vec<Group>> {
-    let premade = |k: usize| if size(k) > 1 { size(k) } else { 0 };
+    let premade = |k: usize| {
+        if keep_premades && size(k) > 1 {
+            size(k)
+        } else {
+            0
+        }
+    };
     let mine: Vec<usize> = (0..units.len())
         .filter(|&k| side[k] == t && !pin[k])
         .collect();
@@ -213,8 +243,9 @@ fn groups(
     out
 }
 
-/// The swap search: best exchange per round while the gap narrows.
-fn improve(ctx: &Ctx, units: &[u32], side: &mut [u8]) {
+/// The swap search: best exchange per round while the gap narrows; with
+/// `keep_premades` only between groups of as many premade players.
+fn improve(ctx: &Ctx, units: &[u32], side: &mut [u8], keep_premades: bool) {
     let ix = ctx.ix;
     let size = |k: usize| ix.units[units[k] as usize].size();
     let total = |k: usize| ix.units[units[k] as usize].skill * size(k) as f64;
@@ -226,8 +257,8 @@ fn improve(ctx: &Ctx, units: &[u32], side: &mut [u8]) {
             .enumerate()
             .map(|(k, &t)| if t == 0 { total(k) } else { -total(k) })
             .sum();
-        let left = groups(units, side, &pin, 0, &size, &total);
-        let right = groups(units, side, &pin, 1, &size, &total);
+        let left = groups(units, side, &pin, 0, keep_premades, &size, &total);
+        let right = groups(units, side, &pin, 1, keep_premades, &size, &total);
         // exchanging a (side 0) for b (side 1) gives d - 2 (a - b)
         let mut best: Option<(f64, Group, Group)> = None;
         for (key, la) in &left {
