@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod bench_db;
+pub mod bench_lobby;
 pub mod demo;
 pub mod failover;
 pub mod formation;

@@ -44,6 +44,9 @@ enum Command {
     Bench(BenchArgs),
     /// Measure the database work of rounds and enqueue throughput under load.
     BenchDb(BenchDbArgs),
+    /// Big formats (16v16, 32v32, 25 squads of 4): the lobby search against the
+    /// first-come matchmaker of the same format, on the same pools.
+    BenchLobby(BenchLobbyArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -56,6 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Peak(args) => lab::peak::run(args.into()),
         Command::Bench(args) => lab::bench::run(args.into()),
         Command::BenchDb(args) => lab::bench_db::run(args.into()),
+        Command::BenchLobby(args) => lab::bench_lobby::run(args.into()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -563,6 +567,40 @@ impl From<LoadArgs> for lab::simulate::LoadOptions {
                     avoid_share: args.avoid_share,
                 }
             },
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchLobbyArgs {
+    /// Players per pool.
+    #[arg(long, default_value_t = 3000)]
+    pub players: usize,
+    /// Formats: NvN (two teams) or KxS (K squads of S).
+    #[arg(long, value_delimiter = ',', default_value = "16v16,32v32,25x4")]
+    pub formats: Vec<String>,
+    /// The search's budget per round (the daemon's default round budget).
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub budget: Duration,
+    /// Seeded pools per format (figures are means; the worst gap is the worst of all).
+    #[arg(long, default_value_t = 1)]
+    pub pools: u64,
+    #[arg(long, default_value_t = 1)]
+    pub pool_seed: u64,
+    /// Solver threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl From<BenchLobbyArgs> for lab::bench_lobby::BenchLobbyOptions {
+    fn from(a: BenchLobbyArgs) -> Self {
+        lab::bench_lobby::BenchLobbyOptions {
+            players: a.players,
+            formats: a.formats,
+            budget: a.budget,
+            pools: a.pools,
+            pool_seed: a.pool_seed,
+            threads: a.threads,
         }
     }
 }

@@ -148,6 +148,13 @@ fn fill_one(
     model: &QueueModel,
     limits: &BackfillLimits,
 ) -> Result<(Fill, Vec<usize>), String> {
+    if model.is_big() {
+        return Err(format!(
+            "backfill does not serve big formats ({} players per match): its fills are \
+             scored by the exhaustive split, which a lobby of that size does not have",
+            model.players_per_match()
+        ));
+    }
     check_format(s, model)?;
     let members: HashSet<&str> = s.teams.iter().flatten().map(|p| p.id.as_str()).collect();
     let all = candidates(pool, used, &members);

@@ -45,6 +45,17 @@ impl Deadline {
         self.start.elapsed()
     }
 
+    /// The same start, ending `share` of the budget earlier (none without an end):
+    /// a search that must leave time for work after it.
+    pub fn reserving(&self, share: f64) -> Self {
+        Deadline {
+            start: self.start,
+            end: self
+                .end
+                .map(|end| end - (end - self.start).mul_f64(share.clamp(0.0, 1.0))),
+        }
+    }
+
     /// The budget, if any.
     pub fn budget(&self) -> Option<Duration> {
         self.end.map(|end| end - self.start)
@@ -77,4 +88,19 @@ pub enum StopReason {
     /// A small pool's restarts stopped finding better rounds; the rest of the budget
     /// was left unused.
     Converged,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserving_ends_earlier_by_a_share_of_the_budget() {
+        let d = Deadline::after(Duration::from_secs(2));
+        assert_eq!(
+            d.reserving(0.03).budget(),
+            Some(Duration::from_millis(1940))
+        );
+        assert_eq!(Deadline::never().reserving(0.5).budget(), None);
+    }
 }

@@ -115,6 +115,10 @@ pub fn explain_left_over(
         return Ok(Vec::new());
     }
     let ix = IndexedPool::build(pool, model)?;
+    if model.is_big() {
+        // no split tables for a lobby of 64: the lobby path says why
+        return Ok(crate::lobby::explain_left_over(&ix, model, outcome));
+    }
     let sc = Scorer::new(&ix, model);
     let index: HashMap<&str, u32> = ix
         .ids

@@ -11,6 +11,8 @@
 //!   the hard rules of who may meet whom, hosts, relay and the quality floors);
 //! - `search` (constructions, exchange moves, delta scoring with a from-scratch oracle,
 //!   the `default` annealer, `awesomenauts`, `chunk`, `greedy`);
+//! - `lobby` (big formats, up to 100 players per match: lobby formation, squads, the
+//!   two-team split search, the first-come baseline);
 //! - `solver` (`solve`: the pool cut by the `same` filter, restarts on rayon threads, per-restart Xoshiro256PlusPlus
 //!   streams, best so far with the stop reason) -> `round` (output).
 
@@ -20,6 +22,7 @@ pub mod error;
 pub mod factors;
 pub mod index;
 pub mod left_over;
+pub mod lobby;
 pub mod maps;
 pub mod model;
 pub mod pool;

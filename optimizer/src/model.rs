@@ -110,8 +110,11 @@ impl Default for QueueModel {
     }
 }
 
-/// Hard limits that keep the exhaustive team split small.
+/// Hard limits that keep the exhaustive team split small. A format beyond them is a
+/// big format, solved by the lobby path (`crate::lobby`) up to [`MAX_LOBBY_PLAYERS`].
 pub const MAX_PLAYERS_PER_MATCH: usize = 16;
+/// Most players of one match of a big format (a lobby): 50v50, 25 squads of 4.
+pub const MAX_LOBBY_PLAYERS: usize = 100;
 pub const MAX_ROLES: usize = 16;
 /// Most splits one match may have (all solos): 5v5 has 126, 3x3 280, 3x4 5,775.
 pub const MAX_SPLITS: u64 = 20_000;
@@ -127,12 +130,17 @@ impl QueueModel {
         self.teams * self.team_size
     }
 
-    /// Number of distinct team splits of a match of solos: P! / (T!^K K!).
+    /// Number of distinct team splits of a match of solos: P! / (T!^K K!), saturating
+    /// at `u64::MAX` (a lobby of 64 has far more).
     pub fn solo_splits(&self) -> u64 {
-        let fact = |n: usize| (1..=n as u64).fold(1u128, |a, b| a * b as u128);
-        let p = fact(self.players_per_match());
-        let t = fact(self.team_size).pow(self.teams as u32) * fact(self.teams);
-        (p / t).min(u64::MAX as u128) as u64
+        format_splits(&self.full_format())
+    }
+
+    /// A big format: more than [`MAX_PLAYERS_PER_MATCH`] players or more than
+    /// [`MAX_SPLITS`] team splits. The exhaustive split cannot take it; the lobby path
+    /// (`crate::lobby`) does.
+    pub fn is_big(&self) -> bool {
+        self.players_per_match() > MAX_PLAYERS_PER_MATCH || self.solo_splits() > MAX_SPLITS
     }
 
     /// The full format: `teams` teams of `team_size`.
@@ -221,8 +229,12 @@ impl QueueModel {
         if self.team_size < 1 {
             return bad("team_size", "must be at least 1");
         }
-        self.validate_alliance()?;
-        self.validate_sizes()?;
+        if self.is_big() {
+            self.validate_big()?;
+        } else {
+            self.validate_alliance()?;
+            self.validate_sizes()?;
+        }
         self.validate_weights()?;
         self.validate_factor_params()?;
         self.validate_meeting()?;
@@ -331,6 +343,63 @@ impl QueueModel {
             if self.roles[..i].contains(r) {
                 return bad("roles", &format!("role {r:?} listed twice"));
             }
+        }
+        Ok(())
+    }
+
+    /// What the lobby path (`crate::lobby`) supports of a big format: up to
+    /// [`MAX_LOBBY_PLAYERS`] players, dedicated servers, no roles, no alliance ranges,
+    /// and a weight on one of the factors it scores.
+    fn validate_big(&self) -> Result<(), PoolError> {
+        let big = format!(
+            "{} teams of {} is a big format (more than {MAX_PLAYERS_PER_MATCH} players or {MAX_SPLITS} team splits)",
+            self.teams, self.team_size
+        );
+        if self.players_per_match() > MAX_LOBBY_PLAYERS {
+            return bad(
+                "team_size",
+                &format!("teams * team_size must be at most {MAX_LOBBY_PLAYERS}"),
+            );
+        }
+        if self.network != Network::Dedicated {
+            return bad(
+                "network",
+                &format!(
+                    "{big}: big formats need network = \"dedicated\" (one player cannot host a lobby of {} players)",
+                    self.players_per_match()
+                ),
+            );
+        }
+        if !self.roles.is_empty() {
+            return bad(
+                "roles",
+                &format!("{big}: roles are not supported in big formats"),
+            );
+        }
+        if !self.alliance.is_absent() {
+            return bad(
+                "alliance",
+                &format!("{big}: alliance ranges are not supported in big formats"),
+            );
+        }
+        let w = &self.weights;
+        let scored = if self.teams == 2 {
+            w.equal_teams + w.equal_players + w.premades + w.enemy_ping
+        } else {
+            w.equal_players + w.enemy_ping
+        };
+        if scored <= 0.0 {
+            return bad(
+                "weights",
+                &format!(
+                    "{big}: one of the weights it scores ({}) must be > 0",
+                    if self.teams == 2 {
+                        "equal_teams, equal_players, premades, enemy_ping"
+                    } else {
+                        "equal_players, enemy_ping"
+                    }
+                ),
+            );
         }
         Ok(())
     }
@@ -552,19 +621,34 @@ pub fn format_label(format: &[usize]) -> String {
 
 /// Distinct team splits of a match of solos in `format` (teams of equal size are
 /// interchangeable): P! / (prod s_i! x prod over equal sizes m_j!).
+/// Saturates at `u64::MAX` (the factorials of a big format overflow any integer).
 pub fn format_splits(format: &[usize]) -> u64 {
-    let fact = |n: usize| (1..=n as u128).product::<u128>();
-    let players: usize = format.iter().sum();
-    let mut div: u128 = format.iter().map(|&s| fact(s)).product();
-    let mut i = 0;
-    while i < format.len() {
-        let j = (i..format.len())
-            .find(|&j| format[j] != format[i])
-            .unwrap_or(format.len());
-        div *= fact(j - i);
-        i = j;
+    // a product of binomials, each exact, divided by the permutations of equal teams
+    fn binomial(n: u128, k: u128) -> Option<u128> {
+        let mut r: u128 = 1;
+        for i in 0..k {
+            r = r.checked_mul(n - i)? / (i + 1);
+        }
+        Some(r)
     }
-    (fact(players) / div).min(u64::MAX as u128) as u64
+    let count = || -> Option<u128> {
+        let mut left: u128 = format.iter().sum::<usize>() as u128;
+        let mut acc: u128 = 1;
+        for &s in format {
+            acc = acc.checked_mul(binomial(left, s as u128)?)?;
+            left -= s as u128;
+        }
+        let mut i = 0;
+        while i < format.len() {
+            let j = (i..format.len())
+                .find(|&j| format[j] != format[i])
+                .unwrap_or(format.len());
+            acc /= (1..=(j - i) as u128).product::<u128>();
+            i = j;
+        }
+        Some(acc)
+    };
+    count().map_or(u64::MAX, |n| n.min(u64::MAX as u128) as u64)
 }
 
 /// The AccelByte guide's alliance rule (`[queues.NAME.alliance]`): `min_number`..`max_number`
@@ -1267,8 +1351,43 @@ mod tests {
         assert_eq!(m(3, 3).solo_splits(), 280);
         assert_eq!(m(3, 4).solo_splits(), 5775);
         m(3, 4).validate().unwrap();
+        assert_eq!(m(3, 5).solo_splits(), 126126);
+        assert_eq!(m(2, 32).solo_splits(), 916_312_070_471_295_267);
+        assert_eq!(m(2, 50).solo_splits(), u64::MAX);
+        assert!(m(3, 5).is_big() && m(2, 16).is_big() && !m(3, 4).is_big());
+        // a big format takes the lobby path, which needs dedicated servers
         let err = m(3, 5).validate().unwrap_err().to_string();
-        assert!(err.contains("team_size") && err.contains("126126"), "{err}");
+        assert!(
+            err.contains("network") && err.contains("big format"),
+            "{err}"
+        );
+        let dedicated = |teams, team_size| QueueModel {
+            network: Network::Dedicated,
+            ..m(teams, team_size)
+        };
+        dedicated(2, 16).validate().unwrap();
+        dedicated(25, 4).validate().unwrap();
+        dedicated(2, 50).validate().unwrap();
+        let err = dedicated(2, 51).validate().unwrap_err().to_string();
+        assert!(err.contains("team_size") && err.contains("100"), "{err}");
+        let err = QueueModel {
+            roles: vec!["tank".into()],
+            ..dedicated(2, 16)
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("roles") && err.contains("big formats"),
+            "{err}"
+        );
+        let mut flexible = dedicated(2, 16);
+        flexible.alliance.player_min_number = Some(12);
+        let err = flexible.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("alliance") && err.contains("big formats"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::error::PoolError;
 use super::factors::ENEMY_PING;
 use super::index::IndexedPool;
 use super::left_over::{LeftOver, LeftOverKind};
-use super::model::{Network, QueueModel};
+use super::model::{FloorStep, Network, QueueModel};
 use super::pool::Pool;
 use super::round::{MatchOutcome, RoundOutcome};
 use super::score::Scorer;
@@ -61,7 +61,7 @@ pub fn place_on_servers(
         });
     }
     let ix = IndexedPool::build(pool, model)?;
-    let sc = Scorer::new(&ix, model);
+    let sc = Rates::new(&ix, model);
     let index: std::collections::HashMap<&str, u32> = ix
         .ids
         .iter()
@@ -162,7 +162,7 @@ pub fn place_on_servers(
         }
     }
     if unplaced > 0 || moved > 0 {
-        outcome.score = sc.round_score(matches.iter().map(|m| m.score));
+        outcome.score = sc.round_score(&matches);
     }
     outcome.matches = matches;
     Ok(Placement {
@@ -171,6 +171,67 @@ pub fn place_on_servers(
         moved,
         unplaced,
     })
+}
+
+/// What placement reads of the queue's scoring: the enemy-ping weight among the
+/// weights in force, and the floor steps. A big format (`crate::lobby`) has no split
+/// tables to build: its weights come from the lobby path's scorer.
+struct Rates<'a> {
+    ix: &'a IndexedPool,
+    model: &'a QueueModel,
+    ping_weight: f64,
+    total_weight: f64,
+}
+
+impl<'a> Rates<'a> {
+    fn new(ix: &'a IndexedPool, model: &'a QueueModel) -> Self {
+        let (ping_weight, total_weight) = if model.is_big() {
+            crate::lobby::score::Ctx::new(ix, model).ping_weight()
+        } else {
+            let sc = Scorer::new(ix, model);
+            (sc.weights[ENEMY_PING], sc.weights.iter().sum())
+        };
+        Rates {
+            ix,
+            model,
+            ping_weight,
+            total_weight,
+        }
+    }
+
+    /// The floor step in force for a match of these players (`Scorer::floor_in_force`).
+    fn floor_in_force(&self, players: &[u32]) -> Option<&'a FloorStep> {
+        let wait = players
+            .iter()
+            .map(|&p| self.ix.wait_minutes[p as usize])
+            .fold(0.0, f64::max);
+        self.model
+            .floors
+            .iter()
+            .rev()
+            .find(|s| wait >= s.after.as_secs_f64() / 60.0)
+    }
+
+    /// The round score (power mean) of the placed matches.
+    fn round_score(&self, matches: &[MatchOutcome]) -> f64 {
+        if matches.is_empty() {
+            return 0.0;
+        }
+        let power = self.model.round_score_power;
+        let shaped = |s: f64| {
+            if power == 1.0 {
+                s
+            } else {
+                s.max(0.0).powf(power)
+            }
+        };
+        let mean = matches.iter().map(|m| shaped(m.score)).sum::<f64>() / matches.len() as f64;
+        if power == 1.0 {
+            mean
+        } else {
+            mean.powf(1.0 / power)
+        }
+    }
 }
 
 /// One server of `region` taken from `free`, if any is left.
@@ -189,7 +250,7 @@ fn take(free: &mut Supply, region: &str) -> bool {
 /// scores above zero and the match's floor still holds; with the enemy-ping factor's
 /// score there.
 fn best_other_region(
-    sc: &Scorer,
+    sc: &Rates,
     players: &[u32],
     m: &MatchOutcome,
     free: &Supply,
@@ -231,9 +292,9 @@ fn best_other_region(
 
 /// The match's score with the enemy-ping factor at `factor` instead (the score is the
 /// weighted mean of the factors).
-fn rescored(sc: &Scorer, m: &MatchOutcome, factor: f64) -> f64 {
-    let w = sc.weights[ENEMY_PING];
-    let total: f64 = sc.weights.iter().sum();
+fn rescored(sc: &Rates, m: &MatchOutcome, factor: f64) -> f64 {
+    let w = sc.ping_weight;
+    let total = sc.total_weight;
     if w == 0.0 || total == 0.0 {
         return m.score;
     }
@@ -242,7 +303,7 @@ fn rescored(sc: &Scorer, m: &MatchOutcome, factor: f64) -> f64 {
 }
 
 /// Move the match's enemy-ping factor and score to `factor`.
-fn rescore_ping(sc: &Scorer, m: &mut MatchOutcome, factor: f64) {
+fn rescore_ping(sc: &Rates, m: &mut MatchOutcome, factor: f64) {
     m.score = rescored(sc, m, factor);
     if let Some(f) = m.factors.get_mut("enemy_ping") {
         *f = factor;

@@ -272,6 +272,10 @@ fn solve_part(
         Budget::Restarts(_) => Deadline::never(),
     };
     let ix = IndexedPool::build(pool, model)?;
+    if model.is_big() {
+        // no split tables for a lobby of 64: the lobby path
+        return Ok(crate::lobby::solve(&ix, model, options, &deadline));
+    }
     let sc = Scorer::new(&ix, model);
     let threads = options
         .threads

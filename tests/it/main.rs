@@ -13,6 +13,7 @@ mod countdown;
 mod daemon_balance;
 mod daemon_formats;
 mod daemon_lease;
+mod daemon_lobby;
 mod daemon_rounds;
 mod daemon_run;
 mod daemon_triggers;

@@ -170,3 +170,76 @@ fn optimize_reads_a_queue_from_a_config_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown queue"));
 }
+
+/// Big formats on the command line: a 16v16 queue and a battle royale of 25 squads of
+/// 4, from one config, on a pool with parties of two.
+#[test]
+fn optimize_forms_big_lobbies_from_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("big.toml");
+    std::fs::write(
+        &config,
+        "default_queue = \"conquest\"\n\
+         [queues.conquest]\nteams = 2\nteam_size = 16\nnetwork = \"dedicated\"\n\
+         [queues.conquest.tickets]\nregions = [\"eu\", \"us\"]\n\
+         [queues.royale]\nteams = 25\nteam_size = 4\nnetwork = \"dedicated\"\n\
+         [queues.royale.tickets]\nregions = [\"eu\", \"us\"]\n",
+    )
+    .unwrap();
+    // 230 players, one in four in a party of two, every other one nearer "us"
+    let players: Vec<serde_json::Value> = (0..230)
+        .map(|i| {
+            let mut p = serde_json::json!({
+                "id": format!("p{i:03}"),
+                "skill": 1000.0 + ((i * 37) % 1000) as f64,
+                "latencies": { "eu": 20 + (i % 2) * 80, "us": 100 - (i % 2) * 80 },
+            });
+            if i % 8 < 2 {
+                p["party"] = serde_json::json!(format!("g{}", i / 8));
+            }
+            p
+        })
+        .collect();
+    let pool = dir.path().join("pool.json");
+    std::fs::write(&pool, serde_json::json!({ "players": players }).to_string()).unwrap();
+    for (queue, teams, size) in [("conquest", 2, 16), ("royale", 25, 4)] {
+        let out = succeeded(
+            cli()
+                .args([
+                    "optimize",
+                    "--queue",
+                    queue,
+                    "--restarts",
+                    "1",
+                    "--seed",
+                    "3",
+                    "--pool",
+                ])
+                .arg(&pool)
+                .arg("--config")
+                .arg(&config),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let matches = v["matches"].as_array().unwrap();
+        assert_eq!(matches.len(), 230 / (teams * size), "{queue}");
+        assert_eq!(v["stats"]["strategy"], "lobby");
+        for m in matches {
+            let t: Vec<Vec<String>> = serde_json::from_value(m["teams"].clone()).unwrap();
+            assert_eq!(t.len(), teams);
+            assert!(
+                t.iter().all(|t| t.len() == size),
+                "{queue}: a team is not full"
+            );
+            // parties of two (p..0 with p..1 of each group of eight) share a team
+            for team in &t {
+                for id in team {
+                    let i: usize = id[1..].parse().unwrap();
+                    if i.is_multiple_of(8) {
+                        assert!(team.contains(&format!("p{:03}", i + 1)), "{queue}: {id}");
+                    }
+                }
+            }
+            assert!(m["region"].is_string());
+        }
+    }
+}

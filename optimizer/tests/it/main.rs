@@ -7,6 +7,7 @@
 mod contract;
 mod factors;
 mod formats;
+mod lobby;
 mod maps;
 mod meet;
 mod rating;
