@@ -109,6 +109,28 @@ impl Default for SolveOptions {
     }
 }
 
+/// The random streams of the next batch of restarts: one per thread (under a restart
+/// budget, no more than the restarts left after `done`), each the config seed's stream
+/// after as many `jump()`s as restarts before it. Empty when the budget is spent.
+pub(crate) fn next_streams(
+    stream: &mut Xoshiro256PlusPlus,
+    budget: Budget,
+    threads: usize,
+    done: u64,
+) -> Vec<Xoshiro256PlusPlus> {
+    let batch = match budget {
+        Budget::Restarts(n) => (threads as u64).min(n.max(1).saturating_sub(done)),
+        Budget::Time(_) => threads as u64,
+    };
+    (0..batch)
+        .map(|_| {
+            let r = stream.clone();
+            stream.jump();
+            r
+        })
+        .collect()
+}
+
 /// Solve one round. Fails only on malformed input; unusable players are rejected in the
 /// outcome while the rest of the round is solved.
 pub fn solve(
@@ -449,20 +471,11 @@ fn run_strategy(
         let mut bounded = 0u64;
         let mut delta_checks = 0u64;
         let stop = loop {
-            let batch = match options.budget {
-                Budget::Restarts(n) => (threads as u64).min(n.max(1).saturating_sub(next)),
-                Budget::Time(_) => threads as u64,
-            };
-            if batch == 0 {
+            let streams = next_streams(&mut stream, options.budget, threads, next);
+            if streams.is_empty() {
                 break StopReason::RestartBudget;
             }
-            let streams: Vec<Xoshiro256PlusPlus> = (0..batch)
-                .map(|_| {
-                    let r = stream.clone();
-                    stream.jump();
-                    r
-                })
-                .collect();
+            let streams_len = streams.len() as u64;
             let outs: Vec<Outcome> = streams
                 .into_par_iter()
                 .enumerate()
@@ -482,7 +495,7 @@ fn run_strategy(
                     improved = true;
                 }
             }
-            next += batch;
+            next += streams_len;
             if deadline.expired() {
                 break StopReason::Deadline;
             }

@@ -37,7 +37,7 @@ use crate::index::IndexedPool;
 use crate::left_over::{LeftOver, LeftOverKind};
 use crate::model::QueueModel;
 use crate::round::{MatchOutcome, RoundOutcome, SolveStats};
-use crate::solver::{SolveOptions, Strategy};
+use crate::solver::{SolveOptions, Strategy, next_streams};
 
 use lobbies::Formation;
 use score::{Broken, Ctx, Eval};
@@ -149,20 +149,11 @@ fn search(ctx: &Ctx, options: &SolveOptions, deadline: &Deadline, threads: usize
         let mut best: Option<(Formation, Duration)> = None;
         let (mut next, mut moves) = (0u64, 0u64);
         let stop = loop {
-            let batch = match options.budget {
-                Budget::Restarts(n) => (threads as u64).min(n.max(1).saturating_sub(next)),
-                Budget::Time(_) => threads as u64,
-            };
-            if batch == 0 {
+            let streams = next_streams(&mut stream, options.budget, threads, next);
+            if streams.is_empty() {
                 break StopReason::RestartBudget;
             }
-            let streams: Vec<Xoshiro256PlusPlus> = (0..batch)
-                .map(|_| {
-                    let r = stream.clone();
-                    stream.jump();
-                    r
-                })
-                .collect();
+            let streams_len = streams.len() as u64;
             let outs: Vec<_> = streams
                 .into_par_iter()
                 .enumerate()
@@ -179,7 +170,7 @@ fn search(ctx: &Ctx, options: &SolveOptions, deadline: &Deadline, threads: usize
                     improved = true;
                 }
             }
-            next += batch;
+            next += streams_len;
             if deadline.expired() {
                 break StopReason::Deadline;
             }
