@@ -331,15 +331,15 @@ async fn cancelling_one_member_cancels_the_party_in_every_queue() {
 async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
     let mut d = Daemon::start(
         "[queues.q]\n[queues.q.round]\nevery = \"1s\"\nbudget = \"50ms\"\n\
-         [queues.q.tickets]\nttl = \"8s\"\n",
+         [queues.q.tickets]\nttl = \"60s\"\n",
         "lifecycle",
     )
     .await;
     let db = d.db().clone();
     solos(&db, "q", &["gone", "kept"]).await;
-    // Windows from the stored expiry, not from this test's sleeps: keep `kept` alive two
-    // seconds before the tickets run out, then look just after they did. `kept` then has
-    // six seconds left for the round, room enough on a loaded machine.
+    // The rules read only the stored expiry against the database clock, so the test moves
+    // `gone`'s expiry into the past instead of sleeping through a TTL: no window a loaded
+    // machine can miss.
     let expiry = |player: &'static str| {
         let db = db.clone();
         async move {
@@ -357,7 +357,17 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
         expiry("kept").await.round_subsecs(0),
         ran_out.round_subsecs(0)
     );
-    sleep_until_db(&db, ran_out - chrono::Duration::seconds(2)).await;
+    let ttl_left: f64 =
+        sqlx::query_scalar("SELECT extract(epoch FROM $1 - clock_timestamp())::float8")
+            .bind(ran_out)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert!(
+        (45.0..=60.0).contains(&ttl_left),
+        "a fresh ticket lives the queue's ttl: {ttl_left} s left"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(
         front::keep_alive(&db, Some("q"), &["kept".to_string()])
             .await
@@ -366,10 +376,16 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
     );
     let kept_until = expiry("kept").await;
     assert!(
-        kept_until >= ran_out + chrono::Duration::seconds(5),
+        kept_until >= ran_out + chrono::Duration::seconds(1),
         "keep_alive moved the expiry from {ran_out} to {kept_until}"
     );
-    sleep_until_db(&db, ran_out + chrono::Duration::milliseconds(100)).await;
+    sqlx::query(
+        "UPDATE queue_entries SET expires_at = clock_timestamp() - interval '1 millisecond' \
+         WHERE player_id = 'gone'",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
 
     // Past its TTL: clients read `expired` at once, before the daemon's sweep.
     let stored = entry(&db, "gone", "q").await;
@@ -392,7 +408,7 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
         "an expired ticket is not revived"
     );
 
-    // With four more, six players are queued in the table; five are live.
+    // With five more, seven players are queued in the table; six are live.
     solos(&db, "q", &["f1", "f2", "f3", "f4", "f5"]).await;
     let report = d.round("q").await;
     assert_eq!((report.players, report.matched), (6, 6), "{report:?}");
@@ -417,18 +433,6 @@ async fn tickets_expire_on_the_database_clock_unless_kept_alive() {
         !late,
         "the round ran before kept's ticket ran out at {kept_until}"
     );
-}
-
-/// Sleep until the database's clock reads `at`.
-async fn sleep_until_db(db: &PgPool, at: chrono::DateTime<chrono::Utc>) {
-    let left: f64 = sqlx::query_scalar("SELECT extract(epoch FROM $1 - clock_timestamp())::float8")
-        .bind(at)
-        .fetch_one(db)
-        .await
-        .unwrap();
-    if left > 0.0 {
-        tokio::time::sleep(Duration::from_secs_f64(left)).await;
-    }
 }
 
 #[tokio::test]
