@@ -162,8 +162,7 @@ SELECT queue, player_id, status, party_id,
        latest_round_at, round_started_at,
        match_id, team, role, region, hosts, host_player_id, backup_host_player_id,
        left_over, reason, expires_at
-  FROM player_status
- WHERE player_id = ANY ($1::text[])
+  FROM player_status($1::text[])
  ORDER BY queue, player_id;
 
 -- name: my_match
@@ -173,8 +172,7 @@ SELECT queue, player_id, status, party_id,
 SELECT match_id, queue, created_at, team, role, teammates, opponents, region, hosts,
        host_player_id, backup_host_player_id,
        round(waited_seconds::numeric, 1) AS waited_seconds
-  FROM match_details
- WHERE player_id = $1
+  FROM player_matches($1)
  ORDER BY created_at DESC, match_id DESC
  LIMIT 1;
 
@@ -201,6 +199,5 @@ SELECT decline_match(player_id => $1, match_id => $2::bigint) AS answer;
 -- player, e.g. to build the lobby.
 -- example: 1
 SELECT player_id, party_id, team, role, skill
-  FROM match_details
- WHERE match_id = $1::bigint
+  FROM match_details($1::bigint)
  ORDER BY team, player_id;

@@ -228,11 +228,11 @@ async fn finish(
         // Each match of our players once, from the side of our players' team.
         let matches: Vec<(i64, i32, i64)> = sqlx::query_as(
             "SELECT DISTINCT ON (d.match_id) d.match_id, d.team,
-                    (SELECT count(DISTINCT o.team) FROM match_details o
-                      WHERE o.match_id = d.match_id)
-               FROM player_status s JOIN match_details d
-                 ON d.match_id = s.match_id AND d.player_id = s.player_id
-              WHERE s.queue = $1 AND s.player_id = ANY ($2) AND s.status = 'matched'
+                    (SELECT count(DISTINCT o.team) FROM match_details(d.match_id) o)
+               FROM player_status($2::text[]) s
+               CROSS JOIN LATERAL match_details(s.match_id) d
+              WHERE d.player_id = s.player_id AND d.owner = s.owner
+                AND s.queue = $1 AND s.status = 'matched'
               ORDER BY d.match_id",
         )
         .bind(&args.queue)
@@ -411,7 +411,7 @@ async fn check_status(
     let rows = sqlx::query(
         "SELECT player_id, status, match_id, seconds_to_next_round, waiting_for,
                 players_missing_for_early_start, reason, estimated_wait_s, answer
-           FROM player_status WHERE queue = $1 AND player_id = ANY ($2)",
+           FROM player_status($2::text[]) WHERE queue = $1",
     )
     .bind(queue)
     .bind(&ids)
@@ -494,7 +494,7 @@ async fn check_status(
 async fn print_match(db: &mut PgConnection, player: &str, match_id: i64) -> anyhow::Result<()> {
     let row = sqlx::query(
         "SELECT round_id, team, teammates, opponents, region, hosts, win_probability
-           FROM match_details WHERE match_id = $1 AND player_id = $2",
+           FROM match_details($1::bigint) WHERE player_id = $2 AND owner = session_user",
     )
     .bind(match_id)
     .bind(player)

@@ -331,7 +331,7 @@ async fn enqueue(
         {
             call(ledger, || {
                 sqlx::query_scalar::<_, i64>(
-                    "SELECT entry_id FROM player_status WHERE queue = $1 AND player_id = $2",
+                    "SELECT entry_id FROM player_status($2::text) WHERE queue = $1",
                 )
                 .bind(queue)
                 .bind(player)
@@ -365,8 +365,7 @@ async fn poll(
     let ids: Vec<String> = players.iter().map(|p| p.id.clone()).collect();
     let rows: Vec<StatusRow> = match call(ledger, || {
         sqlx::query_as(
-            "SELECT queue, player_id, status, match_id, team FROM player_status
-              WHERE player_id = ANY($1)",
+            "SELECT queue, player_id, status, match_id, team FROM player_status($1::text[])",
         )
         .bind(&ids)
         .fetch_all(pool)
@@ -509,8 +508,8 @@ async fn act(pool: &PgPool, ledger: &Shared, players: &mut [Waiting]) {
                     }) => {
                         let shown = call(ledger, || {
                             sqlx::query_scalar::<_, bool>(
-                                "SELECT bool_or(team_rank IS NOT NULL) FROM match_details
-                                  WHERE match_id = $1",
+                                "SELECT bool_or(team_rank IS NOT NULL) \
+                                   FROM match_details($1::bigint)",
                             )
                             .bind(m)
                             .fetch_one(pool)

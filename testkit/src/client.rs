@@ -231,14 +231,11 @@ pub async fn player_status<'e>(
     db: impl PgExecutor<'e>,
     player: &str,
 ) -> Vec<(String, String, Option<String>)> {
-    sqlx::query_as(
-        "SELECT queue, status, reason FROM player_status
-          WHERE player_id = $1 ORDER BY queue",
-    )
-    .bind(player)
-    .fetch_all(db)
-    .await
-    .unwrap()
+    sqlx::query_as("SELECT queue, status, reason FROM player_status($1::text) ORDER BY queue")
+        .bind(player)
+        .fetch_all(db)
+        .await
+        .unwrap()
 }
 
 /// `accept_match(player, match)`: 'accepted', 'ready', ..., or the refusal.

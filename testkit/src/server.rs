@@ -42,7 +42,7 @@ pub async fn backfill_status(
     db: &PgPool,
     request_id: i64,
 ) -> Option<(String, Option<String>, Vec<String>)> {
-    sqlx::query_as("SELECT status, reason, filled_by FROM backfill_status WHERE request_id = $1")
+    sqlx::query_as("SELECT status, reason, filled_by FROM backfill_status($1::bigint)")
         .bind(request_id)
         .fetch_optional(db)
         .await

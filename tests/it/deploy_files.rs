@@ -203,7 +203,8 @@ async fn the_role_table_says_what_the_migrations_grant() {
         for claim in may.split(';').map(str::trim) {
             if let Some(list) = claim.strip_prefix("execute ") {
                 let mut executable: Vec<String> = sqlx::query_scalar(
-                    "SELECT p.proname::text FROM pg_proc p
+                    // An overloaded function is one name in the table.
+                    "SELECT DISTINCT p.proname::text FROM pg_proc p
                       WHERE p.pronamespace = 'public'::regnamespace
                         AND has_function_privilege($1, p.oid, 'EXECUTE')",
                 )

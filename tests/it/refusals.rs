@@ -81,6 +81,13 @@ fn checked() -> Vec<(String, String)> {
     let values: Vec<String> = (0..17).map(|i| format!("\"l{i:02}\"")).collect();
     let list17 = format!("[{}]", values.join(", "));
     let attributes = "must be a JSON object of names to a string or a list of strings";
+    // 16 names of two 64-character values each: every value within its limits, 2 KB over
+    // in all.
+    let x64 = "x".repeat(64);
+    let wide: Vec<String> = (0..16)
+        .map(|i| format!("\"a{i:02}\": [\"{x64}\", \"{x64}\"]"))
+        .collect();
+    let wide = format!("{{{}}}", wide.join(", "));
     let cases: Vec<(String, String)> = vec![
         // Attributes: an object of names to a string or a list of strings, with limits.
         (
@@ -118,6 +125,18 @@ fn checked() -> Vec<(String, String)> {
                     FROM generate_series(0, 16) i))"
                 .into(),
             format!("attributes = {}: has more than 16 attributes", shown(&attributes17)),
+        ),
+        (
+            "SELECT enqueue('q', 'p1', 1500, attributes =>
+                 (SELECT jsonb_object_agg('a' || lpad(i::text, 2, '0'),
+                                          jsonb_build_array(repeat('x', 64), repeat('x', 64)))
+                    FROM generate_series(0, 15) i))"
+                .into(),
+            format!(
+                "attributes = {}: is {} bytes of JSON; an entry's attributes may take 2048 in all",
+                shown(&wide),
+                wide.len()
+            ),
         ),
         (
             "SELECT enqueue('q', 'p1', 1500, attributes => jsonb_build_object('language',

@@ -253,10 +253,13 @@ export class MatchmakerClient {
   ): Promise<PlayerStatus[]> {
     const rows = await this.rows(
       'player_status',
-      `SELECT ${STATUS_COLUMNS} FROM player_status
-        WHERE ($1::text[] IS NULL OR player_id = ANY ($1::text[]))
-          AND ($2::text IS NULL OR queue = $2)
-        ORDER BY queue, player_id`,
+      // Named players: the keyed function finds them by index; the view lists them all.
+      filter.playerIds
+        ? `SELECT ${STATUS_COLUMNS} FROM player_status($1::text[])
+            WHERE ($2::text IS NULL OR queue = $2) ORDER BY queue, player_id`
+        : `SELECT ${STATUS_COLUMNS} FROM player_status
+            WHERE $1::text[] IS NULL AND ($2::text IS NULL OR queue = $2)
+            ORDER BY queue, player_id`,
       [filter.playerIds ?? null, filter.queue ?? null],
       true,
       opts,
@@ -274,8 +277,7 @@ export class MatchmakerClient {
   async matchDetails(matchId: number, opts?: CallOptions): Promise<MatchPlayer[]> {
     const rows = await this.rows(
       'match_details',
-      `SELECT ${MATCH_COLUMNS} FROM match_details WHERE match_id = $1::bigint
-        ORDER BY team, player_id`,
+      `SELECT ${MATCH_COLUMNS} FROM match_details($1::bigint) ORDER BY team, player_id`,
       [matchId],
       true,
       opts,
@@ -287,8 +289,8 @@ export class MatchmakerClient {
   async latestMatch(playerId: string, queue: string | null = null, opts?: CallOptions): Promise<MatchPlayer | null> {
     const rows = await this.rows(
       'match_details',
-      `SELECT ${MATCH_COLUMNS} FROM match_details
-        WHERE player_id = $1 AND ($2::text IS NULL OR queue = $2)
+      `SELECT ${MATCH_COLUMNS} FROM player_matches($1)
+        WHERE $2::text IS NULL OR queue = $2
         ORDER BY created_at DESC, match_id DESC LIMIT 1`,
       [playerId, queue],
       true,
@@ -495,7 +497,7 @@ export class MatchmakerClient {
       'backfill_status',
       `SELECT request_id, queue, session_id, status, reason, open_slots, created_at,
               expires_at, attempted_at, match_id, round_id, filled_by, filled_players
-         FROM backfill_status
+         FROM ${filter.requestId != null ? 'backfill_status($2::bigint)' : 'backfill_status'}
         WHERE ($1::text IS NULL OR session_id = $1)
           AND ($2::bigint IS NULL OR request_id = $2::bigint)
         ORDER BY request_id`,

@@ -918,8 +918,8 @@ impl<'p> Simulation<'p> {
         // entry_id, status, match_id, player_id, ready-check answer
         type StatusRow = (i64, String, Option<i64>, String, Option<String>);
         let rows: Vec<StatusRow> = sqlx::query_as(
-            "SELECT entry_id, status, match_id, player_id, answer FROM player_status \
-              WHERE queue = $1 AND player_id = ANY($2) AND status <> 'queued'",
+            "SELECT entry_id, status, match_id, player_id, answer FROM player_status($2::text[]) \
+              WHERE queue = $1 AND status <> 'queued'",
         )
         .bind(&self.options.queue)
         .bind(&players)
@@ -996,7 +996,8 @@ impl<'p> Simulation<'p> {
     /// their previous one.
     async fn record_opponents(&mut self, db: &PgPool, match_ids: &[i64]) -> Result<(), SimError> {
         let rows: Vec<(i64, String, i32)> = sqlx::query_as(
-            "SELECT match_id, player_id, team FROM match_details WHERE match_id = ANY($1)",
+            "SELECT d.match_id, d.player_id, d.team FROM unnest($1::bigint[]) m \
+              CROSS JOIN LATERAL match_details(m) d",
         )
         .bind(match_ids)
         .fetch_all(db)
@@ -1113,8 +1114,8 @@ impl<'p> Simulation<'p> {
             return Ok(());
         }
         let rows: Vec<(i64, String, i32, f64)> = sqlx::query_as(
-            "SELECT match_id, player_id, team, skill FROM match_details
-              WHERE match_id = ANY($1) ORDER BY match_id, team",
+            "SELECT d.match_id, d.player_id, d.team, d.skill FROM unnest($1::bigint[]) m
+              CROSS JOIN LATERAL match_details(m) d ORDER BY d.match_id, d.team",
         )
         .bind(&ids)
         .fetch_all(db)

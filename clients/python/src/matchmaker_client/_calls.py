@@ -80,13 +80,15 @@ def queue_countdown(queue: str | None = None) -> Call:
 @_view
 def player_status(player_ids: str | Iterable[str] | None, queue: str | None) -> Call:
     where, params = [], []
+    # Named players: the keyed function finds them by index; the view lists them all.
+    source = "player_status"
     if player_ids is not None:
-        where.append("player_id = ANY (%s::text[])")
+        source = "player_status(%s::text[])"
         params.append(_ids(player_ids))
     if queue is not None:
         where.append("queue = %s")
         params.append(queue)
-    sql = f"SELECT {m.PlayerStatus.columns()} FROM player_status"
+    sql = f"SELECT {m.PlayerStatus.columns()} FROM {source}"
     if where:
         sql += " WHERE " + " AND ".join(where)
     return Call(sql + " ORDER BY queue, player_id", params, "all", _rows(m.PlayerStatus), True)
@@ -95,7 +97,7 @@ def player_status(player_ids: str | Iterable[str] | None, queue: str | None) -> 
 @_view
 def match_roster(match_id: int) -> Call:
     return Call(
-        f"SELECT {m.MatchPlayer.columns()} FROM match_details WHERE match_id = %s"
+        f"SELECT {m.MatchPlayer.columns()} FROM match_details(%s::bigint)"
         " ORDER BY team, player_id",
         [match_id],
         "all",
@@ -106,10 +108,10 @@ def match_roster(match_id: int) -> Call:
 
 @_view
 def latest_match(player_id: str, queue: str | None) -> Call:
-    sql = f"SELECT {m.MatchPlayer.columns()} FROM match_details WHERE player_id = %s"
+    sql = f"SELECT {m.MatchPlayer.columns()} FROM player_matches(%s)"
     params: list[Any] = [player_id]
     if queue is not None:
-        sql += " AND queue = %s"
+        sql += " WHERE queue = %s"
         params.append(queue)
     sql += " ORDER BY created_at DESC, match_id DESC LIMIT 1"
     return Call(sql, params, "one", _one(m.MatchPlayer), True)
@@ -143,13 +145,15 @@ def player_ratings(player_ids: str | Iterable[str] | None, pool: str | None) -> 
 @_view
 def backfill_status(session_id: str | None, request_id: int | None) -> Call:
     where, params = [], []
+    # One request: the keyed function finds it by index; the view lists them all.
+    source = "backfill_status"
+    if request_id is not None:
+        source = "backfill_status(%s::bigint)"
+        params.append(request_id)
     if session_id is not None:
         where.append("session_id = %s")
         params.append(session_id)
-    if request_id is not None:
-        where.append("request_id = %s")
-        params.append(request_id)
-    sql = f"SELECT {m.BackfillStatus.columns()} FROM backfill_status"
+    sql = f"SELECT {m.BackfillStatus.columns()} FROM {source}"
     if where:
         sql += " WHERE " + " AND ".join(where)
     return Call(sql + " ORDER BY request_id", params, "all", _rows(m.BackfillStatus), True)
