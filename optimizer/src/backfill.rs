@@ -42,6 +42,10 @@ pub struct Session {
     pub teams: Vec<Vec<Player>>,
     /// Open slots per team.
     pub open: Vec<usize>,
+    /// The map the session is played on, in a queue with maps: nobody who vetoes it
+    /// joins, and the maps factor rates it. None: the session did not say (the factor
+    /// rates the best map of the completed session, and the fill names none).
+    pub map: Option<String>,
 }
 
 /// What the backfill may accept.
@@ -156,6 +160,18 @@ fn fill_one(
         ));
     }
     check_format(s, model)?;
+    // A session on a map of the pool is scored on that map alone. A map the pool no
+    // longer lists (a reload retired it) is no map.
+    let on_map = s.map.as_ref().filter(|m| model.maps.pool.contains(m));
+    let queue = model;
+    let narrowed;
+    let model = match on_map {
+        Some(m) => {
+            narrowed = on_one_map(model, m);
+            &narrowed
+        }
+        None => model,
+    };
     let members: HashSet<&str> = s.teams.iter().flatten().map(|p| p.id.as_str()).collect();
     let all = candidates(pool, used, &members);
     if all.is_empty() {
@@ -175,6 +191,18 @@ fn fill_one(
             "no party fits the open slots {:?}: every queued party is larger than {widest}",
             s.open
         ));
+    }
+    if let Some(m) = on_map {
+        fit.retain(|c| {
+            c.members
+                .iter()
+                .all(|&i| !vetoes(queue, &pool.players[i], m))
+        });
+        if fit.is_empty() {
+            return Err(format!(
+                "every queued party that fits has a player who vetoes the session's map {m}"
+            ));
+        }
     }
     fit.retain(|c| {
         c.members
@@ -213,6 +241,28 @@ fn fill_one(
         "the candidates cannot be scored: {}",
         last_error.unwrap_or_default()
     ))
+}
+
+/// The queue's model with the session's map as its whole pool: the maps factor then
+/// rates that map. Vetoes are checked against the whole pool before scoring
+/// ([`vetoes`]): a pool of one map has none to spare.
+fn on_one_map(model: &QueueModel, map: &str) -> QueueModel {
+    let mut one = model.clone();
+    one.maps.pool = vec![map.to_string()];
+    one.maps.vetoes = 0;
+    one
+}
+
+/// Whether `p` vetoes `map`, as the queue counts vetoes: names of its pool, the first
+/// `maps.vetoes` of them. A session's map is never relaxed: the session is already on it.
+fn vetoes(model: &QueueModel, p: &Player, map: &str) -> bool {
+    p.attributes
+        .get(crate::maps::VETO_ATTRIBUTE)
+        .map_or(&[][..], |a| a.values())
+        .iter()
+        .filter(|n| model.maps.pool.contains(*n))
+        .take(model.maps.vetoes)
+        .any(|n| n == map)
 }
 
 /// Whether a candidate may join the session's members as far as the `same` filter,
@@ -358,7 +408,8 @@ fn choose(
             limits.min_score
         )));
     }
-    let (outcome, taken) = fills.outcome(&plan, pool, fit, model);
+    let map = s.map.clone().filter(|m| model.maps.pool.contains(m));
+    let (outcome, taken) = fills.outcome(&plan, pool, fit, model, map);
     Ok((
         Fill {
             session: s.id.clone(),
@@ -556,6 +607,7 @@ impl<'a> Fills<'a> {
         pool: &Pool,
         fit: &[Candidate],
         model: &QueueModel,
+        map: Option<String>,
     ) -> (MatchOutcome, Vec<usize>) {
         let (sc, ix) = (self.sc, self.sc.ix);
         let (eval, units) = self.score(plan).expect("scored above");
@@ -595,7 +647,7 @@ impl<'a> Fills<'a> {
             host: detail.hosts.first().filter(|_| p2p).map(|&p| id(p)),
             backup_host: detail.hosts.get(1).filter(|_| p2p).map(|&p| id(p)),
             relay: eval.relay,
-            map: None,
+            map,
             map_vetoed_by: 0,
         };
         (outcome, taken)
@@ -746,6 +798,7 @@ mod tests {
                 vec![p("d", 1500.0), p("e", 1500.0)],
             ],
             open: vec![0, 1],
+            map: None,
         }
     }
 
@@ -779,6 +832,57 @@ mod tests {
         assert_eq!(f.evaluated, 3);
         let rest: Vec<&str> = out.rest.players.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(rest, ["far", "other"]);
+    }
+
+    #[test]
+    fn a_session_on_a_map_takes_nobody_who_vetoes_it_and_names_its_map() {
+        use crate::model::MapParams;
+        use crate::pool::Attribute;
+        let model = QueueModel {
+            maps: MapParams {
+                pool: vec!["dust".into(), "harbor".into(), "vault".into()],
+                vetoes: 1,
+                repeat_depth: 3,
+            },
+            ..QueueModel::default()
+        };
+        let vetoing = |id: &str, skill: f64, map: &str| {
+            let mut pl = p(id, skill);
+            pl.attributes
+                .insert("veto".into(), Attribute::One(map.into()));
+            pl
+        };
+        let on = |map: &str| Session {
+            map: Some(map.into()),
+            ..session()
+        };
+        // The nearest in skill vetoes the session's map: the next one fills it.
+        let pl = pool(vec![
+            vetoing("near", 1500.0, "dust"),
+            vetoing("next", 1560.0, "vault"),
+        ]);
+        let out = fill_sessions(&[on("dust")], &pl, &model, &BackfillLimits::default()).unwrap();
+        let f = &out.fills[0];
+        assert_eq!(f.outcome.teams[1], ["next"]);
+        assert_eq!(f.outcome.map.as_deref(), Some("dust"));
+        // Rated on dust alone: nobody named a preference, nobody played it lately.
+        assert_eq!(f.outcome.factors.get("maps"), Some(&1.0));
+        // Without a map the vetoes do not matter and the fill names none.
+        let out = fill_sessions(&[session()], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert_eq!(out.fills[0].outcome.teams[1], ["near"]);
+        assert_eq!(out.fills[0].outcome.map, None);
+        // Only vetoers: the session stays open, saying why.
+        let pl = pool(vec![vetoing("near", 1500.0, "dust")]);
+        let out = fill_sessions(&[on("dust")], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert!(out.fills.is_empty());
+        assert_eq!(
+            out.unfilled[0].reason,
+            "every queued party that fits has a player who vetoes the session's map dust"
+        );
+        // A map the pool no longer lists is no map.
+        let pl = pool(vec![vetoing("near", 1500.0, "dust")]);
+        let out = fill_sessions(&[on("retired")], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert_eq!(out.fills[0].outcome.map, None);
     }
 
     #[test]
@@ -918,6 +1022,7 @@ mod tests {
             id: "big".into(),
             teams: vec![team("a", 6, 1600.0), team("b", 6, 1400.0)],
             open: vec![1, 1],
+            map: None,
         };
         let pl = pool(vec![p("strong", 1700.0), p("weak", 1450.0)]);
         let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();

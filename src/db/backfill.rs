@@ -29,6 +29,8 @@ pub struct BackfillRequest {
     pub open_slots: Vec<i32>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// The map the session is played on, as request_backfill named it.
+    pub map: Option<String>,
     /// Pool ids each member must not meet: the pooled players they avoid and those who
     /// avoid them ([`load_member_avoids`]; the core checks a pair from either side, and
     /// members are not in the pool, so both sides are written here).
@@ -132,6 +134,7 @@ impl BackfillRequest {
             id: self.request_id.to_string(),
             teams,
             open,
+            map: self.map.clone(),
         })
     }
 }

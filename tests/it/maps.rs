@@ -168,3 +168,77 @@ async fn rounds_write_the_map_keep_vetoes_and_remember_it() {
         assert_ne!(map, &first[p].1, "{p} replays their last map");
     }
 }
+
+#[tokio::test]
+async fn a_backfill_on_a_map_takes_nobody_who_vetoes_it() {
+    let tdb = fresh_db().await;
+    let mut q = leader(&tdb.pool, QUEUES, "q", "maps").await;
+    let (_, client) = client_login(&tdb, 1).await;
+    let (_, server) = server_login(&tdb, 1).await;
+    let members = json!([
+        {"player_id": "m0", "team": 0, "skill": 1550, "latencies": {"eu": 30}},
+        {"player_id": "m1", "team": 0, "skill": 1550, "latencies": {"eu": 30}},
+        {"player_id": "m2", "team": 0, "skill": 1550, "latencies": {"eu": 30}},
+        {"player_id": "m3", "team": 1, "skill": 1550, "latencies": {"eu": 30}},
+        {"player_id": "m4", "team": 1, "skill": 1550, "latencies": {"eu": 30}}
+    ]);
+    let ask = |queue: &'static str, map: &'static str| {
+        let (server, members) = (server.clone(), members.clone());
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT request_backfill($1, 's1', $2, '{0,1}', map => $3)",
+            )
+            .bind(queue)
+            .bind(sqlx::types::Json(members))
+            .bind(map)
+            .fetch_one(&server)
+            .await
+        }
+    };
+    for (queue, map, message) in [
+        (
+            "q",
+            "Atlantis",
+            "map = 'Atlantis': unknown map; queue q's maps: Dust, Harbor, Summit, Canal",
+        ),
+        ("open", "Dust", "map = 'Dust': queue open has no maps"),
+    ] {
+        let err = ask(queue, map).await.expect_err("a bad map");
+        assert_eq!(db_error(&err), ("22023".to_string(), message.to_string()));
+    }
+    assert_eq!(
+        count(&tdb.pool, "SELECT count(*) FROM backfill_requests").await,
+        0
+    );
+
+    // The nearest in skill vetoes the session's map; the other one fills the session.
+    enqueue(&client, "q", "vetoer", 1550.0)
+        .latency("eu", 30.0)
+        .attributes(json!({"veto": ["Dust"]}))
+        .await;
+    enqueue(&client, "q", "taker", 1700.0)
+        .latency("eu", 30.0)
+        .attributes(json!({"veto": ["Summit"]}))
+        .await;
+    let request = ask("q", "Dust").await.unwrap();
+    round(&mut q).await;
+    let placed = maps_played(&client).await;
+    assert_eq!(placed.len(), 1, "{placed:?}");
+    assert_eq!(placed["taker"].1.as_deref(), Some("Dust"));
+    let (status, filled_by): (String, Vec<String>) =
+        sqlx::query_as("SELECT status, filled_by FROM backfill_status($1::bigint)")
+            .bind(request)
+            .fetch_one(&server)
+            .await
+            .unwrap();
+    assert_eq!(
+        (status.as_str(), filled_by),
+        ("filled", vec!["taker".to_string()])
+    );
+    let (status,): (String,) =
+        sqlx::query_as("SELECT status FROM player_status('vetoer') WHERE queue = 'q'")
+            .fetch_one(&client)
+            .await
+            .unwrap();
+    assert_eq!(status, "queued");
+}

@@ -454,7 +454,8 @@ export class MatchmakerClient {
   /**
    * Ask for players for a running session: its current members (with their teams) and
    * the open slots of each team; the request id. Not retried after a connection lost
-   * while committing.
+   * while committing. `map`: the map the session is played on, in a queue with maps
+   * (nobody who vetoes it is sent).
    */
   async requestBackfill(
     queue: string,
@@ -463,14 +464,16 @@ export class MatchmakerClient {
     openSlots: number[],
     expiresInS: number | null = null,
     opts?: CallOptions,
+    map: string | null = null,
   ): Promise<number> {
     const v = await this.value(
       'request_backfill',
       `SELECT request_backfill(queue => $1, session_id => $2, members => $3::jsonb,
                                open_slots => $4::integer[],
                                expires_in => coalesce(make_interval(secs => $5::float8),
-                                                      interval '60 seconds')) AS v`,
-      [queue, sessionId, JSON.stringify(members.map(memberJson)), openSlots, expiresInS],
+                                                      interval '60 seconds'),
+                               map => $6::text) AS v`,
+      [queue, sessionId, JSON.stringify(members.map(memberJson)), openSlots, expiresInS, map],
       false,
       opts,
     );

@@ -377,6 +377,7 @@ fn servers_place_big_lobbies_and_backfill_refuses_them() {
         id: "s1".into(),
         teams: vec![pool.players[..15].to_vec(), pool.players[15..31].to_vec()],
         open: vec![1, 0],
+        map: None,
     };
     let rest = Pool {
         players: pool.players[31..].to_vec(),

@@ -18,7 +18,7 @@ filled AS (
      GROUP BY b.owner),
 open AS (
     SELECT request_id, session_id, owner, members, open_slots, created_at,
-           expires_at,
+           expires_at, map,
            (SELECT coalesce(sum(x), 0) FROM unnest(open_slots) x) AS slots,
            row_number() OVER (PARTITION BY owner
                               ORDER BY created_at, request_id) AS turn
@@ -32,7 +32,7 @@ taken AS (
       FROM open
      ORDER BY turn, created_at, request_id
      LIMIT $3)
-SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at
+SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at, map
   FROM taken
  WHERE running <= $2
  ORDER BY created_at, request_id

@@ -290,12 +290,14 @@ def request_backfill(
     members: Sequence[m.BackfillMember | Mapping[str, Any]],
     open_slots: Sequence[int],
     expires_in: timedelta | None,
+    map: str | None = None,
 ) -> Call:
     payload = [x.to_json() if isinstance(x, m.BackfillMember) else dict(x) for x in members]
     return Call(
         "SELECT request_backfill(queue => %s, session_id => %s, members => %s::jsonb,"
-        " open_slots => %s::int[], expires_in => coalesce(%s::interval, interval '60 seconds'))",
-        [queue, session_id, Jsonb(payload), list(open_slots), expires_in],
+        " open_slots => %s::int[], expires_in => coalesce(%s::interval, interval '60 seconds'),"
+        " map => %s)",
+        [queue, session_id, Jsonb(payload), list(open_slots), expires_in, map],
         "scalar",
     )
 

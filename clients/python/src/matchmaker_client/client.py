@@ -300,9 +300,16 @@ class Client:
         members: Sequence[BackfillMember | Mapping[str, Any]],
         open_slots: Sequence[int],
         expires_in: timedelta | None = None,
+        map: str | None = None,
     ) -> int:
-        """Ask for players to refill a running session; returns the request id."""
-        return self._run(calls.request_backfill(queue, session_id, members, open_slots, expires_in))
+        """Ask for players to refill a running session; returns the request id.
+
+        ``map``: the map the session is played on, in a queue with maps; nobody who
+        vetoes it is sent.
+        """
+        return self._run(
+            calls.request_backfill(queue, session_id, members, open_slots, expires_in, map)
+        )
 
     def cancel_backfill(self, request_id: int) -> bool:
         return self._run(calls.cancel_backfill(request_id))
