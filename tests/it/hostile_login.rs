@@ -3,7 +3,8 @@
 //! past its deadline; a late answer names a cancelled match only to a login whose player
 //! was in it; a cancellation's reason names only the reader's own players; decline
 //! bombing under fresh ids leaves the honest login its ready matches. The quota: a
-//! login's concurrent transactions cannot overshoot it.
+//! login's concurrent transactions cannot overshoot it. A pool split into hundreds of
+//! builds still places the honest login's players.
 
 use std::time::Duration;
 
@@ -506,4 +507,54 @@ async fn an_open_transaction_holds_up_only_its_own_login() {
         .send()
         .await
         .unwrap();
+}
+
+/// Partition explosion: a login whose players each carry a build nobody else has splits
+/// the queue's pool into hundreds of groups of one. The round still places every honest
+/// player, with a reason for each of the attacker's.
+#[tokio::test]
+async fn a_pool_split_into_hundreds_of_builds_still_places_the_honest_login() {
+    let mut d = Daemon::start(
+        "[queues.q]\n[queues.q.round]\nevery = \"1s\"\nbudget = \"200ms\"\n\
+         [queues.q.filters]\nsame = [\"build\"]\n",
+        "partitions",
+    )
+    .await;
+    let (_, honest) = client_login(&d.tdb, 1).await;
+    let (_, attacker) = client_login(&d.tdb, 1).await;
+    for i in 0..12 {
+        enqueue(&honest, "q", &format!("h{i}"), 1400.0 + 20.0 * i as f64)
+            .attributes(serde_json::json!({"build": "1.0"}))
+            .send()
+            .await
+            .unwrap();
+    }
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(enqueue('q', 'x' || i, 1500,
+                              attributes => jsonb_build_object('build', 'b' || i)))
+           FROM generate_series(1, 300) i",
+    )
+    .fetch_one(&attacker)
+    .await
+    .unwrap();
+    assert_eq!(n, 300, "the attack took effect: 300 builds queued");
+    let report = d.round("q").await;
+    assert_eq!(report.players, 312, "{report:?}");
+    assert_eq!(report.matched, 12, "{report:?}");
+    let placed: Vec<(String, String)> =
+        sqlx::query_as("SELECT player_id, status FROM player_status ORDER BY player_id")
+            .fetch_all(&honest)
+            .await
+            .unwrap();
+    assert!(
+        placed.iter().all(|(_, s)| s == "matched"),
+        "every honest player placed: {placed:?}"
+    );
+    let reasons: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT reason FROM player_status WHERE status = 'queued'")
+            .fetch_all(&attacker)
+            .await
+            .unwrap();
+    assert_eq!(reasons.len(), 300);
+    assert!(reasons.iter().all(|r| r.is_some()), "{:?}", &reasons[..3]);
 }

@@ -82,6 +82,31 @@ async fn the_catalog_shows_the_maps_and_bad_choices_are_refused() {
     .expect_err("a party with an unknown map");
     assert_eq!(db_error(&err).0, "22023");
     assert_eq!(count(db, "SELECT count(*) FROM queue_entries").await, 0);
+    // A backfill request names its session's map: one of the queue's.
+    let (_, server) = server_login(&tdb, 1).await;
+    let members = json!([{"player_id": "m0", "team": 0, "skill": 1500, "latencies": {"eu": 30}},
+                         {"player_id": "m1", "team": 0, "skill": 1500, "latencies": {"eu": 30}},
+                         {"player_id": "m2", "team": 0, "skill": 1500, "latencies": {"eu": 30}},
+                         {"player_id": "m3", "team": 1, "skill": 1500, "latencies": {"eu": 30}},
+                         {"player_id": "m4", "team": 1, "skill": 1500, "latencies": {"eu": 30}}]);
+    for (queue, map, message) in [
+        (
+            "q",
+            "Atlantis",
+            "map = 'Atlantis': unknown map; queue q's maps: Dust, Harbor, Summit, Canal",
+        ),
+        ("open", "Dust", "map = 'Dust': queue open has no maps"),
+    ] {
+        let err = sqlx::query("SELECT request_backfill($1, 's1', $2, '{0,1}', map => $3)")
+            .bind(queue)
+            .bind(sqlx::types::Json(&members))
+            .bind(map)
+            .execute(&server)
+            .await
+            .expect_err("a bad map");
+        assert_eq!(db_error(&err), ("22023".to_string(), message.to_string()));
+    }
+    assert_eq!(count(db, "SELECT count(*) FROM backfill_requests").await, 0);
     // Good choices are queued, a single name or a list.
     solo("q", json!({"veto": ["Dust", "Canal"], "maps": "Harbor"}))
         .await
@@ -182,35 +207,18 @@ async fn a_backfill_on_a_map_takes_nobody_who_vetoes_it() {
         {"player_id": "m3", "team": 1, "skill": 1550, "latencies": {"eu": 30}},
         {"player_id": "m4", "team": 1, "skill": 1550, "latencies": {"eu": 30}}
     ]);
-    let ask = |queue: &'static str, map: &'static str| {
+    let ask = |map: &'static str| {
         let (server, members) = (server.clone(), members.clone());
         async move {
             sqlx::query_scalar::<_, i64>(
-                "SELECT request_backfill($1, 's1', $2, '{0,1}', map => $3)",
+                "SELECT request_backfill('q', 's1', $1, '{0,1}', map => $2)",
             )
-            .bind(queue)
             .bind(sqlx::types::Json(members))
             .bind(map)
             .fetch_one(&server)
             .await
         }
     };
-    for (queue, map, message) in [
-        (
-            "q",
-            "Atlantis",
-            "map = 'Atlantis': unknown map; queue q's maps: Dust, Harbor, Summit, Canal",
-        ),
-        ("open", "Dust", "map = 'Dust': queue open has no maps"),
-    ] {
-        let err = ask(queue, map).await.expect_err("a bad map");
-        assert_eq!(db_error(&err), ("22023".to_string(), message.to_string()));
-    }
-    assert_eq!(
-        count(&tdb.pool, "SELECT count(*) FROM backfill_requests").await,
-        0
-    );
-
     // The nearest in skill vetoes the session's map; the other one fills the session.
     enqueue(&client, "q", "vetoer", 1550.0)
         .latency("eu", 30.0)
@@ -220,7 +228,7 @@ async fn a_backfill_on_a_map_takes_nobody_who_vetoes_it() {
         .latency("eu", 30.0)
         .attributes(json!({"veto": ["Summit"]}))
         .await;
-    let request = ask("q", "Dust").await.unwrap();
+    let request = ask("Dust").await.unwrap();
     round(&mut q).await;
     let placed = maps_played(&client).await;
     assert_eq!(placed.len(), 1, "{placed:?}");
