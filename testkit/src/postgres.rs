@@ -286,6 +286,16 @@ pub async fn login_in_role_limited(
     name
 }
 
+/// Sets `login`'s connection limit to `limit`: for a test whose login opens more
+/// sessions of its own than its pool and [`LOGIN_SPARE_CONNECTIONS`].
+pub async fn allow_connections(tdb: &TestDb, login: &str, limit: u32) {
+    let sql = format!("ALTER ROLE {login} CONNECTION LIMIT {limit}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&tdb.pool)
+        .await
+        .expect("set the login's connection limit");
+}
+
 /// The password of a login made by [`login_in_role`].
 pub fn login_password(name: &str) -> String {
     format!("pw-{name}")
