@@ -236,7 +236,11 @@ impl ConnectionSlots {
                 },
             ));
         }
-        let bounded = self.logins.len() - unbounded.len();
+        let whose = if unbounded.is_empty() {
+            "the client and server logins"
+        } else {
+            "the other client and server logins"
+        };
         let reservations = if self.server_version >= RESERVED_CONNECTIONS_SINCE {
             format!(
                 "superuser_reserved_connections {} and reserved_connections {} keep {}",
@@ -260,9 +264,8 @@ impl ConnectionSlots {
             format!("> max_connections {max}")
         };
         text.push_str(&format!(
-            "the limits of the {bounded} bounded client and server login{} sum to {}, the \
-             daemon needs {} connections and {reservations}: {} + {} + {} = {taken} {verdict}. ",
-            if bounded == 1 { "" } else { "s" },
+            "the connection limits of {whose} sum to {}, the daemon needs {} connections \
+             and {reservations}: {} + {} + {} = {taken} {verdict}. ",
             self.limits_sum(),
             self.daemon_needs,
             self.limits_sum(),
@@ -395,6 +398,14 @@ mod tests {
                 "ALTER ROLE \"Y\" CONNECTION LIMIT 38;"
             ]
         );
+    }
+
+    #[test]
+    fn the_operations_guide_shows_the_refusal_as_it_is() {
+        let s = slots(&[("game_backend", None), ("game_servers", Some(10))]);
+        let refusal = format!("error: {}", s.check().unwrap_err());
+        let guide = include_str!("../../docs/operations.md");
+        assert!(guide.contains(&refusal), "{refusal}");
     }
 
     #[test]
