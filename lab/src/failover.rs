@@ -762,8 +762,11 @@ pub async fn failover(
     let admin = db::connect_with(&url, 4).await?;
     db::migrate(&admin).await?;
     audit::install_lease_log(&admin).await?;
+    // Bounded, as a deployment bounds its client logins: the replicas refuse to start
+    // beside an unbounded one. The clients' pool, and a spare for a reconnect.
+    let client_limit = options.clients * 2 + 2;
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE ROLE {CLIENT_LOGIN} LOGIN IN ROLE matchmaker_client"
+        "CREATE ROLE {CLIENT_LOGIN} LOGIN CONNECTION LIMIT {client_limit} IN ROLE matchmaker_client"
     )))
     .execute(&admin)
     .await?;

@@ -204,6 +204,11 @@ pub struct DaemonConfig {
     /// cores. Read at start: a reload that changes it logs that a restart is needed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub solver_threads: Option<usize>,
+    /// Refuse to start unless every client and server login has a connection limit and
+    /// the limits leave the daemon its connections (`db::login_limits`). Off (a pooler
+    /// bounds the clients instead): the same facts are logged as a warning and the daemon
+    /// starts. Read at start.
+    pub check_login_limits: bool,
 }
 
 impl Default for DaemonConfig {
@@ -216,6 +221,7 @@ impl Default for DaemonConfig {
             statement_timeout: Duration::from_secs(60),
             metrics_addr: None,
             solver_threads: None,
+            check_login_limits: true,
         }
     }
 }

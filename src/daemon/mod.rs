@@ -411,6 +411,10 @@ async fn wait_for_wake(wake: &mut broadcast::Receiver<String>, queue: &str) {
     }
 }
 
+/// The sessions [`run`] opens beside its pool: the LISTEN session of
+/// [`listen_enqueues`].
+pub const LISTEN_CONNECTIONS: u32 = 1;
+
 /// LISTEN for enqueues and wake the queue's worker, and for other replicas' leadership
 /// changes and wake the leadership loop. On connection loss it reconnects; meanwhile the
 /// workers and the leadership loop poll.

@@ -118,8 +118,36 @@ impl LocalPostgres {
         Self::start_temporary_in_blocking(&std::env::temp_dir())
     }
 
+    /// [`start_temporary`](Self::start_temporary) with server settings of its own
+    /// (`("max_connections", "40")`: a cluster with few slots), applied after the defaults.
+    pub async fn start_temporary_with(settings: &[(&str, &str)]) -> Result<Self, LocalPgError> {
+        let settings: Vec<(String, String)> = settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            let settings: Vec<(&str, &str)> = settings
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            Self::start_temporary_in_blocking_with(&std::env::temp_dir(), &settings)
+        })
+        .await
+        .expect("local PostgreSQL start task panicked")
+    }
+
     /// Like [`start_temporary_blocking`](Self::start_temporary_blocking), under `parent`.
     pub fn start_temporary_in_blocking(parent: &Path) -> Result<Self, LocalPgError> {
+        Self::start_temporary_in_blocking_with(parent, &[])
+    }
+
+    /// Like [`start_temporary_in_blocking`](Self::start_temporary_in_blocking), with
+    /// server settings of its own, applied after the defaults (the last of a setting
+    /// given twice wins).
+    pub fn start_temporary_in_blocking_with(
+        parent: &Path,
+        settings: &[(&str, &str)],
+    ) -> Result<Self, LocalPgError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -132,7 +160,12 @@ impl LocalPostgres {
         );
         let base = parent.join(name);
         let mut server = Self::init(&base, true)?;
-        server.start(&["-c", "fsync=off", "-c", "synchronous_commit=off"])?;
+        let settings: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut extra = vec!["-c", "fsync=off", "-c", "synchronous_commit=off"];
+        for setting in &settings {
+            extra.extend(["-c", setting.as_str()]);
+        }
+        server.start(&extra)?;
         Ok(server)
     }
 

@@ -11,6 +11,7 @@ pub mod enqueue;
 pub mod explain;
 pub mod lease;
 pub mod local_pg;
+pub mod login_limits;
 pub mod notify;
 pub mod queue_state;
 pub mod queues;
@@ -182,9 +183,12 @@ pub fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
 /// The migrations in `migrations/`, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
+/// The most connections a pool of [`connect`] opens.
+pub const POOL_CONNECTIONS: u32 = 10;
+
 /// Connect a pool to `url`.
 pub async fn connect(url: &str) -> Result<PgPool, DbError> {
-    connect_with(url, 10).await
+    connect_with(url, POOL_CONNECTIONS).await
 }
 
 /// How long one of our sessions may sit idle inside a transaction before the server ends
@@ -226,6 +230,9 @@ pub struct SessionLimits {
     pub idle_in_transaction_timeout: Duration,
 }
 
+/// The most connections a pool of [`connect_limited`] opens.
+pub const LIMITED_POOL_CONNECTIONS: u32 = 10;
+
 /// A second pool on the same database as `base`, with `limits` set on every connection;
 /// it moves with `base` when a failover moves `base` to another host.
 pub async fn connect_limited(base: &PgPool, limits: &SessionLimits) -> Result<PgPool, DbError> {
@@ -243,7 +250,7 @@ pub async fn connect_limited(base: &PgPool, limits: &SessionLimits) -> Result<Pg
     let pool = switched
         .discard_older(
             PgPoolOptions::new()
-                .max_connections(10)
+                .max_connections(LIMITED_POOL_CONNECTIONS)
                 .acquire_timeout(Duration::from_secs(30)),
         )
         .connect_with(limited(&base.connect_options()))

@@ -56,8 +56,15 @@ pub async fn run_daemon(
             stop.wait().await;
         }
     };
-    let health = Arc::new(daemon::health::Health::default());
     let metrics_addr = options.metrics_addr.or(config.daemon.metrics_addr);
+    // Before anything is served or written: a refusal leaves the database as it was.
+    check_login_limits(
+        pool,
+        daemon_connections(pool, metrics_addr.is_some()),
+        config.daemon.check_login_limits,
+    )
+    .await?;
+    let health = Arc::new(daemon::health::Health::default());
     let endpoints = match metrics_addr {
         Some(addr) => Some(serve_endpoints(addr, pool.clone(), health.clone(), stopped()).await?),
         None => None,
@@ -101,6 +108,49 @@ pub async fn run_daemon(
         let _ = endpoints.await;
     }
     result
+}
+
+/// The most connections the daemon opens: the pool it was handed (the endpoints' and
+/// the schema's), its rounds' pool, the LISTEN session, and the console's read-only
+/// pool when the endpoints are served.
+fn daemon_connections(pool: &PgPool, endpoints: bool) -> u32 {
+    let console = if endpoints {
+        console::read_only::MAX_CONNECTIONS
+    } else {
+        0
+    };
+    pool.options().get_max_connections()
+        + db::LIMITED_POOL_CONNECTIONS
+        + daemon::LISTEN_CONNECTIONS
+        + console
+}
+
+/// Refuse to start when the client and server logins can take the slots the daemon
+/// needs ([`db::login_limits`]); with the check turned off, log the same facts as a
+/// warning and go on.
+async fn check_login_limits(pool: &PgPool, daemon_needs: u32, enforce: bool) -> anyhow::Result<()> {
+    let slots = db::login_limits::read_connection_slots(pool, daemon_needs).await?;
+    match slots.check() {
+        Ok(kept) => {
+            tracing::info!(
+                logins = slots.logins.len(),
+                limits_sum = slots.limits_sum(),
+                daemon_needs,
+                max_connections = slots.max_connections,
+                by = ?kept,
+                "client and server logins leave the daemon its connections"
+            );
+            Ok(())
+        }
+        Err(shortfall) if enforce => Err(shortfall.into()),
+        Err(shortfall) => {
+            tracing::warn!(
+                "{} Starting anyway: [daemon] check_login_limits = false.",
+                shortfall.facts()
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Bind `addr` and serve the endpoints (and the metrics recorder, installed here) and the

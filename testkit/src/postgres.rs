@@ -118,7 +118,12 @@ pub fn server_url() -> &'static str {
         }
         let parent = server_parent();
         remove_stale_servers(&parent);
-        let server = LocalPostgres::start_temporary_in_blocking(&parent).unwrap_or_else(|e| {
+        let slots = TEST_SERVER_MAX_CONNECTIONS.to_string();
+        let server = LocalPostgres::start_temporary_in_blocking_with(
+            &parent,
+            &[("max_connections", &slots)],
+        )
+        .unwrap_or_else(|e| {
             panic!("no DATABASE_URL and cannot start a private PostgreSQL for tests: {e}")
         });
         let url = server.url();
@@ -131,6 +136,20 @@ pub fn server_url() -> &'static str {
 }
 
 static SERVER: Mutex<Option<LocalPostgres>> = Mutex::new(None);
+
+/// `max_connections` of the server the tests share. Its client and server logins (one
+/// or more per test, each with a connection limit, none dropped before the binary
+/// exits) add up over a run, and a daemon started by a test refuses to start unless
+/// their limits, its own connections and the reserved slots fit in it
+/// (`matchmaker::db::login_limits`); a few hundred logins of a few connections each fit.
+pub const TEST_SERVER_MAX_CONNECTIONS: u32 = 2000;
+
+/// The connection limit of a client or server login made by [`login_in_role`].
+pub const TEST_LOGIN_CONNECTIONS: u32 = 6;
+
+/// Connections a login made with a pool may open beside its pool's (a LISTEN session, a
+/// connection of its own from [`connect_as`], a transaction held open).
+pub const LOGIN_SPARE_CONNECTIONS: u32 = 3;
 
 /// The directory of the shared server: `base_dir` of the private server, `None` when
 /// the tests use DATABASE_URL.
@@ -204,7 +223,8 @@ pub async fn client_server_login(tdb: &TestDb, max_connections: u32) -> (String,
 
 async fn login_pool(tdb: &TestDb, kind: &str, groups: &str, max: u32) -> (String, PgPool) {
     let max_connections = max;
-    let name = login_in_role(tdb, kind, groups).await;
+    let limit = max_connections + LOGIN_SPARE_CONNECTIONS;
+    let name = login_in_role_limited(tdb, kind, groups, Some(limit)).await;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .connect_with(
@@ -230,8 +250,23 @@ pub async fn ops_login(tdb: &TestDb) -> String {
 }
 
 /// Creates a LOGIN role `mm_{kind}_...` (unique to this test binary) in `group`; its
-/// password is [`login_password`]. Dropped at exit on a DATABASE_URL server.
+/// password is [`login_password`]. Dropped at exit on a DATABASE_URL server. A login in
+/// `matchmaker_client` or `matchmaker_server` gets a connection limit of
+/// [`TEST_LOGIN_CONNECTIONS`], as a deployment bounds it (docs/operations.md, "Bounding
+/// client logins"): the daemon refuses to start beside an unbounded one.
 pub async fn login_in_role(tdb: &TestDb, kind: &str, group: &str) -> String {
+    let bounded = group.contains("matchmaker_client") || group.contains("matchmaker_server");
+    let limit = bounded.then_some(TEST_LOGIN_CONNECTIONS);
+    login_in_role_limited(tdb, kind, group, limit).await
+}
+
+/// [`login_in_role`] with the connection limit given (`None`: none).
+pub async fn login_in_role_limited(
+    tdb: &TestDb,
+    kind: &str,
+    group: &str,
+    limit: Option<u32>,
+) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = format!(
         "mm_{kind}_{}_{}",
@@ -239,13 +274,26 @@ pub async fn login_in_role(tdb: &TestDb, kind: &str, group: &str) -> String {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
     let password = login_password(&name);
-    let sql = format!("CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE {group}");
+    let limit = limit.map_or(-1, i64::from);
+    let sql = format!(
+        "CREATE ROLE {name} LOGIN PASSWORD '{password}' CONNECTION LIMIT {limit} IN ROLE {group}"
+    );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .execute(&tdb.pool)
         .await
         .expect("create a login role");
     CREATED_ROLES.lock().unwrap().push(name.clone());
     name
+}
+
+/// Sets `login`'s connection limit to `limit`: for a test whose login opens more
+/// sessions of its own than its pool and [`LOGIN_SPARE_CONNECTIONS`].
+pub async fn allow_connections(tdb: &TestDb, login: &str, limit: u32) {
+    let sql = format!("ALTER ROLE {login} CONNECTION LIMIT {limit}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&tdb.pool)
+        .await
+        .expect("set the login's connection limit");
 }
 
 /// The password of a login made by [`login_in_role`].
@@ -361,7 +409,13 @@ fn remove_stale_servers(parent: &Path) {
 /// an immediate stop would forget commits the clients were told about). Returns the
 /// server, its URL and a pool of 4 on it.
 pub async fn own_server() -> (LocalPostgres, String, PgPool) {
-    let server = LocalPostgres::start_temporary()
+    own_server_with(&[]).await
+}
+
+/// [`own_server`] with server settings of its own (`("max_connections", "50")`: a
+/// cluster with few connection slots).
+pub async fn own_server_with(settings: &[(&str, &str)]) -> (LocalPostgres, String, PgPool) {
+    let server = LocalPostgres::start_temporary_with(settings)
         .await
         .expect("private server");
     let url = server.url();

@@ -285,3 +285,48 @@ async fn the_role_table_says_what_the_migrations_grant() {
         }
     }
 }
+
+/// The compose stack's client and server logins are bounded, and their limits leave both
+/// replicas their connections in PostgreSQL's default 100 slots: each replica checks it
+/// at start (`matchmaker::db::login_limits`) and would refuse otherwise.
+#[test]
+fn the_compose_logins_leave_both_replicas_their_connections() {
+    use matchmaker::db::login_limits::{ConnectionSlots, LoginLimit, SlotsKept};
+    let compose = read("deploy/compose.yaml");
+    let initdb = read("deploy/initdb/10-roles.sql");
+    assert!(
+        !compose.contains("max_connections") && !initdb.contains("max_connections"),
+        "the stack keeps PostgreSQL's default max_connections"
+    );
+    let mut logins: Vec<LoginLimit> = logins(&initdb)
+        .into_iter()
+        .filter(|(_, group)| group == "matchmaker_client" || group == "matchmaker_server")
+        .map(|(login, _)| {
+            let set = format!("ALTER ROLE {login} CONNECTION LIMIT ");
+            let limit = initdb
+                .lines()
+                .find_map(|l| l.strip_prefix(&set))
+                .map(|n| n.trim_end_matches(';').parse().unwrap());
+            LoginLimit { login, limit }
+        })
+        .collect();
+    logins.sort_by(|a, b| a.login.cmp(&b.login));
+    assert_eq!(logins.len(), 2, "{logins:?}");
+    // Each replica serves the endpoints (MATCHMAKER_METRICS_ADDR): the console's pool too.
+    let replica = matchmaker::db::POOL_CONNECTIONS
+        + matchmaker::db::LIMITED_POOL_CONNECTIONS
+        + matchmaker::daemon::LISTEN_CONNECTIONS
+        + matchmaker::ops::console::read_only::MAX_CONNECTIONS;
+    assert!(compose.contains("MATCHMAKER_METRICS_ADDR"));
+    let slots = ConnectionSlots {
+        server_version: 170_000,
+        max_connections: 100,
+        superuser_reserved: 3,
+        reserved: 0,
+        daemon_login: "mm_daemon".into(),
+        daemon_uses_reserved: false,
+        daemon_needs: 2 * replica,
+        logins,
+    };
+    assert_eq!(slots.check(), Ok(SlotsKept::ByLimits), "{slots:?}");
+}

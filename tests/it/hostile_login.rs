@@ -163,6 +163,8 @@ async fn refused_calls_left_in_an_open_transaction_delay_no_resolution() {
     let daemon = start(&tdb).await;
     let (_, honest) = client_login(&tdb, 2).await;
     let (attacker_login, _) = client_login(&tdb, 1).await;
+    // Its pool's session and six of its own.
+    allow_connections(&tdb, &attacker_login, 7).await;
     for i in 0..6 {
         enqueue_at(&honest, &format!("h{i}")).await;
     }
@@ -383,6 +385,8 @@ async fn concurrent_transactions_of_one_login_do_not_overshoot_its_quota() {
     .unwrap();
     publish(&tdb.pool, &config, "quota").await;
     let (login, _) = client_login(&tdb, 1).await;
+    // Its pool's session and eight of its own.
+    allow_connections(&tdb, &login, 9).await;
     let (start, _) = tokio::sync::watch::channel(());
     let mut tasks = Vec::new();
     for t in 0..8 {

@@ -8,6 +8,7 @@ mod client_abuse;
 mod client_contract;
 mod client_lifecycle;
 mod config;
+mod connection_slots;
 mod console;
 mod countdown;
 mod daemon_balance;

@@ -33,7 +33,7 @@ async fn a_standby_serves_what_clients_poll_and_refuses_their_writes() {
     let report = round_of_thirteen(&db).await;
     assert_eq!(report.matched, 12);
     for sql in [
-        "CREATE ROLE standby_client LOGIN IN ROLE matchmaker_client",
+        "CREATE ROLE standby_client LOGIN CONNECTION LIMIT 4 IN ROLE matchmaker_client",
         "CREATE ROLE standby_ops LOGIN IN ROLE matchmaker_ops",
     ] {
         sqlx::query(sql).execute(&db).await.unwrap();

@@ -77,7 +77,7 @@ class Matchmaker:
         password = secrets.token_hex(12)
         with psycopg.connect(self.superuser_url, autocommit=True) as conn:
             conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} CONNECTION LIMIT 10 IN ROLE {}").format(
                     sql.Identifier(name),
                     sql.Literal(password),
                     sql.Identifier(role),

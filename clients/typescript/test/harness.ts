@@ -141,7 +141,7 @@ export class Matchmaker {
   async login(role: 'matchmaker_client' | 'matchmaker_server' = 'matchmaker_client'): Promise<string> {
     const name = `ts_${role.split('_').pop()}_${++this.counter}_${randomBytes(3).toString('hex')}`;
     const password = randomBytes(12).toString('hex');
-    await this.superuser((c) => c.query(`CREATE ROLE "${name}" LOGIN PASSWORD '${password}' IN ROLE ${role}`));
+    await this.superuser((c) => c.query(`CREATE ROLE "${name}" LOGIN PASSWORD '${password}' CONNECTION LIMIT 10 IN ROLE ${role}`));
     this.logins.push(name);
     const url = new URL(this.superuserUrl);
     url.username = name;

@@ -229,7 +229,7 @@ async fn simulator_runs_as_a_client_login() {
     // the cluster's: the name is this test's own, and the role is dropped at the end.
     let role = format!("{}_client", db.name);
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE ROLE {role} LOGIN PASSWORD 'sim' IN ROLE matchmaker_client"
+        "CREATE ROLE {role} LOGIN PASSWORD 'sim' CONNECTION LIMIT 4 IN ROLE matchmaker_client"
     )))
     .execute(&db.pool)
     .await

@@ -17,7 +17,7 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// At most this many sessions: a few operators' pages polling, never a share of the
 /// rounds' connections.
-const MAX_CONNECTIONS: u32 = 2;
+pub const MAX_CONNECTIONS: u32 = 2;
 
 /// A pool on `base`'s database (same server, login and TLS) whose sessions are
 /// read-only, following `base` to another host after a failover. Connects on first use,
