@@ -1,9 +1,9 @@
 -- Client views read only the caller's rows before any predicate.
 --
--- A client's predicate on a security-barrier view (player_id = 'alice') could reach an
--- index before the view's owner test did, and EXPLAIN ANALYZE then counted the rows of
--- another login that matched it ("Rows Removed by Filter: 1"): whether another login has
--- a player, a match or a session of that id. Each client view now reads a function that
+-- On a security-barrier view, a client's predicate (player_id = 'alice') may reach an
+-- index before the view's owner test, and EXPLAIN ANALYZE then counts the rows of
+-- another login that match it ("Rows Removed by Filter: 1"): whether another login has
+-- a player, a match or a session of that id. So each client view reads a function that
 -- returns only the caller's rows; PostgreSQL never inlines a SECURITY DEFINER function,
 -- so no predicate of the caller reaches the tables, and a plan counts the same whether
 -- another login's ids exist or not.

@@ -1,9 +1,9 @@
 -- An entry's attributes are bounded in total, not only per value.
 --
--- The per-value rules of 0001 (16 names, 16 values each, 64 characters a value) let one
--- entry carry 16 KB of attributes, and a login at its queued-entries quota tens of
--- megabytes that every round's snapshot reads and every commit writes back. An entry's
--- attributes, as JSON text, now take at most 2048 bytes: ten times what a filter, a map
+-- The per-value rules of 0001 (16 names, 16 values each, 64 characters a value) allow
+-- an entry 16 KB of attributes, and a login at its queued-entries quota tens of
+-- megabytes that every round's snapshot reads and every commit writes back. So an
+-- entry's attributes, as JSON text, take at most 2048 bytes: ten times what a filter, a map
 -- choice and a few tags need, and a login's total is at most its quota times that.
 -- enqueue, enqueue_party and request_backfill members refuse more in class 22.
 
