@@ -595,8 +595,8 @@ fn evening_fleet(
 }
 
 /// Every queued player's wait estimate every 5 s until `stop`: (entry, when, seconds),
-/// computed as player_status computes it (`matchmaker_estimate_wait`), without the view's
-/// latest-entry-per-player pass over the whole table.
+/// computed as player_status computes it (the party's slowest member; none while no match
+/// can form), without the view's latest-entry-per-player pass over the whole table.
 async fn sample_estimates(
     db: PgPool,
     mut stop: watch::Receiver<bool>,
@@ -613,11 +613,17 @@ async fn sample_estimates(
         }
         let rows: Vec<(i64, DateTime<Utc>, Option<i32>)> = sqlx::query_as(
             "SELECT e.entry_id, now(),
-                    matchmaker_estimate_wait(c.wait_model, e.skill, e.latencies,
-                                             coalesce(c.seconds_to_next_round, 0))
+                    (SELECT max(matchmaker_estimate_wait(c.wait_model, p.skill, p.latencies,
+                                                         coalesce(c.seconds_to_next_round, 0)))
+                       FROM queue_entries p
+                      WHERE p.entry_id = e.entry_id
+                         OR (p.party_key = e.party_key AND p.status = 'queued'))
                FROM queue_entries e
                JOIN queue_countdown c ON c.queue = e.queue
-              WHERE e.status = 'queued' AND e.expires_at > now()",
+              WHERE e.status = 'queued' AND e.expires_at > now()
+                AND c.players_missing = 0
+                AND coalesce(e.left_over, '') NOT IN
+                    ('no_valid_match', 'no_host', 'filtered', 'avoided', 'vetoed')",
         )
         .fetch_all(&db)
         .await?;

@@ -555,8 +555,8 @@ fn derive_seed(queue: &str, started_at: DateTime<Utc>) -> u64 {
     h ^ started_at.timestamp_micros() as u64
 }
 
-/// The round's pooled players, for the wait estimate (`wait_estimate`): skill, region,
-/// whether the round matched them and how long they had waited.
+/// The round's pooled players, for the wait estimate (`wait_estimate`): entry, party,
+/// skill, region, whether the round matched them and how long they had waited.
 fn pooled_players(
     snapshot: &db::Snapshot,
     outcome: &matchmaker_optimizer::RoundOutcome,
@@ -572,6 +572,8 @@ fn pooled_players(
         .entries
         .iter()
         .map(|e| super::wait_estimate::WaitObservation {
+            entry_id: e.entry_id,
+            party: e.party_key,
             skill: e.skill,
             region: super::wait_estimate::best_region(&e.latencies),
             matched: matched.contains(e.player_id.as_str()),

@@ -7,13 +7,22 @@
 //! quintile) the share `p` of pooled players a round matched makes the number of rounds
 //! a player waits after the next one geometric, with mean `(1 - p) / p`; a player's
 //! estimate is the countdown to the next round plus that many rounds at the recent
-//! rounds' spacing (`matchmaker_estimate_wait` in the migration). A cell with few
-//! players borrows its skill bucket over every region. A new leader starts with no
-//! model until its first round (the view reads NULL: unknown).
+//! rounds' spacing, times the queue's learned `scale` (`matchmaker_estimate_wait` in the
+//! migrations; a party reads its slowest member's). A cell with few players borrows its
+//! skill bucket over every region. A new leader starts with no model until its first
+//! round (the view reads NULL: unknown).
+//!
+//! The estimate learns from the waits that followed: the leader remembers the estimate
+//! each entry read when it enqueued (the countdown to its first round, plus the model's
+//! rounds after it) and, once the entry is matched, compares it with the wait it had.
+//! `scale` is the ratio of the waits after the first round to the model's rounds over
+//! the latest matched entries; each round's comparison is stored with the round
+//! (`rounds.wait_estimates`) for the report.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 /// Rounds the model remembers.
 const WINDOW: usize = 20;
@@ -21,6 +30,12 @@ const WINDOW: usize = 20;
 const BUCKETS: usize = 5;
 /// Fewer pooled players than this in a cell: use the all-regions cell.
 const MIN_CELL: usize = 12;
+/// Matched entries the learned scale is taken over.
+const FOLLOWED: usize = 500;
+/// Fewer matched entries than this: the scale stays 1.
+const MIN_FOLLOWED: usize = 20;
+/// How far the learned scale may move the model's rounds.
+const SCALE_RANGE: (f64, f64) = (0.25, 4.0);
 /// Most regions the model names (the most pooled first); the others read the
 /// all-regions cells. Region names are the clients' to send: the model stays small
 /// whatever they send.
@@ -29,6 +44,9 @@ const MAX_REGIONS: usize = 32;
 /// One pooled player of a round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WaitObservation {
+    pub entry_id: i64,
+    /// One `enqueue_party` call: a party's members read one estimate.
+    pub party: Option<i64>,
     pub skill: f64,
     /// The region of their lowest latency (None: no latencies).
     pub region: Option<String>,
@@ -41,16 +59,143 @@ pub struct WaitObservation {
 #[derive(Debug, Clone, Default)]
 pub struct WaitModel {
     rounds: VecDeque<(DateTime<Utc>, Vec<WaitObservation>)>,
+    /// The model last published (what queued players read until the next one).
+    published: Option<serde_json::Value>,
+    /// Queued entries by id: the estimate they read when they enqueued (None: there was
+    /// no model then).
+    first_estimates: HashMap<i64, Option<FirstEstimate>>,
+    /// (model's seconds after the first round, seconds waited after it) of the latest
+    /// matched entries that had a first estimate.
+    followed: VecDeque<(f64, f64)>,
+}
+
+/// The estimate an entry read when it enqueued.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FirstEstimate {
+    /// Enqueue to the first round that pooled it: the countdown it read.
+    countdown_s: f64,
+    /// The model's seconds after that round (the party's slowest member), unscaled.
+    after_s: f64,
+    /// The learned scale of the model it read.
+    scale: f64,
+}
+
+impl FirstEstimate {
+    fn seconds(&self) -> f64 {
+        self.countdown_s + self.after_s * self.scale
+    }
+}
+
+/// How the estimates that the entries a round matched read when they enqueued compare
+/// with the waits they had (`rounds.wait_estimates`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct EstimateFollowUp {
+    pub players: usize,
+    /// Mean of |estimate - wait|, seconds.
+    pub mean_abs_error_s: f64,
+    /// Mean of estimate - wait (positive: the estimates were too long), seconds.
+    pub mean_error_s: f64,
+    /// Share whose estimate was within half the wait, or 15 s.
+    pub within_share: f64,
+}
+
+impl EstimateFollowUp {
+    fn of(pairs: &[(f64, f64)]) -> Option<EstimateFollowUp> {
+        if pairs.is_empty() {
+            return None;
+        }
+        let n = pairs.len() as f64;
+        let round = |v: f64| (v * 10.0).round() / 10.0;
+        Some(EstimateFollowUp {
+            players: pairs.len(),
+            mean_abs_error_s: round(pairs.iter().map(|(e, a)| (e - a).abs()).sum::<f64>() / n),
+            mean_error_s: round(pairs.iter().map(|(e, a)| e - a).sum::<f64>() / n),
+            within_share: (pairs
+                .iter()
+                .filter(|(e, a)| (e - a).abs() <= (0.5 * a).max(15.0))
+                .count() as f64
+                / n
+                * 1000.0)
+                .round()
+                / 1000.0,
+        })
+    }
 }
 
 impl WaitModel {
     /// Remember a round committed at `at` (a backfill-only round is not a round of the
-    /// schedule: leave it out).
-    pub fn observe(&mut self, at: DateTime<Utc>, pooled: Vec<WaitObservation>) {
+    /// schedule: leave it out), and how the estimates of the entries it matched came
+    /// true (None: none of them had one).
+    pub fn observe(
+        &mut self,
+        at: DateTime<Utc>,
+        pooled: Vec<WaitObservation>,
+    ) -> Option<EstimateFollowUp> {
+        self.remember_first_estimates(&pooled);
+        let mut pairs = Vec::new();
+        for o in pooled.iter().filter(|o| o.matched) {
+            if let Some(Some(first)) = self.first_estimates.remove(&o.entry_id) {
+                pairs.push((first.seconds(), o.waited_s));
+                self.followed
+                    .push_back((first.after_s, (o.waited_s - first.countdown_s).max(0.0)));
+            }
+        }
+        while self.followed.len() > FOLLOWED {
+            self.followed.pop_front();
+        }
+        // Entries that left the queue are not followed further.
+        let pooled_ids: std::collections::HashSet<i64> =
+            pooled.iter().map(|o| o.entry_id).collect();
+        self.first_estimates.retain(|id, _| pooled_ids.contains(id));
         self.rounds.push_back((at, pooled));
         while self.rounds.len() > WINDOW {
             self.rounds.pop_front();
         }
+        EstimateFollowUp::of(&pairs)
+    }
+
+    /// The estimate each newly pooled entry read when it enqueued, from the model then
+    /// published: the time to this round, then the party's slowest member's rounds.
+    fn remember_first_estimates(&mut self, pooled: &[WaitObservation]) {
+        let mut party_after: HashMap<i64, f64> = HashMap::new();
+        let after = |o: &WaitObservation| {
+            self.published
+                .as_ref()
+                .and_then(|m| seconds_after_next_round(m, o.skill, o.region.as_deref()))
+        };
+        for o in pooled {
+            if let (Some(party), Some(s)) = (o.party, after(o)) {
+                let slowest = party_after.entry(party).or_insert(s);
+                *slowest = slowest.max(s);
+            }
+        }
+        let scale = self.scale();
+        for o in pooled {
+            if self.first_estimates.contains_key(&o.entry_id) {
+                continue;
+            }
+            let first = after(o).map(|own| FirstEstimate {
+                countdown_s: o.waited_s,
+                after_s: o
+                    .party
+                    .and_then(|p| party_after.get(&p).copied())
+                    .unwrap_or(own),
+                scale,
+            });
+            self.first_estimates.insert(o.entry_id, first);
+        }
+    }
+
+    /// The learned scale of the model's rounds: what the latest matched entries waited
+    /// after their first round against what the model said, 1 until enough are known.
+    pub fn scale(&self) -> f64 {
+        let predicted: f64 = self.followed.iter().map(|f| f.0).sum();
+        let waited: f64 = self.followed.iter().map(|f| f.1).sum();
+        if self.followed.len() < MIN_FOLLOWED || predicted < 1.0 {
+            return 1.0;
+        }
+        let scale = (waited / predicted).clamp(SCALE_RANGE.0, SCALE_RANGE.1);
+        (scale * 100.0).round() / 100.0
     }
 
     /// The model as `queue_state.wait_model` holds it, and the median wait of the
@@ -58,7 +203,7 @@ impl WaitModel {
     /// used until two rounds are remembered. `max_rounds` caps a cell nobody left (at
     /// the queue's max wait, in rounds).
     pub fn to_json(
-        &self,
+        &mut self,
         interval_s: f64,
         max_rounds: f64,
     ) -> Option<(serde_json::Value, Option<f64>)> {
@@ -150,14 +295,36 @@ impl WaitModel {
             .collect();
         waits.sort_by(f64::total_cmp);
         let median = (!waits.is_empty()).then(|| waits[waits.len() / 2]);
-        Some((
-            serde_json::json!({
-                "round_interval_s": (spacing.max(0.0) * 10.0).round() / 10.0,
-                "regions": regions,
-            }),
-            median,
-        ))
+        let model = serde_json::json!({
+            "round_interval_s": (spacing.max(0.0) * 10.0).round() / 10.0,
+            "scale": self.scale(),
+            "regions": regions,
+        });
+        self.published = Some(model.clone());
+        Some((model, median))
     }
+}
+
+/// The model's seconds after the next round for a player of this skill and region,
+/// unscaled: as `matchmaker_estimate_wait` reads the model (None: the model has no cell).
+fn seconds_after_next_round(
+    model: &serde_json::Value,
+    skill: f64,
+    region: Option<&str>,
+) -> Option<f64> {
+    let regions = model.get("regions")?;
+    let cell = region
+        .and_then(|r| regions.get(r))
+        .or_else(|| regions.get("*"))?;
+    let bucket = cell
+        .get("edges")?
+        .as_array()?
+        .iter()
+        .filter(|e| e.as_f64().is_some_and(|e| e <= skill))
+        .count();
+    let rounds = cell.get("rounds")?.get(bucket)?.as_f64().unwrap_or(0.0);
+    let interval = model.get("round_interval_s")?.as_f64().unwrap_or(0.0);
+    Some(interval * rounds)
 }
 
 /// The region of a latency map's lowest latency (ties by name), as the view picks it.
@@ -173,8 +340,10 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
 
-    fn obs(skill: f64, region: &str, matched: bool) -> WaitObservation {
+    fn obs(id: i64, skill: f64, region: &str, matched: bool) -> WaitObservation {
         WaitObservation {
+            entry_id: id,
+            party: None,
             skill,
             region: Some(region.into()),
             matched,
@@ -187,7 +356,9 @@ mod tests {
         let mut m = WaitModel::default();
         let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
         for i in 0..4 {
-            let pooled = (0..20).map(|k| obs(1500.0, "eu", k % 2 == 0)).collect();
+            let pooled = (0..20)
+                .map(|k| obs(100 * i + k, 1500.0, "eu", k % 2 == 0))
+                .collect();
             m.observe(t0 + chrono::Duration::seconds(30 * i), pooled);
         }
         let (json, median) = m.to_json(60.0, 20.0).unwrap();
@@ -201,8 +372,8 @@ mod tests {
         let mut m = WaitModel::default();
         let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
         let pooled: Vec<WaitObservation> = (0..4000)
-            .map(|k| obs(1500.0, &format!("r{k}"), k % 2 == 0))
-            .chain((0..500).map(|k| obs(1500.0, &format!("big{}", k % 40), true)))
+            .map(|k| obs(k, 1500.0, &format!("r{k}"), k % 2 == 0))
+            .chain((0..500).map(|k| obs(10_000 + k, 1500.0, &format!("big{}", k % 40), true)))
             .collect();
         m.observe(t0, pooled);
         let (json, _) = m.to_json(60.0, 20.0).unwrap();
@@ -210,6 +381,89 @@ mod tests {
         assert_eq!(regions.len(), 1 + MAX_REGIONS, "{:?}", regions.keys());
         assert!(regions.contains_key("*"));
         assert!(!regions.keys().any(|r| r.starts_with("r")));
+    }
+
+    /// A model whose every cell says one round after the next, rounds 30 s apart.
+    fn one_round_after_the_next(m: &mut WaitModel, t0: DateTime<Utc>) {
+        for i in 0..2 {
+            let pooled = (0..20)
+                .map(|k| obs(1_000_000 + 100 * i + k, 1500.0, "eu", k % 2 == 0))
+                .collect();
+            m.observe(t0 + chrono::Duration::seconds(30 * i), pooled);
+        }
+        let (json, _) = m.to_json(30.0, 20.0).unwrap();
+        assert_eq!(json["regions"]["*"]["rounds"][4], 1.0);
+        assert_eq!(json["scale"], 1.0);
+    }
+
+    #[test]
+    fn waits_longer_than_estimated_raise_the_scale_and_are_reported() {
+        let mut m = WaitModel::default();
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
+        one_round_after_the_next(&mut m, t0);
+        // 30 entries enqueued 10 s before a round read 10 + 30 s; they are matched three
+        // rounds later, after 10 + 90 s.
+        let at = |r: i64| t0 + chrono::Duration::seconds(60 + 30 * r);
+        let batch = |matched: bool, waited_s: f64| -> Vec<WaitObservation> {
+            (0..30)
+                .map(|k| WaitObservation {
+                    waited_s,
+                    ..obs(k, 1500.0, "eu", matched)
+                })
+                .collect()
+        };
+        assert_eq!(m.observe(at(0), batch(false, 10.0)), None);
+        assert_eq!(m.observe(at(1), batch(false, 40.0)), None);
+        assert_eq!(m.observe(at(2), batch(false, 70.0)), None);
+        let follow_up = m.observe(at(3), batch(true, 100.0)).unwrap();
+        assert_eq!(follow_up.players, 30);
+        assert_eq!(follow_up.mean_error_s, -60.0);
+        assert_eq!(follow_up.mean_abs_error_s, 60.0);
+        assert_eq!(follow_up.within_share, 0.0);
+        assert_eq!(m.scale(), 3.0);
+        let (json, _) = m.to_json(30.0, 20.0).unwrap();
+        assert_eq!(json["scale"], 3.0);
+    }
+
+    #[test]
+    fn a_party_reads_its_slowest_members_estimate() {
+        let mut m = WaitModel::default();
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
+        // Low skills are always matched, high skills half the time.
+        let pooled = (0..40)
+            .map(|k| obs(k, 1000.0 + 25.0 * k as f64, "eu", k < 20 || k % 2 == 0))
+            .collect();
+        m.observe(t0, pooled);
+        m.observe(t0 + chrono::Duration::seconds(30), Vec::new());
+        let (json, _) = m.to_json(30.0, 20.0).unwrap();
+        let rounds = json["regions"]["*"]["rounds"].as_array().unwrap().clone();
+        assert_eq!(rounds[0], 0.0);
+        assert_eq!(rounds[4], 1.0);
+        let member = |id: i64, skill: f64| WaitObservation {
+            party: Some(7),
+            waited_s: 5.0,
+            ..obs(id, skill, "eu", false)
+        };
+        m.observe(
+            t0 + chrono::Duration::seconds(60),
+            vec![
+                member(100, 1000.0),
+                member(101, 2000.0),
+                obs(102, 1000.0, "eu", false),
+            ],
+        );
+        let first = |id: i64| m.first_estimates[&id].unwrap().seconds();
+        assert_eq!(
+            first(100),
+            5.0 + 30.0,
+            "the party waits for its slowest member"
+        );
+        assert_eq!(first(101), 5.0 + 30.0);
+        assert_eq!(
+            first(102),
+            5.0,
+            "a solo player of the same skill reads its own cell"
+        );
     }
 
     #[test]

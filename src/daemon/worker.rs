@@ -190,7 +190,7 @@ impl QueueWorker {
     /// Learn from a scheduled round's pool and publish the wait estimate's model.
     async fn learn_waits(&mut self, report: &RoundReport) -> Result<(), DbError> {
         let now = self.runner.clock.now();
-        self.wait_model.observe(now, report.pooled.clone());
+        let follow_up = self.wait_model.observe(now, report.pooled.clone());
         let interval_s = report
             .next_round_at
             .map(|at| (at - now).num_milliseconds() as f64 / 1000.0)
@@ -199,6 +199,11 @@ impl QueueWorker {
         let max_rounds = (self.config.model.max_wait.as_secs_f64() / interval_s).max(1.0);
         if let Some((model, median)) = self.wait_model.to_json(interval_s, max_rounds) {
             db::queue_state::write_wait_model(&self.runner.db, &self.queue, &model, median).await?;
+        }
+        if let Some(follow_up) = follow_up {
+            let follow_up = serde_json::to_value(follow_up).unwrap_or_default();
+            db::queue_state::write_wait_follow_up(&self.runner.db, report.round_id, &follow_up)
+                .await?;
         }
         Ok(())
     }

@@ -252,3 +252,18 @@ pub async fn write_wait_model(
         .await?;
     Ok(())
 }
+
+/// How the wait estimates of the players a round matched came true
+/// (`rounds.wait_estimates`), written by its leader after the commit like the model.
+pub async fn write_wait_follow_up(
+    db: &PgPool,
+    round_id: i64,
+    follow_up: &serde_json::Value,
+) -> Result<(), DbError> {
+    sqlx::query("UPDATE rounds SET wait_estimates = $2 WHERE round_id = $1")
+        .bind(round_id)
+        .bind(follow_up)
+        .execute(db)
+        .await?;
+    Ok(())
+}

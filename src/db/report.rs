@@ -64,6 +64,21 @@ pub struct RoundRow {
     pub factor_averages: BTreeMap<String, f64>,
     /// How the round's config estimates pings (for the enemy ping in ms).
     pub ping: PingModel,
+    /// How the wait estimates of the players it matched came true (None: none of them
+    /// had one).
+    pub wait_estimates: Option<WaitEstimates>,
+}
+
+/// `rounds.wait_estimates`: the estimates the matched players read when they enqueued
+/// against the waits they had.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+pub struct WaitEstimates {
+    pub players: i64,
+    pub mean_abs_error_s: f64,
+    /// Positive: the estimates were too long.
+    pub mean_error_s: f64,
+    /// Within half the wait, or 15 s.
+    pub within_share: f64,
 }
 
 /// The part of a round's stored config that turns latencies into a ping (the same rules
@@ -218,6 +233,7 @@ struct RoundRecordRow {
     relay_overhead_ms: f64,
     unknown_ms: f64,
     left_over_by_reason: Json<BTreeMap<String, i64>>,
+    wait_estimates: Json<serde_json::Value>,
 }
 
 impl From<RoundRecordRow> for RoundRow {
@@ -240,6 +256,7 @@ impl From<RoundRecordRow> for RoundRow {
                 relay_overhead_ms: r.relay_overhead_ms,
                 unknown_ms: r.unknown_ms,
             },
+            wait_estimates: serde_json::from_value(r.wait_estimates.0).ok(),
         }
     }
 }

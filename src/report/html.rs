@@ -43,6 +43,7 @@ pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
         );
     } else {
         summary_table(&mut page, &queues);
+        wait_estimate_table(&mut page, &queues);
         ready_check_table(&mut page, input);
         results_table(&mut page, input);
         servers_table(&mut page, input);
@@ -128,6 +129,43 @@ fn summary_table(page: &mut String, queues: &[QueueReport]) {
             )),
             cell("mean_pool_size", s.mean_pool_size, |v| format!("{v:.1}")),
             cell("repeat_share", s.repeat_share, |v| format!(
+                "{:.1}%",
+                100.0 * v
+            )),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
+/// How the wait estimates the matched players read when they enqueued came true, per
+/// queue whose rounds recorded any.
+fn wait_estimate_table(page: &mut String, queues: &[QueueReport]) {
+    if queues.iter().all(|q| q.summary.wait_estimates.is_none()) {
+        return;
+    }
+    page.push_str(
+        "<h2>Wait estimates</h2>\n<p>The estimate each matched player read when they \
+         enqueued, against the wait they had.</p>\n<table class=\"summary\">\n<thead><tr>\
+         <th>queue</th><th>players</th><th>mean |error|</th><th>mean error (+: too long)</th>\
+         <th>within half the wait (or 15 s)</th></tr></thead>\n<tbody>\n",
+    );
+    for q in queues {
+        let Some(e) = q.summary.wait_estimates else {
+            continue;
+        };
+        let _ = writeln!(
+            page,
+            "<tr data-estimate-queue=\"{}\"><th>{}</th>{}{}{}{}</tr>",
+            escape(&q.queue),
+            escape(&q.queue),
+            cell("estimated_players", Some(e.players as f64), |v| format!(
+                "{v:.0}"
+            )),
+            cell("estimate_abs_error_s", Some(e.mean_abs_error_s), seconds),
+            cell("estimate_error_s", Some(e.mean_error_s), |v| format!(
+                "{v:+.1} s"
+            )),
+            cell("estimate_within_share", Some(e.within_share), |v| format!(
                 "{:.1}%",
                 100.0 * v
             )),
@@ -438,6 +476,7 @@ mod tests {
                     .into_iter()
                     .collect(),
                 ping: PingModel::default(),
+                wait_estimates: None,
             });
             for m in 0..2 {
                 let match_id = 10 * (i + 1) + m;

@@ -42,6 +42,36 @@ pub struct Summary {
     pub mean_pool_size: Option<f64>,
     /// Share of opponent pairs that had met in a player's previous match (either way).
     pub repeat_share: Option<f64>,
+    /// The wait estimates of the matched players who had one (`rounds.wait_estimates`).
+    pub wait_estimates: Option<EstimateSummary>,
+}
+
+/// How the wait estimates players read when they enqueued came true, over the window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EstimateSummary {
+    pub players: i64,
+    pub mean_abs_error_s: f64,
+    /// Positive: the estimates were too long.
+    pub mean_error_s: f64,
+    /// Within half the wait, or 15 s.
+    pub within_share: f64,
+}
+
+impl EstimateSummary {
+    /// The rounds' figures, weighted by their players.
+    fn of(rounds: &[RoundRow]) -> Option<EstimateSummary> {
+        let all: Vec<_> = rounds.iter().filter_map(|r| r.wait_estimates).collect();
+        let players: i64 = all.iter().map(|e| e.players).sum();
+        let mean = |f: fn(&crate::db::report::WaitEstimates) -> f64| {
+            all.iter().map(|e| e.players as f64 * f(e)).sum::<f64>() / players as f64
+        };
+        (players > 0).then(|| EstimateSummary {
+            players,
+            mean_abs_error_s: mean(|e| e.mean_abs_error_s),
+            mean_error_s: mean(|e| e.mean_error_s),
+            within_share: mean(|e| e.within_share),
+        })
+    }
 }
 
 /// The figures of one queue, derived from the input.
@@ -149,6 +179,7 @@ fn empty_summary() -> Summary {
         mean_round_score: None,
         mean_pool_size: None,
         repeat_share: None,
+        wait_estimates: None,
     }
 }
 
@@ -176,6 +207,7 @@ pub fn summarize(rounds: &[RoundRow], waits_s: &[f64], repeats: &[&RepeatRow]) -
                 .collect::<Vec<_>>(),
         ),
         repeat_share: (pairs > 0).then(|| repeated as f64 / pairs as f64),
+        wait_estimates: EstimateSummary::of(rounds),
     }
 }
 
@@ -360,6 +392,7 @@ mod tests {
             score,
             factor_averages: BTreeMap::new(),
             ping: PingModel::default(),
+            wait_estimates: None,
         };
         let rounds = [
             round(1, Some(0.8), 12),

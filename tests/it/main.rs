@@ -54,3 +54,4 @@ mod tenancy_ids;
 mod tenancy_limits;
 mod tenancy_notify;
 mod tls;
+mod wait_estimates;

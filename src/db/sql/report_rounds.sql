@@ -2,6 +2,7 @@
 -- ping rules of the config it ran with.
 SELECT round_id, queue, trigger, committed_at, pool_size::int8, match_count::int8,
        matched::int8, left_over::int8, rejected::int8, score, factor_averages,
+       wait_estimates,
        -- The ping rules of the config the round ran with (the enemy ping in ms is
        -- estimated as its enemy_ping factor did); a config stored before a key existed
        -- falls back to the default.
