@@ -760,55 +760,10 @@ pub async fn failover(
     say(format!("DATABASE_URL={url}"));
 
     let admin = db::connect_with(&url, 4).await?;
-    db::migrate(&admin).await?;
-    audit::install_lease_log(&admin).await?;
-    // Bounded, as a deployment bounds its client logins: the replicas refuse to start
-    // beside an unbounded one. The clients' pool, and a spare for a reconnect.
-    let client_limit = options.clients * 2 + 2;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE ROLE {CLIENT_LOGIN} LOGIN CONNECTION LIMIT {client_limit} IN ROLE matchmaker_client"
-    )))
-    .execute(&admin)
-    .await?;
-    sqlx::query("CREATE TABLE failover_probe (at timestamptz NOT NULL DEFAULT clock_timestamp())")
-        .execute(&admin)
-        .await?;
+    prepare_database(&admin, options).await?;
     let settings = replication_settings(&formation, &admin).await?;
-
-    let config = write_config(&work, FAILOVER_CONFIG)?;
-    let mut replicas: Vec<Replica> = (1..=options.replicas)
-        .map(|i| {
-            Replica::start(ReplicaSpec {
-                exe: exe.to_path_buf(),
-                database_url: url.clone(),
-                config: config.clone(),
-                name: format!("r{i}"),
-                clock_skew: None,
-                log_dir: work.clone(),
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    if !wait_for_leaders(&admin, &QUEUES, Duration::from_secs(60)).await {
-        anyhow::bail!(
-            "no replica took the leases within 60 s; log tail:\n{}",
-            replicas[0].log_tail(20)
-        );
-    }
-
-    let ledger: Shared = Arc::default();
-    let clients_pool = db::connect_with(&client_url, options.clients as u32 * 2).await?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let tasks: Vec<_> = (0..options.clients)
-        .map(|i| {
-            tokio::spawn(client(
-                clients_pool.clone(),
-                ledger.clone(),
-                i,
-                options.seed,
-                stop_rx.clone(),
-            ))
-        })
-        .collect();
+    let mut replicas = start_replicas(options, exe, &url, &work, &admin).await?;
+    let clients = Clients::start(&client_url, options).await?;
     say(format!(
         "{} replicas and {} clients running; warming up for {:?}",
         options.replicas, options.clients, options.warmup
@@ -816,11 +771,160 @@ pub async fn failover(
     tokio::time::sleep(options.warmup).await;
 
     let mut events = Vec::new();
-    // The primary's machine lost, mid-round, with ready checks pending.
-    let loss = strike(
-        &mut formation,
+    events.push(lose_primary(&mut formation, &admin, &clients.ledger, options, &say).await?);
+    tokio::time::sleep(options.settle).await;
+    restart_exited(&mut replicas, &say);
+    if events[0].rejoined.is_some() {
+        events.push(switch_over(&mut formation, &admin, &clients.ledger, options, &say).await?);
+        tokio::time::sleep(options.settle).await;
+    }
+
+    let (ledger, unexpected_exits) = clients.stop_with(&mut replicas).await?;
+    let cancelled: Vec<String> = Vec::new();
+    let audit = audit::audit(
         &admin,
-        &ledger,
+        audit::Expected {
+            entries: &ledger.enqueued,
+            cancelled_players: &cancelled,
+        },
+    )
+    .await?;
+    let mut checks = check_ledger(&admin, &ledger).await?;
+    checks.extend(check_events(&admin, &events, unexpected_exits, &ledger).await?);
+    let matches_by_phase = matches_by_phase(&admin, &events).await?;
+    checks.extend(check_phases(&matches_by_phase));
+    admin.close().await;
+    let report = FailoverReport {
+        events,
+        elapsed: started.elapsed(),
+        ledger,
+        audit,
+        matches_by_phase,
+        checks,
+        settings,
+        logs: work.clone(),
+    };
+    let clean = report.violation_count() == 0;
+    drop(formation);
+    if clean && !keep {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(report)
+}
+
+/// The schema, the lease log, the clients' login and the table the write probe fills.
+async fn prepare_database(admin: &PgPool, options: &FailoverOptions) -> anyhow::Result<()> {
+    db::migrate(admin).await?;
+    audit::install_lease_log(admin).await?;
+    // Bounded, as a deployment bounds its client logins: the replicas refuse to start
+    // beside an unbounded one. The clients' pool, and a spare for a reconnect.
+    let client_limit = options.clients * 2 + 2;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE ROLE {CLIENT_LOGIN} LOGIN CONNECTION LIMIT {client_limit} IN ROLE matchmaker_client"
+    )))
+    .execute(admin)
+    .await?;
+    sqlx::query("CREATE TABLE failover_probe (at timestamptz NOT NULL DEFAULT clock_timestamp())")
+        .execute(admin)
+        .await?;
+    Ok(())
+}
+
+/// The daemon replicas on the failover config, once they hold every queue's lease.
+async fn start_replicas(
+    options: &FailoverOptions,
+    exe: &Path,
+    url: &str,
+    work: &Path,
+    admin: &PgPool,
+) -> anyhow::Result<Vec<Replica>> {
+    let config = write_config(work, FAILOVER_CONFIG)?;
+    let replicas: Vec<Replica> = (1..=options.replicas)
+        .map(|i| {
+            Replica::start(ReplicaSpec {
+                exe: exe.to_path_buf(),
+                database_url: url.to_string(),
+                config: config.clone(),
+                name: format!("r{i}"),
+                clock_skew: None,
+                log_dir: work.to_path_buf(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if !wait_for_leaders(admin, &QUEUES, Duration::from_secs(60)).await {
+        anyhow::bail!(
+            "no replica took the leases within 60 s; log tail:\n{}",
+            replicas[0].log_tail(20)
+        );
+    }
+    Ok(replicas)
+}
+
+/// The client tasks, their pool, their shared ledger and the switch that stops them.
+struct Clients {
+    pool: PgPool,
+    ledger: Shared,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Clients {
+    async fn start(client_url: &str, options: &FailoverOptions) -> anyhow::Result<Clients> {
+        let ledger: Shared = Arc::default();
+        let pool = db::connect_with(client_url, options.clients as u32 * 2).await?;
+        let (stop, stop_rx) = watch::channel(false);
+        let tasks = (0..options.clients)
+            .map(|i| {
+                tokio::spawn(client(
+                    pool.clone(),
+                    ledger.clone(),
+                    i,
+                    options.seed,
+                    stop_rx.clone(),
+                ))
+            })
+            .collect();
+        Ok(Clients {
+            pool,
+            ledger,
+            stop,
+            tasks,
+        })
+    }
+
+    /// Stop the clients, let the daemon take what they last did, stop the replicas.
+    /// Returns the clients' ledger and the replica exits the run did not cause.
+    async fn stop_with(self, replicas: &mut [Replica]) -> anyhow::Result<(Ledger, u32)> {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            task.await.context("a client task")?;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let mut unexpected_exits = 0;
+        for replica in replicas.iter_mut() {
+            replica.check_alive();
+            unexpected_exits += replica.unexpected_exits;
+            replica.terminate(Duration::from_secs(10));
+        }
+        self.pool.close().await;
+        let ledger = std::mem::take(&mut *self.ledger.lock().unwrap());
+        Ok((ledger, unexpected_exits))
+    }
+}
+
+/// The primary's machine lost, mid-round, with ready checks pending; then the lost node
+/// started again until it is back as the standby.
+async fn lose_primary(
+    formation: &mut Formation,
+    admin: &PgPool,
+    ledger: &Shared,
+    options: &FailoverOptions,
+    say: &impl Fn(String),
+) -> anyhow::Result<Event> {
+    let mut loss = strike(
+        formation,
+        admin,
+        ledger,
         EventKind::PrimaryLost,
         options.replicas,
     )
@@ -833,7 +937,6 @@ pub async fn failover(
         fmt_secs(loss.failover),
         fmt_secs(loss.first_round)
     ));
-    let mut loss = loss;
     let lost = formation
         .nodes
         .iter()
@@ -858,56 +961,45 @@ pub async fn failover(
             fmt_secs(loss.rejoined)
         ));
     }
-    events.push(loss);
-    tokio::time::sleep(options.settle).await;
-    restart_exited(&mut replicas, &say);
+    Ok(loss)
+}
 
-    if events[0].rejoined.is_some() {
-        let switch = strike(
-            &mut formation,
-            &admin,
-            &ledger,
-            EventKind::Switchover,
-            options.replicas,
-        )
-        .await?;
-        say(format!(
-            "switchover {} -> {}: writes after {}, first round after {}",
-            switch.from,
-            switch.to.as_deref().unwrap_or("?"),
-            fmt_secs(switch.failover),
-            fmt_secs(switch.first_round)
-        ));
-        events.push(switch);
-        tokio::time::sleep(options.settle).await;
-    }
-
-    // Stop the clients, let the daemon take what they last did, stop the replicas.
-    let _ = stop_tx.send(true);
-    for task in tasks {
-        task.await.context("a client task")?;
-    }
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let mut unexpected_exits = 0;
-    for replica in replicas.iter_mut() {
-        replica.check_alive();
-        unexpected_exits += replica.unexpected_exits;
-        replica.terminate(Duration::from_secs(10));
-    }
-    clients_pool.close().await;
-
-    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
-    let cancelled: Vec<String> = Vec::new();
-    let audit = audit::audit(
-        &admin,
-        audit::Expected {
-            entries: &ledger.enqueued,
-            cancelled_players: &cancelled,
-        },
+/// A planned switchover to the standby.
+async fn switch_over(
+    formation: &mut Formation,
+    admin: &PgPool,
+    ledger: &Shared,
+    options: &FailoverOptions,
+    say: &impl Fn(String),
+) -> anyhow::Result<Event> {
+    let switch = strike(
+        formation,
+        admin,
+        ledger,
+        EventKind::Switchover,
+        options.replicas,
     )
     .await?;
-    let mut checks = check_ledger(&admin, &ledger).await?;
-    for e in &events {
+    say(format!(
+        "switchover {} -> {}: writes after {}, first round after {}",
+        switch.from,
+        switch.to.as_deref().unwrap_or("?"),
+        fmt_secs(switch.failover),
+        fmt_secs(switch.first_round)
+    ));
+    Ok(switch)
+}
+
+/// The run's checks of each event, the replicas and the clients: (name, count), all
+/// must be 0.
+async fn check_events(
+    admin: &PgPool,
+    events: &[Event],
+    unexpected_exits: u32,
+    ledger: &Ledger,
+) -> anyhow::Result<Vec<(String, i64)>> {
+    let mut checks = Vec::new();
+    for e in events {
         let name = match e.kind {
             EventKind::PrimaryLost => "primary lost",
             EventKind::Switchover => "switchover",
@@ -923,7 +1015,7 @@ pub async fn failover(
         ));
         checks.push((
             format!("{name}: pending ready checks resolved wrong"),
-            pending_resolved_wrong(&admin, &e.pending).await?,
+            pending_resolved_wrong(admin, &e.pending).await?,
         ));
     }
     checks.push((
@@ -939,37 +1031,29 @@ pub async fn failover(
         i64::from(unexpected_exits),
     ));
     checks.push(("client calls unresolved".into(), ledger.unresolved as i64));
-    let matches_by_phase = matches_by_phase(&admin, &events).await?;
-    for (i, n) in matches_by_phase.iter().enumerate().skip(1) {
-        checks.push((
-            format!(
-                "no match formed {}",
-                if i == 1 {
-                    "between the loss and the switchover"
-                } else {
-                    "after the switchover"
-                }
-            ),
-            i64::from(*n == 0),
-        ));
-    }
-    admin.close().await;
-    let report = FailoverReport {
-        events,
-        elapsed: started.elapsed(),
-        ledger,
-        audit,
-        matches_by_phase,
-        checks,
-        settings,
-        logs: work.clone(),
-    };
-    let clean = report.violation_count() == 0;
-    drop(formation);
-    if clean && !keep {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    Ok(report)
+    Ok(checks)
+}
+
+/// A check a phase after the first: no match formed in it.
+fn check_phases(matches_by_phase: &[i64]) -> Vec<(String, i64)> {
+    matches_by_phase
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, n)| {
+            (
+                format!(
+                    "no match formed {}",
+                    if i == 1 {
+                        "between the loss and the switchover"
+                    } else {
+                        "after the switchover"
+                    }
+                ),
+                i64::from(*n == 0),
+            )
+        })
+        .collect()
 }
 
 fn fmt_secs(d: Option<Duration>) -> String {

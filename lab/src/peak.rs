@@ -419,28 +419,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     };
     let plans = plan_evening(&population, &evening);
     let fleet_spec = evening_fleet(&plans, &options.fleet, options.speedup, options.seed)?;
-    let config = write_config(
-        &options.work_dir,
-        &config_toml(&plans, &evening, options.solver_threads),
-    )?;
-    let mut replicas = Vec::new();
-    for i in 1..=options.replicas {
-        replicas.push(Replica::start(ReplicaSpec {
-            exe: options.exe.clone(),
-            database_url: url.to_string(),
-            config: config.clone(),
-            name: format!("r{i}"),
-            clock_skew: None,
-            log_dir: options.work_dir.clone(),
-        })?);
-    }
-    let queues: Vec<&str> = plans.iter().map(|p| p.queue.as_str()).collect();
-    if !wait_for_leaders(&db, &queues, Duration::from_secs(60)).await {
-        anyhow::bail!(
-            "the replicas did not lead every queue within 60 s; log tail:\n{}",
-            replicas[0].log_tail(20)
-        );
-    }
+    let mut replicas = start_replicas(url, &db, &plans, &evening, options).await?;
 
     let since: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&db).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -459,31 +438,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let load_started = Instant::now();
     let sampler = tokio::spawn(sample_countdowns(db.clone(), stop_rx.clone()));
     let estimates = tokio::spawn(sample_estimates(db.clone(), stop_rx));
-    let mut sims = Vec::new();
-    for (k, plan) in plans.iter().enumerate() {
-        let db = db.clone();
-        let sim_options = simulator_options(plan, options, k as u64);
-        let population = Population::new(plan.world.clone());
-        sims.push(tokio::spawn(async move {
-            run_simulator(&db, &population, &sim_options, None, std::future::pending()).await
-        }));
-    }
-    let mut report = SimReport::default();
-    let mut report_5v5 = Vec::new();
-    let mut sim_error = None;
-    for (sim, plan) in sims.into_iter().zip(&plans) {
-        match sim.await.context("a simulator task")? {
-            Ok(r) => {
-                if plan.mode == Mode::Dedicated5v5 {
-                    report_5v5.push((plan.queue.clone(), r.clone()));
-                }
-                merge(&mut report, r)
-            }
-            Err(e) => {
-                sim_error.get_or_insert(anyhow::Error::from(e).context(plan.queue.clone()));
-            }
-        }
-    }
+    let (report, report_5v5, sim_error) = run_simulators(&db, &plans, options).await?;
     let load_time = load_started.elapsed();
     let _ = stop_tx.send(true);
     let samples = sampler.await.context("the countdown sampler")??;
@@ -494,14 +449,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     };
     let after = DbLoad::read(&db).await?;
     let backend_cpu = backend_cpu_secs(&db).await?;
-    let mut replica_exits = 0;
-    let mut replica_cpu = 0.0;
-    for r in replicas.iter_mut() {
-        r.check_alive();
-        replica_exits += r.unexpected_exits;
-        replica_cpu += r.pid().and_then(process_cpu_secs).unwrap_or(0.0);
-        r.terminate(Duration::from_secs(10));
-    }
+    let (replica_exits, replica_cpu) = stop_replicas(&mut replicas);
     if let Some(e) = sim_error {
         return Err(e);
     }
@@ -511,18 +459,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         sqlx::query_scalar("SELECT count(DISTINCT player_id) FROM queue_entries")
             .fetch_one(&db)
             .await?;
-    let timing: HashMap<String, QueueTiming> = plans
-        .iter()
-        .map(|p| {
-            (
-                p.queue.clone(),
-                QueueTiming {
-                    every: p.every,
-                    max_wait: p.max_wait,
-                },
-            )
-        })
-        .collect();
+    let timing = queue_timing(&plans);
     let per_match: HashMap<String, usize> = plans
         .iter()
         .map(|p| (p.queue.clone(), 2 * p.mode.team_size()))
@@ -569,6 +506,104 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         elapsed: started.elapsed(),
         estimate,
     })
+}
+
+/// The replicas on the evening's config, once they lead every queue.
+async fn start_replicas(
+    url: &str,
+    db: &PgPool,
+    plans: &[QueuePlan],
+    evening: &EveningSpec,
+    options: &PeakOptions,
+) -> anyhow::Result<Vec<Replica>> {
+    let config = write_config(
+        &options.work_dir,
+        &config_toml(plans, evening, options.solver_threads),
+    )?;
+    let mut replicas = Vec::new();
+    for i in 1..=options.replicas {
+        replicas.push(Replica::start(ReplicaSpec {
+            exe: options.exe.clone(),
+            database_url: url.to_string(),
+            config: config.clone(),
+            name: format!("r{i}"),
+            clock_skew: None,
+            log_dir: options.work_dir.clone(),
+        })?);
+    }
+    let queues: Vec<&str> = plans.iter().map(|p| p.queue.as_str()).collect();
+    if !wait_for_leaders(db, &queues, Duration::from_secs(60)).await {
+        anyhow::bail!(
+            "the replicas did not lead every queue within 60 s; log tail:\n{}",
+            replicas[0].log_tail(20)
+        );
+    }
+    Ok(replicas)
+}
+
+/// A simulator a queue, all at once, until each has played its evening: their merged
+/// report, the 5v5 queues' own reports, and the first simulator's error (named by its
+/// queue) if any failed.
+async fn run_simulators(
+    db: &PgPool,
+    plans: &[QueuePlan],
+    options: &PeakOptions,
+) -> anyhow::Result<(SimReport, Vec<(String, SimReport)>, Option<anyhow::Error>)> {
+    let mut sims = Vec::new();
+    for (k, plan) in plans.iter().enumerate() {
+        let db = db.clone();
+        let sim_options = simulator_options(plan, options, k as u64);
+        let population = Population::new(plan.world.clone());
+        sims.push(tokio::spawn(async move {
+            run_simulator(&db, &population, &sim_options, None, std::future::pending()).await
+        }));
+    }
+    let mut report = SimReport::default();
+    let mut report_5v5 = Vec::new();
+    let mut sim_error = None;
+    for (sim, plan) in sims.into_iter().zip(plans) {
+        match sim.await.context("a simulator task")? {
+            Ok(r) => {
+                if plan.mode == Mode::Dedicated5v5 {
+                    report_5v5.push((plan.queue.clone(), r.clone()));
+                }
+                merge(&mut report, r)
+            }
+            Err(e) => {
+                sim_error.get_or_insert(anyhow::Error::from(e).context(plan.queue.clone()));
+            }
+        }
+    }
+    Ok((report, report_5v5, sim_error))
+}
+
+/// Stop the replicas: the exits the run did not cause, and the CPU seconds they used.
+fn stop_replicas(replicas: &mut [Replica]) -> (u32, f64) {
+    let mut replica_exits = 0;
+    let mut replica_cpu = 0.0;
+    for r in replicas.iter_mut() {
+        r.check_alive();
+        replica_exits += r.unexpected_exits;
+        replica_cpu += r.pid().and_then(process_cpu_secs).unwrap_or(0.0);
+        r.terminate(Duration::from_secs(10));
+    }
+    (replica_exits, replica_cpu)
+}
+
+/// Each queue's round interval and longest wait, by queue name.
+fn queue_timing(plans: &[QueuePlan]) -> HashMap<String, QueueTiming> {
+    plans
+        .iter()
+        .map(|p| {
+            (
+                p.queue.clone(),
+                QueueTiming {
+                    every: p.every,
+                    max_wait: p.max_wait,
+                },
+            )
+        })
+        .collect()
 }
 
 /// The evening's fleet: in the regions of the 5v5 queues unless the options name others,

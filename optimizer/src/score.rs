@@ -682,91 +682,19 @@ impl<'a> Scorer<'a> {
         all: bool,
         roles_out: Option<&mut Vec<(u32, usize)>>,
     ) -> Option<f64> {
-        let model = self.model;
         let w = &self.weights;
-        let teams = self.tables.teams;
-        // slots per team in the per-team arrays below: the largest team
-        let ts = self.tables.team_size;
-        let caps = &self.tables.caps;
         let n = c.n;
         let slot_team = &table.slot_team[s * n..(s + 1) * n];
         let on = |k: usize| w[k] > 0.0 || all;
         // roles first: strict roles can reject the split
         if self.nroles > 0 && (self.strict_roles || on(ROLES) || roles_out.is_some()) {
-            let mut masks = [0u32; MAXP];
-            let mut who = [0u32; MAXP];
-            let mut k = [0usize; MAXP];
-            for i in 0..n {
-                let t = slot_team[i] as usize;
-                masks[t * ts + k[t]] = self.ix.roles[c.slots[i] as usize];
-                who[t * ts + k[t]] = c.slots[i];
-                k[t] += 1;
-            }
-            let mut filled = 0;
-            let mut out = roles_out;
-            for t in 0..teams {
-                let (got, owner) = roles::fill(&masks[t * ts..(t + 1) * ts], self.nroles);
-                if self.strict_roles && got < self.nroles {
-                    return None;
-                }
-                filled += got;
-                if let Some(out) = out.as_deref_mut() {
-                    for (r, &o) in owner.iter().enumerate().take(self.nroles) {
-                        if o >= 0 {
-                            out.push((who[t * ts + o as usize], r));
-                        }
-                    }
-                }
-            }
-            f[ROLES] = filled as f64 / (self.nroles * teams) as f64;
+            f[ROLES] = self.split_roles(c, slot_team, roles_out)?;
         }
         if on(EQUAL_TEAMS) {
-            let et = &model.equal_teams;
-            let mut acc = [0.0f64; MAXP];
-            if et.p.is_infinite() {
-                acc[..teams].fill(f64::NEG_INFINITY);
-                for i in 0..n {
-                    let t = slot_team[i] as usize;
-                    acc[t] = acc[t].max(c.skill_pow[i]);
-                }
-            } else {
-                for i in 0..n {
-                    acc[slot_team[i] as usize] += c.skill_pow[i];
-                }
-                let p = et.p.0;
-                for (t, a) in acc[..teams].iter_mut().enumerate() {
-                    let base = match et.team_skill {
-                        super::model::TeamSkill::Mean => *a / caps[t] as f64,
-                        super::model::TeamSkill::Norm => *a,
-                    };
-                    *a = if p == 1.0 {
-                        base
-                    } else if p == 2.0 {
-                        base.sqrt()
-                    } else {
-                        base.powf(1.0 / p)
-                    };
-                }
-            }
-            let d = equal_teams::difference(&acc[..teams]);
-            f[EQUAL_TEAMS] = et.curve.score(d);
+            f[EQUAL_TEAMS] = self.split_equal_teams(c, slot_team);
         }
         if on(INDISTINGUISHABLE) {
-            let mut tsk = [0.0f64; MAXP];
-            let mut k = [0usize; MAXP];
-            for i in 0..n {
-                let t = slot_team[i] as usize;
-                tsk[t * ts + k[t]] = c.skill[i];
-                k[t] += 1;
-            }
-            let mut m = [(0.0, 0.0); MAXP];
-            for t in 0..teams {
-                m[t] = indistinguishable::moments(&tsk[t * ts..t * ts + k[t]]);
-            }
-            let whole = indistinguishable::moments(&c.skill[..n]);
-            let p = &model.indistinguishable_teams;
-            let d = indistinguishable::divergence(&m[..teams], whole, p.sigma_prior);
-            f[INDISTINGUISHABLE] = (-d / p.scale).exp();
+            f[INDISTINGUISHABLE] = self.split_indistinguishable(c, slot_team);
         }
         if on(PREMADES) {
             f[PREMADES] = self.premade_by_spread[table.party_spread[s] as usize];
@@ -777,52 +705,178 @@ impl<'a> Scorer<'a> {
             f[ENEMY_PING] = sum as f64 / (table.ncross as f64 * PING_UNIT);
         }
         if on(OPPONENT_VARIATION) && !c.hist.is_empty() {
-            let mut cost = 0.0f64;
-            for &(i, j, tm, op) in &c.hist {
-                cost += if slot_team[i as usize] == slot_team[j as usize] {
-                    tm
-                } else {
-                    op
-                } as f64;
-            }
-            f[OPPONENT_VARIATION] = opponent_variation::score(cost, n);
+            f[OPPONENT_VARIATION] = self.split_opponent_variation(c, slot_team);
         }
         if on(SIDE_PREFERENCE) {
-            let mut t = [(0.0, 0usize); MAXP];
-            for i in 0..n {
-                let s = self.ix.side[c.slots[i] as usize];
-                if !s.is_nan() {
-                    let k = slot_team[i] as usize;
-                    t[k].0 += s;
-                    t[k].1 += 1;
-                }
-            }
-            f[SIDE_PREFERENCE] = side_preference::score(&t[..teams]);
+            f[SIDE_PREFERENCE] = self.split_side_preference(c, slot_team);
         }
         if on(PREDICTED_FAIRNESS) {
-            let mut r: Vec<Vec<WengLinRating>> = vec![Vec::new(); teams];
-            for i in 0..n {
-                let p = c.slots[i] as usize;
-                r[slot_team[i] as usize].push(WengLinRating {
-                    rating: c.skill[i],
-                    uncertainty: self.ix.sigma[p],
-                });
-            }
-            let refs: Vec<&[WengLinRating]> = r.iter().map(|v| v.as_slice()).collect();
-            f[PREDICTED_FAIRNESS] = predicted_fairness::score(&refs, model.predicted_fairness.beta);
+            f[PREDICTED_FAIRNESS] = self.split_predicted_fairness(c, slot_team);
         }
         if on(LANGUAGE) {
-            let langs = &self.ix.meet.languages;
-            if langs.is_empty() {
-                f[LANGUAGE] = 1.0;
-            } else {
-                let mut bits = [0u64; MAXP];
-                for i in 0..n {
-                    bits[i] = langs[c.slots[i] as usize];
+            f[LANGUAGE] = self.split_language(c, slot_team);
+        }
+        Some(self.weighted_split_sum(f))
+    }
+
+    /// The roles factor of one split: the share of roles filled over all teams. None
+    /// when strict roles are on and a team cannot fill every role. With `roles_out`, who
+    /// takes which role is pushed to it.
+    fn split_roles(
+        &self,
+        c: &Ctx,
+        slot_team: &[u8],
+        roles_out: Option<&mut Vec<(u32, usize)>>,
+    ) -> Option<f64> {
+        let teams = self.tables.teams;
+        // slots per team in the per-team arrays below: the largest team
+        let ts = self.tables.team_size;
+        let mut masks = [0u32; MAXP];
+        let mut who = [0u32; MAXP];
+        let mut k = [0usize; MAXP];
+        for i in 0..c.n {
+            let t = slot_team[i] as usize;
+            masks[t * ts + k[t]] = self.ix.roles[c.slots[i] as usize];
+            who[t * ts + k[t]] = c.slots[i];
+            k[t] += 1;
+        }
+        let mut filled = 0;
+        let mut out = roles_out;
+        for t in 0..teams {
+            let (got, owner) = roles::fill(&masks[t * ts..(t + 1) * ts], self.nroles);
+            if self.strict_roles && got < self.nroles {
+                return None;
+            }
+            filled += got;
+            if let Some(out) = out.as_deref_mut() {
+                for (r, &o) in owner.iter().enumerate().take(self.nroles) {
+                    if o >= 0 {
+                        out.push((who[t * ts + o as usize], r));
+                    }
                 }
-                f[LANGUAGE] = language::score(&bits[..n], slot_team);
             }
         }
+        Some(filled as f64 / (self.nroles * teams) as f64)
+    }
+
+    /// The equal-teams factor of one split: each team's skill (the p-norm or p-mean of
+    /// its players' skills), then the curve of the difference between teams.
+    fn split_equal_teams(&self, c: &Ctx, slot_team: &[u8]) -> f64 {
+        let teams = self.tables.teams;
+        let caps = &self.tables.caps;
+        let et = &self.model.equal_teams;
+        let mut acc = [0.0f64; MAXP];
+        if et.p.is_infinite() {
+            acc[..teams].fill(f64::NEG_INFINITY);
+            for i in 0..c.n {
+                let t = slot_team[i] as usize;
+                acc[t] = acc[t].max(c.skill_pow[i]);
+            }
+        } else {
+            for i in 0..c.n {
+                acc[slot_team[i] as usize] += c.skill_pow[i];
+            }
+            let p = et.p.0;
+            for (t, a) in acc[..teams].iter_mut().enumerate() {
+                let base = match et.team_skill {
+                    super::model::TeamSkill::Mean => *a / caps[t] as f64,
+                    super::model::TeamSkill::Norm => *a,
+                };
+                *a = if p == 1.0 {
+                    base
+                } else if p == 2.0 {
+                    base.sqrt()
+                } else {
+                    base.powf(1.0 / p)
+                };
+            }
+        }
+        let d = equal_teams::difference(&acc[..teams]);
+        et.curve.score(d)
+    }
+
+    /// The indistinguishable-teams factor of one split: how far each team's skill
+    /// moments stand from the whole match's.
+    fn split_indistinguishable(&self, c: &Ctx, slot_team: &[u8]) -> f64 {
+        let teams = self.tables.teams;
+        let ts = self.tables.team_size;
+        let mut tsk = [0.0f64; MAXP];
+        let mut k = [0usize; MAXP];
+        for i in 0..c.n {
+            let t = slot_team[i] as usize;
+            tsk[t * ts + k[t]] = c.skill[i];
+            k[t] += 1;
+        }
+        let mut m = [(0.0, 0.0); MAXP];
+        for t in 0..teams {
+            m[t] = indistinguishable::moments(&tsk[t * ts..t * ts + k[t]]);
+        }
+        let whole = indistinguishable::moments(&c.skill[..c.n]);
+        let p = &self.model.indistinguishable_teams;
+        let d = indistinguishable::divergence(&m[..teams], whole, p.sigma_prior);
+        (-d / p.scale).exp()
+    }
+
+    /// The opponent-variation factor of one split: what the pairs who met before cost,
+    /// as team-mates or as opponents.
+    fn split_opponent_variation(&self, c: &Ctx, slot_team: &[u8]) -> f64 {
+        let mut cost = 0.0f64;
+        for &(i, j, tm, op) in &c.hist {
+            cost += if slot_team[i as usize] == slot_team[j as usize] {
+                tm
+            } else {
+                op
+            } as f64;
+        }
+        opponent_variation::score(cost, c.n)
+    }
+
+    /// The side-preference factor of one split: each team's summed side leaning and
+    /// how many of its players lean at all.
+    fn split_side_preference(&self, c: &Ctx, slot_team: &[u8]) -> f64 {
+        let mut t = [(0.0, 0usize); MAXP];
+        for i in 0..c.n {
+            let s = self.ix.side[c.slots[i] as usize];
+            if !s.is_nan() {
+                let k = slot_team[i] as usize;
+                t[k].0 += s;
+                t[k].1 += 1;
+            }
+        }
+        side_preference::score(&t[..self.tables.teams])
+    }
+
+    /// The predicted-fairness factor of one split, from each team's ratings and
+    /// uncertainties.
+    fn split_predicted_fairness(&self, c: &Ctx, slot_team: &[u8]) -> f64 {
+        let mut r: Vec<Vec<WengLinRating>> = vec![Vec::new(); self.tables.teams];
+        for i in 0..c.n {
+            let p = c.slots[i] as usize;
+            r[slot_team[i] as usize].push(WengLinRating {
+                rating: c.skill[i],
+                uncertainty: self.ix.sigma[p],
+            });
+        }
+        let refs: Vec<&[WengLinRating]> = r.iter().map(|v| v.as_slice()).collect();
+        predicted_fairness::score(&refs, self.model.predicted_fairness.beta)
+    }
+
+    /// The language factor of one split: 1 when the pool declares no languages.
+    fn split_language(&self, c: &Ctx, slot_team: &[u8]) -> f64 {
+        let langs = &self.ix.meet.languages;
+        if langs.is_empty() {
+            return 1.0;
+        }
+        let mut bits = [0u64; MAXP];
+        for i in 0..c.n {
+            bits[i] = langs[c.slots[i] as usize];
+        }
+        language::score(&bits[..c.n], slot_team)
+    }
+
+    /// The weighted sum of the split-dependent factors in `f`, in a fixed order.
+    fn weighted_split_sum(&self, f: &[f64; factors::COUNT]) -> f64 {
+        let w = &self.weights;
         let mut sum = 0.0;
         for &k in &[
             LANGUAGE,
@@ -841,7 +895,7 @@ impl<'a> Scorer<'a> {
         if self.p2p && w[ENEMY_PING] > 0.0 {
             sum += w[ENEMY_PING] * f[ENEMY_PING];
         }
-        Some(sum)
+        sum
     }
 
     /// The weighted split-dependent factors of split `s` on the fast path (same

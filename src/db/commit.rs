@@ -1114,57 +1114,136 @@ async fn write_matches(
     if matches.is_empty() {
         return Ok(());
     }
-    let queue = r.snapshot.queue.as_str();
-    let match_ids: Vec<i64> = matches.iter().map(|(_, id)| *id).collect();
-    let scores: Vec<f64> = matches.iter().map(|(m, _)| m.score).collect();
-    let factors: Vec<serde_json::Value> = matches
-        .iter()
-        .map(|(m, _)| serde_json::to_value(&m.factors).expect("factors serialize"))
-        .collect();
-    let regions: Vec<Option<&str>> = matches.iter().map(|(m, _)| m.region.as_deref()).collect();
-    let hosts: Vec<serde_json::Value> = matches
-        .iter()
-        .map(|(m, _)| serde_json::to_value(m.hosts.clone().unwrap_or_default()).expect("hosts"))
-        .collect();
-    let host: Vec<Option<&str>> = matches.iter().map(|(m, _)| m.host.as_deref()).collect();
-    let backup: Vec<Option<&str>> = matches
-        .iter()
-        .map(|(m, _)| m.backup_host.as_deref())
-        .collect();
-    let relay: Vec<bool> = matches.iter().map(|(m, _)| m.relay).collect();
-    let maps: Vec<Option<&str>> = matches.iter().map(|(m, _)| m.map.as_deref()).collect();
-    let vetoed_by: Vec<i32> = matches
-        .iter()
-        .map(|(m, _)| m.map_vetoed_by.min(i32::MAX as u32) as i32)
-        .collect();
-    let mut p_match = Vec::new();
-    let mut p_entry = Vec::new();
-    let mut p_team = Vec::new();
-    let mut p_role: Vec<Option<String>> = Vec::new();
-    let mut p_win: Vec<Option<f64>> = Vec::new();
-    let mut p_skill: Vec<Option<f64>> = Vec::new();
-    let skills: HashMap<&str, (f64, f64)> = r
-        .snapshot
-        .entries
-        .iter()
-        .map(|e| {
-            let sigma = e.skill_sigma.unwrap_or(r.win_model.default_sigma);
-            (e.player_id.as_str(), (e.skill, sigma))
-        })
-        .collect();
-    for (m, match_id) in matches {
-        let win = win_probabilities(r, m, &skills);
-        for (team, players) in m.teams.iter().enumerate() {
-            for p in players {
-                p_match.push(*match_id);
-                p_entry.push(entry_ids[p.as_str()]);
-                p_team.push(team as i32);
-                p_role.push(m.roles.as_ref().and_then(|roles| roles.get(p).cloned()));
-                p_win.push(win.as_ref().map(|w| w[team]));
-                p_skill.push(skills.get(p.as_str()).map(|s| s.0));
-            }
+    let columns = MatchColumns::of(r, matches);
+    let players = PlayerColumns::of(r, matches, entry_ids);
+    insert_matches(conn, round_id, r, &columns, &players).await
+}
+
+/// The columns of the matches a commit inserts, one array a column, in the order of the
+/// matches.
+struct MatchColumns<'a> {
+    ids: Vec<i64>,
+    scores: Vec<f64>,
+    factors: Vec<serde_json::Value>,
+    regions: Vec<Option<&'a str>>,
+    hosts: Vec<serde_json::Value>,
+    host: Vec<Option<&'a str>>,
+    backup: Vec<Option<&'a str>>,
+    relay: Vec<bool>,
+    maps: Vec<Option<&'a str>>,
+    vetoed_by: Vec<i32>,
+    /// Whether each match waits for its ready check: with a ready check on, every match
+    /// but a fill (its session runs).
+    pending: Vec<bool>,
+    /// The ids of the matches that wait for their ready check.
+    pending_ids: Vec<i64>,
+}
+
+impl<'a> MatchColumns<'a> {
+    fn of(r: &RoundRecord<'_>, matches: &[(&'a MatchOutcome, i64)]) -> Self {
+        let pending: Vec<bool> = matches
+            .iter()
+            .map(|(m, _)| {
+                r.ready_timeout.is_some()
+                    && !r
+                        .backfill
+                        .fills
+                        .iter()
+                        .any(|f| std::ptr::eq(&f.outcome, *m))
+            })
+            .collect();
+        let pending_ids = matches
+            .iter()
+            .zip(&pending)
+            .filter(|(_, p)| **p)
+            .map(|((_, id), _)| *id)
+            .collect();
+        MatchColumns {
+            ids: matches.iter().map(|(_, id)| *id).collect(),
+            scores: matches.iter().map(|(m, _)| m.score).collect(),
+            factors: matches
+                .iter()
+                .map(|(m, _)| serde_json::to_value(&m.factors).expect("factors serialize"))
+                .collect(),
+            regions: matches.iter().map(|(m, _)| m.region.as_deref()).collect(),
+            hosts: matches
+                .iter()
+                .map(|(m, _)| {
+                    serde_json::to_value(m.hosts.clone().unwrap_or_default()).expect("hosts")
+                })
+                .collect(),
+            host: matches.iter().map(|(m, _)| m.host.as_deref()).collect(),
+            backup: matches
+                .iter()
+                .map(|(m, _)| m.backup_host.as_deref())
+                .collect(),
+            relay: matches.iter().map(|(m, _)| m.relay).collect(),
+            maps: matches.iter().map(|(m, _)| m.map.as_deref()).collect(),
+            vetoed_by: matches
+                .iter()
+                .map(|(m, _)| m.map_vetoed_by.min(i32::MAX as u32) as i32)
+                .collect(),
+            pending,
+            pending_ids,
         }
     }
+}
+
+/// The columns of the placed players a commit writes, one array a column, a row a
+/// player, match by match and team by team.
+#[derive(Default)]
+struct PlayerColumns {
+    match_ids: Vec<i64>,
+    entry_ids: Vec<i64>,
+    teams: Vec<i32>,
+    roles: Vec<Option<String>>,
+    win: Vec<Option<f64>>,
+    skill: Vec<Option<f64>>,
+}
+
+impl PlayerColumns {
+    fn of(
+        r: &RoundRecord<'_>,
+        matches: &[(&MatchOutcome, i64)],
+        entry_ids: &HashMap<&str, i64>,
+    ) -> Self {
+        let skills: HashMap<&str, (f64, f64)> = r
+            .snapshot
+            .entries
+            .iter()
+            .map(|e| {
+                let sigma = e.skill_sigma.unwrap_or(r.win_model.default_sigma);
+                (e.player_id.as_str(), (e.skill, sigma))
+            })
+            .collect();
+        let mut out = PlayerColumns::default();
+        for (m, match_id) in matches {
+            let win = win_probabilities(r, m, &skills);
+            for (team, players) in m.teams.iter().enumerate() {
+                for p in players {
+                    out.match_ids.push(*match_id);
+                    out.entry_ids.push(entry_ids[p.as_str()]);
+                    out.teams.push(team as i32);
+                    out.roles
+                        .push(m.roles.as_ref().and_then(|roles| roles.get(p).cloned()));
+                    out.win.push(win.as_ref().map(|w| w[team]));
+                    out.skill.push(skills.get(p.as_str()).map(|s| s.0));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The one statement of `write_matches`.
+async fn insert_matches(
+    conn: &mut sqlx::PgConnection,
+    round_id: i64,
+    r: &RoundRecord<'_>,
+    m: &MatchColumns<'_>,
+    p: &PlayerColumns,
+) -> Result<(), sqlx::Error> {
+    let answer_secs = r.ready_timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
     // One statement: the matches, then their players, whose own values come from their
     // rows (skill, party, enqueue time). A match_players row is made from the entry row
     // this statement moves, under a match id it inserts: the links hold by construction,
@@ -1175,24 +1254,6 @@ async fn write_matches(
     // A match pending its ready check is in nobody's history until it is ready (a
     // cancelled match never is): `ready_check` writes it then. A fill (its session runs)
     // has no ready check.
-    let pending: Vec<bool> = matches
-        .iter()
-        .map(|(m, _)| {
-            r.ready_timeout.is_some()
-                && !r
-                    .backfill
-                    .fills
-                    .iter()
-                    .any(|f| std::ptr::eq(&f.outcome, *m))
-        })
-        .collect();
-    let pending_ids: Vec<i64> = matches
-        .iter()
-        .zip(&pending)
-        .filter(|(_, p)| **p)
-        .map(|((_, id), _)| *id)
-        .collect();
-    let answer_secs = r.ready_timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
     sqlx::query(
         "WITH new_matches AS (
              INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
@@ -1244,29 +1305,29 @@ async fn write_matches(
                 SET match_ids = (r.match_ids || EXCLUDED.match_ids)
                                 [greatest(cardinality(r.match_ids) + 2 - $15, 1):]",
     )
-    .bind(&p_match)
-    .bind(&p_entry)
-    .bind(&p_team)
-    .bind(&p_role)
+    .bind(&p.match_ids)
+    .bind(&p.entry_ids)
+    .bind(&p.teams)
+    .bind(&p.roles)
     .bind(round_id)
     .bind(r.committed_at)
-    .bind(&match_ids)
-    .bind(queue)
-    .bind(&scores)
-    .bind(&factors)
-    .bind(&regions)
-    .bind(&hosts)
-    .bind(&host)
-    .bind(&backup)
+    .bind(&m.ids)
+    .bind(r.snapshot.queue.as_str())
+    .bind(&m.scores)
+    .bind(&m.factors)
+    .bind(&m.regions)
+    .bind(&m.hosts)
+    .bind(&m.host)
+    .bind(&m.backup)
     .bind(r.history_matches as i32)
-    .bind(&pending)
+    .bind(&m.pending)
     .bind(answer_secs)
-    .bind(&pending_ids)
-    .bind(&relay)
-    .bind(&p_win)
-    .bind(&p_skill)
-    .bind(&maps)
-    .bind(&vetoed_by)
+    .bind(&m.pending_ids)
+    .bind(&m.relay)
+    .bind(&p.win)
+    .bind(&p.skill)
+    .bind(&m.maps)
+    .bind(&m.vetoed_by)
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -11,6 +11,7 @@ use chrono::SubsecRound;
 use matchmaker::config::Config;
 use matchmaker::daemon::DaemonOptions;
 use matchmaker::daemon::clock::Clock;
+use matchmaker::daemon::round::SolvedRound;
 use matchmaker::daemon::worker::StepOutcome;
 use matchmaker::db::{self, RoundTrigger, enqueue as front};
 use sqlx::PgPool;
@@ -522,13 +523,7 @@ async fn a_lease_lost_before_the_commit_writes_nothing() {
         .await
         .unwrap()
         .expect("a free lease");
-    let prepared = d
-        .runner
-        .prepare("a", d.queue("a"), RoundTrigger::Manual)
-        .await
-        .unwrap();
-    let solved = d.runner.solve(prepared).await.unwrap();
-    assert_eq!(solved.outcome.matches.len(), 1);
+    let solved = solve_one_match(&d, "a").await;
 
     // The holder pauses past its TTL; no standby took over.
     d.clock.advance(secs(16));
@@ -580,13 +575,7 @@ async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
             &ids.iter().map(String::as_str).collect::<Vec<_>>(),
         )
         .await;
-        let prepared = d
-            .runner
-            .prepare("a", d.queue("a"), RoundTrigger::Manual)
-            .await
-            .unwrap();
-        let solved = d.runner.solve(prepared).await.unwrap();
-        assert_eq!(solved.outcome.matches.len(), 1);
+        let solved = solve_one_match(&d, "a").await;
 
         let victim = ids[0].clone();
         let delay = Duration::from_micros(400 * (i % 6) as u64);
@@ -647,6 +636,18 @@ async fn a_cancel_racing_a_commit_wins_whole_or_finds_nothing() {
 }
 
 /// Poll until `sql` (a count) is `want`.
+/// A manual round of `queue` prepared and solved, not committed: it forms one match.
+async fn solve_one_match(d: &Daemon, queue: &str) -> SolvedRound {
+    let prepared = d
+        .runner
+        .prepare(queue, d.queue(queue), RoundTrigger::Manual)
+        .await
+        .unwrap();
+    let solved = d.runner.solve(prepared).await.unwrap();
+    assert_eq!(solved.outcome.matches.len(), 1);
+    solved
+}
+
 async fn wait_until(db: &PgPool, sql: &'static str, want: i64) {
     wait_for_count(db, sql, want, Duration::from_secs(10)).await;
 }

@@ -10,7 +10,7 @@
 //! Random delays come from fixed seeds; the fault points still vary with the machine's
 //! timing, which is the point.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use matchmaker::db::local_pg::StopMode;
@@ -54,6 +54,38 @@ fn replica_spec(url: &str, config: &Path, dir: &Path, name: &str) -> ReplicaSpec
         name: name.to_string(),
         clock_skew: None,
         log_dir: dir.to_path_buf(),
+    }
+}
+
+/// Where a test's replicas run: its directory (their logs too), the config of queue `q`
+/// (a 100 ms budget, a round at 12 players) and the database's URL.
+struct Stage {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    url: String,
+}
+
+impl Stage {
+    /// The lease log installed, the config written and replica `a` started on it.
+    async fn with_a(tdb: &TestDb) -> (Stage, Fleet) {
+        audit::install_lease_log(&tdb.pool).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = write_config(dir.path(), &config_toml(&queue_q("100ms", 12))).unwrap();
+        let stage = Stage {
+            dir,
+            config,
+            url: tdb.url(),
+        };
+        let fleet = Fleet(vec![stage.start("a")]);
+        (stage, fleet)
+    }
+
+    fn spec(&self, name: &str) -> ReplicaSpec {
+        replica_spec(&self.url, &self.config, self.dir.path(), name)
+    }
+
+    fn start(&self, name: &str) -> Replica {
+        Replica::start(self.spec(name)).unwrap()
     }
 }
 
@@ -121,6 +153,19 @@ fn start_load(
     (stop_tx, tokio::spawn(run_load(db, spec, stop_rx)))
 }
 
+/// Stop the load of `start_load` and wait for it, then for the queues to go quiet: what
+/// the clients did.
+async fn stop_load(
+    db: &PgPool,
+    stop: watch::Sender<bool>,
+    load: tokio::task::JoinHandle<ClientLog>,
+) -> ClientLog {
+    let _ = stop.send(true);
+    let clients = time_limit::within("the load to stop", load).await.unwrap();
+    wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
+    clients
+}
+
 /// The queues are published (the leader's first step): clients may enqueue.
 async fn wait_for_published(db: &PgPool, queues: i64) {
     for _ in 0..200 {
@@ -143,12 +188,7 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
     let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    audit::install_lease_log(db).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &config_toml(&queue_q("100ms", 12))).unwrap();
-    let mut fleet = Fleet(vec![
-        Replica::start(replica_spec(&tdb.url(), &config, dir.path(), "a")).unwrap(),
-    ]);
+    let (_stage, mut fleet) = Stage::with_a(&tdb).await;
     wait_for_published(db, 1).await;
     let (stop, load) = start_load(tdb.new_pool(4).await, "a", None, 11);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
@@ -192,9 +232,7 @@ async fn sigkill_at_random_points_of_rounds_loses_nothing() {
         wait_for_rounds(db, rounds_before, Duration::from_secs(15)).await,
         "no round after the last restart"
     );
-    let _ = stop.send(true);
-    let clients = time_limit::within("the load to stop", load).await.unwrap();
-    wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
+    let clients = stop_load(db, stop, load).await;
     fleet.assert_all_alive();
 
     let audit = fault_invariants(db, &clients).await;
@@ -303,9 +341,7 @@ async fn postgres_restarts_mid_round_and_the_daemon_recovers() {
         fleet.assert_all_alive();
     }
 
-    let _ = stop.send(true);
-    let clients = time_limit::within("the load to stop", load).await.unwrap();
-    wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
+    let clients = stop_load(db, stop, load).await;
     fleet.assert_all_alive();
     let audit = fault_invariants(db, &clients).await;
     assert_clean(&audit);
@@ -340,22 +376,14 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
     let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    audit::install_lease_log(db).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &config_toml(&queue_q("100ms", 12))).unwrap();
-    let url = tdb.url();
-    let mut fleet = Fleet(vec![
-        Replica::start(replica_spec(&url, &config, dir.path(), "a")).unwrap(),
-    ]);
+    let (stage, mut fleet) = Stage::with_a(&tdb).await;
     assert!(wait_for_leaders(db, &["q"], Duration::from_secs(15)).await);
     // The skewed replica starts while `a` holds a live lease: with its clock 20 s ahead,
     // that lease looks long expired to it.
-    let mut skewed = replica_spec(&url, &config, dir.path(), "skewed");
+    let mut skewed = stage.spec("skewed");
     skewed.clock_skew = Some("20s".into());
     fleet.0.push(Replica::start(skewed).unwrap());
-    fleet
-        .0
-        .push(Replica::start(replica_spec(&url, &config, dir.path(), "b")).unwrap());
+    fleet.0.push(stage.start("b"));
     wait_for_published(db, 1).await;
     let (stop, load) = start_load(tdb.new_pool(4).await, "c", None, 13);
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -444,9 +472,7 @@ async fn leader_kills_among_three_replicas_one_skewed_never_taking_a_live_lease(
         "the skewed leader's round is dated {ahead:.1} s ahead of the database"
     );
 
-    let _ = stop.send(true);
-    let clients = time_limit::within("the load to stop", load).await.unwrap();
-    wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
+    let clients = stop_load(db, stop, load).await;
     assert!(fleet.0[1].check_alive(), "the skewed replica runs on");
 
     let changes = audit::lease_changes(db).await.unwrap();
@@ -573,17 +599,9 @@ async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
     let _timing = TIMING.write().await;
     let tdb = fresh_db().await;
     let db = &tdb.pool;
-    audit::install_lease_log(db).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &config_toml(&queue_q("100ms", 12))).unwrap();
-    let url = tdb.url();
-    let mut fleet = Fleet(vec![
-        Replica::start(replica_spec(&url, &config, dir.path(), "a")).unwrap(),
-    ]);
+    let (stage, mut fleet) = Stage::with_a(&tdb).await;
     assert!(wait_for_leaders(db, &["q"], Duration::from_secs(15)).await);
-    fleet
-        .0
-        .push(Replica::start(replica_spec(&url, &config, dir.path(), "b")).unwrap());
+    fleet.0.push(stage.start("b"));
     wait_for_published(db, 1).await;
     let (stop, load) = start_load(tdb.new_pool(4).await, "f", None, 15);
 
@@ -651,10 +669,8 @@ async fn a_leader_frozen_mid_commit_does_not_stall_the_queue() {
 
     // Thawed, the old leader finds its lease gone: its round is not committed.
     tokio::time::sleep(LEASE_RENEW * 2).await;
-    let _ = stop.send(true);
-    let mut clients = time_limit::within("the load to stop", load).await.unwrap();
+    let mut clients = stop_load(db, stop, load).await;
     clients.cancelled_players.extend(extra_cancelled);
-    wait_for_quiet(db, Duration::from_secs(3), Duration::from_secs(20)).await;
     fleet.assert_all_alive();
     let audit = fault_invariants(db, &clients).await;
     assert_clean(&audit);

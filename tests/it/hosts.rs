@@ -214,27 +214,50 @@ fn generated_pools_with_players_who_cannot_host_make_no_hostless_match() {
     );
 }
 
-/// Seven players, one match: six who reach each other well, and a seventh with a ping
-/// above the host limit to all of them. Nobody can host a match with the seventh, so the
-/// round matches the six and leaves the seventh over with a `no_host` reason, even
-/// though they waited past `max_wait`.
-#[test]
-fn a_player_nobody_can_host_with_is_left_over_even_when_overdue() {
+/// Seven players p0..p6 of skills 1500 + `step` * i, with no pings yet: p6 has waited an
+/// hour (past max_wait), the others 10 s.
+fn seven_one_overdue(step: f64) -> Pool {
     let now = t0();
-    let mut pool = Pool {
+    Pool {
         now: Some(now),
         players: (0..7)
             .map(|i| {
                 let waited = if i == 6 { 3600 } else { 10 };
                 player(
                     &format!("p{i}"),
-                    1500.0 + i as f64,
+                    1500.0 + step * i as f64,
                     now - chrono::Duration::seconds(waited),
                 )
             })
             .collect(),
         ..Pool::default()
-    };
+    }
+}
+
+/// A solve of two restarts on one thread with `strategy`, its hosts checked.
+fn solve_checked(pool: &Pool, model: &QueueModel, strategy: Strategy) -> RoundOutcome {
+    let out = solve(
+        pool,
+        model,
+        &SolveOptions {
+            strategy,
+            budget: Budget::Restarts(2),
+            threads: Some(1),
+            ..SolveOptions::default()
+        },
+    )
+    .unwrap();
+    check_hosts(pool, model, &out);
+    out
+}
+
+/// Seven players, one match: six who reach each other well, and a seventh with a ping
+/// above the host limit to all of them. Nobody can host a match with the seventh, so the
+/// round matches the six and leaves the seventh over with a `no_host` reason, even
+/// though they waited past `max_wait`.
+#[test]
+fn a_player_nobody_can_host_with_is_left_over_even_when_overdue() {
+    let mut pool = seven_one_overdue(1.0);
     for i in 0..6 {
         for j in i + 1..6 {
             set_ping(&mut pool, i, j, 40.0);
@@ -243,18 +266,7 @@ fn a_player_nobody_can_host_with_is_left_over_even_when_overdue() {
     }
     let model = QueueModel::default();
     for strategy in Strategy::ALL {
-        let out = solve(
-            &pool,
-            &model,
-            &SolveOptions {
-                strategy,
-                budget: Budget::Restarts(2),
-                threads: Some(1),
-                ..SolveOptions::default()
-            },
-        )
-        .unwrap();
-        check_hosts(&pool, &model, &out);
+        let out = solve_checked(&pool, &model, strategy);
         assert_eq!(out.matches.len(), 1, "{strategy:?}: {out:?}");
         assert_eq!(out.unmatched, ["p6"], "{strategy:?}");
         let left = explain_left_over(&pool, &model, &out).unwrap();
@@ -275,21 +287,7 @@ fn a_player_nobody_can_host_with_is_left_over_even_when_overdue() {
 /// match is the one h can host, h is its host, and someone else waits.
 #[test]
 fn an_overdue_player_is_matched_with_whoever_can_host_them() {
-    let now = t0();
-    let mut pool = Pool {
-        now: Some(now),
-        players: (0..7)
-            .map(|i| {
-                let waited = if i == 6 { 3600 } else { 10 };
-                player(
-                    &format!("p{i}"),
-                    1500.0 + 50.0 * i as f64,
-                    now - chrono::Duration::seconds(waited),
-                )
-            })
-            .collect(),
-        ..Pool::default()
-    };
+    let mut pool = seven_one_overdue(50.0);
     // p0 is h: 60 ms to everyone; the others 40 ms to each other, 300 ms to p6
     for i in 1..6 {
         set_ping(&mut pool, 0, i, 60.0);
@@ -302,18 +300,7 @@ fn an_overdue_player_is_matched_with_whoever_can_host_them() {
     let model = QueueModel::default();
     // the strategies that search the objective (the baselines only cut and split)
     for strategy in [Strategy::Default, Strategy::Awesomenauts] {
-        let out = solve(
-            &pool,
-            &model,
-            &SolveOptions {
-                strategy,
-                budget: Budget::Restarts(2),
-                threads: Some(1),
-                ..SolveOptions::default()
-            },
-        )
-        .unwrap();
-        check_hosts(&pool, &model, &out);
+        let out = solve_checked(&pool, &model, strategy);
         assert_eq!(out.matches.len(), 1, "{strategy:?}: {out:?}");
         let m = &out.matches[0];
         assert!(

@@ -546,12 +546,16 @@ async fn after_core_two_builds_never_share_a_match() {
 async fn after_core_crossplay_opt_outs_meet_only_their_platform() {
     let mut w = World::new().await;
     let (_, client) = client_login(&w.tdb, 1).await;
+    // 12 players, two matches of q's 3v3 (all in eu): 6 on pc (p0-p5), 3 on ps5 and 3 on
+    // xbox (p6-p11, the platforms alternating), skills close together. p0 and p1 opt out
+    // of crossplay: the one way to place everyone is the match of all six pc players
+    // beside a match that mixes ps5 and xbox.
     let mut platform = HashMap::new();
     let mut opted_out = Vec::new();
     for i in 0..12 {
         let p = format!("p{i}");
-        let plat = ["pc", "ps5", "xbox"][i % 3];
-        let attributes = if i % 4 == 0 {
+        let plat = if i < 6 { "pc" } else { ["ps5", "xbox"][i % 2] };
+        let attributes = if i < 2 {
             opted_out.push(p.clone());
             json!({"build": "1", "platform": plat, "crossplay": "off"})
         } else {
@@ -565,10 +569,14 @@ async fn after_core_crossplay_opt_outs_meet_only_their_platform() {
     }
     w.round().await;
     let placed = placements(&client).await;
+    let mut platforms_of: HashMap<i64, Vec<&str>> = HashMap::new();
+    for (p, (m, _)) in &placed {
+        platforms_of.entry(*m).or_default().push(platform[p]);
+    }
     for p in &opted_out {
-        let Some((m, _)) = placed.get(p) else {
-            continue;
-        };
+        let (m, _) = placed
+            .get(p)
+            .unwrap_or_else(|| panic!("{p} opted out of crossplay and was not placed: {placed:?}"));
         for (other, (om, _)) in &placed {
             if om == m {
                 assert_eq!(
@@ -578,6 +586,13 @@ async fn after_core_crossplay_opt_outs_meet_only_their_platform() {
             }
         }
     }
+    assert!(
+        platforms_of
+            .values()
+            .any(|plats| plats.iter().any(|x| *x != plats[0])),
+        "no match mixes platforms, though only the opted-out players' match must not: \
+         {platforms_of:?}"
+    );
 }
 
 #[tokio::test]

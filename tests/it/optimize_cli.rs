@@ -18,6 +18,13 @@ fn succeeded(cmd: &mut Command) -> std::process::Output {
     out
 }
 
+/// Run the command, which must fail; its stderr.
+fn failed(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn optimize_prints_the_contract_json() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,23 +115,12 @@ fn optimize_fails_on_malformed_input_naming_player_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pool.json");
     std::fs::write(&path, r#"{ "players": [ { "id": "a", "skill": -3 } ] }"#).unwrap();
-    let out = cli()
-        .args(["optimize", "--pool"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(cli().args(["optimize", "--pool"]).arg(&path));
     assert!(err.contains("\"a\"") && err.contains("skill"), "{err}");
 
     std::fs::write(&path, r#"{ "players": [ { "id": "a", "skill": 1 }, "#).unwrap();
-    let out = cli()
-        .args(["optimize", "--pool"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("parsing pool file"));
+    let err = failed(cli().args(["optimize", "--pool"]).arg(&path));
+    assert!(err.contains("parsing pool file"), "{err}");
 }
 
 #[test]
@@ -160,15 +156,14 @@ fn optimize_reads_a_queue_from_a_config_file() {
     assert_eq!(v["unmatched"].as_array().unwrap().len(), 1);
     assert_eq!(v["stats"]["strategy"], "chunk");
 
-    let out = cli()
-        .args(["optimize", "--queue", "nope", "--pool"])
-        .arg(&pool)
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown queue"));
+    let err = failed(
+        cli()
+            .args(["optimize", "--queue", "nope", "--pool"])
+            .arg(&pool)
+            .arg("--config")
+            .arg(&config),
+    );
+    assert!(err.contains("unknown queue"), "{err}");
 }
 
 /// Big formats on the command line: a 16v16 queue and a battle royale of 25 squads of

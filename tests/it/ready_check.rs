@@ -117,30 +117,22 @@ impl Running {
     }
 }
 
-/// player -> (status, match_id, enqueued_at, reason, estimated_wait_s) as the client reads it.
-type Seen = BTreeMap<
+/// A player's row of player_status: (status, match_id, enqueued_at, reason,
+/// estimated_wait_s).
+type Status = (
     String,
-    (
-        String,
-        Option<i64>,
-        DateTime<Utc>,
-        Option<String>,
-        Option<i32>,
-    ),
->;
+    Option<i64>,
+    DateTime<Utc>,
+    Option<String>,
+    Option<i32>,
+);
+
+/// player -> their [`Status`] as the client reads it.
+type Seen = BTreeMap<String, Status>;
 
 async fn statuses_of(client: &PgPool, players: &[String]) -> Seen {
-    sqlx::query_as::<
-        _,
-        (
-            String,
-            String,
-            Option<i64>,
-            DateTime<Utc>,
-            Option<String>,
-            Option<i32>,
-        ),
-    >(
+    use sqlx::Row;
+    sqlx::query(
         "SELECT player_id, status, match_id, enqueued_at, reason, estimated_wait_s
            FROM player_status WHERE queue = 'q' AND player_id = ANY($1)",
     )
@@ -149,7 +141,16 @@ async fn statuses_of(client: &PgPool, players: &[String]) -> Seen {
     .await
     .unwrap()
     .into_iter()
-    .map(|(p, s, m, at, r, est)| (p, (s, m, at, r, est)))
+    .map(|row| {
+        let status: Status = (
+            row.get("status"),
+            row.get("match_id"),
+            row.get("enqueued_at"),
+            row.get("reason"),
+            row.get("estimated_wait_s"),
+        );
+        (row.get("player_id"), status)
+    })
     .collect()
 }
 
