@@ -323,3 +323,40 @@ fn with_a_relay_step_nobody_past_it_is_left_over_for_want_of_a_host() {
         }
     }
 }
+
+/// Crossplay opt-outs who can only play with their own platform are placed when a match
+/// of that platform exists: 8 on pc (2 opted out), 5 on ps5 and 5 on xbox make one pc
+/// match and two mixed ones.
+#[test]
+fn crossplay_opt_outs_are_placed_when_their_platform_fills_a_match() {
+    let mut model = QueueModel::default();
+    model.filters.crossplay = Some("platform".into());
+    let players: Vec<matchmaker_optimizer::Player> = (0..18)
+        .map(|i| {
+            let platform = if i < 8 {
+                "pc"
+            } else if i % 2 == 0 {
+                "ps5"
+            } else {
+                "xbox"
+            };
+            let mut p = crate::contract::player(&format!("p{i}"), 1500.0 + i as f64);
+            p.latencies.insert("eu".into(), 30.0);
+            p.attributes
+                .insert("platform".into(), Attribute::One(platform.into()));
+            p.attributes
+                .insert("build".into(), Attribute::One("1".into()));
+            if i < 2 {
+                p.attributes
+                    .insert("crossplay".into(), Attribute::One("off".into()));
+            }
+            p
+        })
+        .collect();
+    let pool = crate::contract::pool_of(players);
+    for seed in 0..4 {
+        let out = solve(&pool, &model, &options(seed)).unwrap();
+        check_meeting(&pool, &model, &out);
+        assert_eq!(out.matches.len(), 3, "seed {seed}: {:?}", out.unmatched);
+    }
+}
