@@ -449,7 +449,10 @@ mod tests {
             vec![
                 member(100, 1000.0),
                 member(101, 2000.0),
-                obs(102, 1000.0, "eu", false),
+                WaitObservation {
+                    waited_s: 5.0,
+                    ..obs(102, 1000.0, "eu", false)
+                },
             ],
         );
         let first = |id: i64| m.first_estimates[&id].unwrap().seconds();
