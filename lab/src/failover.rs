@@ -105,8 +105,8 @@ threads = 1
 system = "weng_lin"
 "#;
 
-const QUEUES: [&str; 2] = ["ready", "duel"];
-const CLIENT_LOGIN: &str = "failover_client";
+pub(crate) const QUEUES: [&str; 2] = ["ready", "duel"];
+pub(crate) const CLIENT_LOGIN: &str = "failover_client";
 
 pub fn run(options: FailoverOptions) -> anyhow::Result<()> {
     let exe = crate::product_binary()?;
@@ -166,7 +166,7 @@ pub struct Ledger {
     pub longest_call: Duration,
 }
 
-type Shared = Arc<Mutex<Ledger>>;
+pub(crate) type Shared = Arc<Mutex<Ledger>>;
 
 /// Whether a failed call may be repeated: the database was unavailable, so the call
 /// either did nothing or its outcome is unknown (a lost connection at COMMIT). Classes
@@ -258,7 +258,7 @@ enum Plan {
 }
 
 /// One client: keeps a dozen players waiting, polls them, answers and reports.
-async fn client(
+pub(crate) async fn client(
     pool: PgPool,
     ledger: Shared,
     index: usize,
@@ -1056,13 +1056,13 @@ fn check_phases(matches_by_phase: &[i64]) -> Vec<(String, i64)> {
         .collect()
 }
 
-fn fmt_secs(d: Option<Duration>) -> String {
+pub(crate) fn fmt_secs(d: Option<Duration>) -> String {
     d.map_or("never".into(), |d| format!("{:.1} s", d.as_secs_f64()))
 }
 
 /// A replica that exited is restarted (and counted: the daemon should never exit on a
 /// failover).
-fn restart_exited(replicas: &mut [Replica], say: &impl Fn(String)) {
+pub(crate) fn restart_exited(replicas: &mut [Replica], say: &impl Fn(String)) {
     for replica in replicas.iter_mut() {
         if !replica.check_alive() {
             say(format!(
@@ -1076,7 +1076,7 @@ fn restart_exited(replicas: &mut [Replica], say: &impl Fn(String)) {
 }
 
 /// What the formation promises about commits, from the primary.
-async fn replication_settings(
+pub(crate) async fn replication_settings(
     formation: &Formation,
     admin: &PgPool,
 ) -> anyhow::Result<Vec<(String, String)>> {
@@ -1181,7 +1181,7 @@ async fn strike(
 }
 
 /// Until `url`'s node takes a write (an insert into `failover_probe`), at most 3 minutes.
-async fn first_write(url: String, since: Instant) -> Option<Duration> {
+pub(crate) async fn first_write(url: String, since: Instant) -> Option<Duration> {
     while since.elapsed() < Duration::from_secs(180) {
         let attempt = async {
             let mut conn = PgConnection::connect(&url).await?;
@@ -1202,7 +1202,7 @@ async fn first_write(url: String, since: Instant) -> Option<Duration> {
 /// primary again, at most 60 s after the first round. The session's last query is the
 /// daemon's `LISTEN "matchmaker_enqueue"`, or both channels in one query when sqlx's
 /// listener reconnected by itself.
-async fn listeners_back(db: &PgPool, replicas: u64, since: Instant) -> Option<Duration> {
+pub(crate) async fn listeners_back(db: &PgPool, replicas: u64, since: Instant) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
         let listening: Result<i64, _> = sqlx::query_scalar(
@@ -1220,7 +1220,7 @@ async fn listeners_back(db: &PgPool, replicas: u64, since: Instant) -> Option<Du
 }
 
 /// Until a round commits after `at` (by the database's clock), at most 3 minutes.
-async fn first_round_after(db: PgPool, at: DateTime<Utc>) -> Option<Duration> {
+pub(crate) async fn first_round_after(db: PgPool, at: DateTime<Utc>) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(180) {
         let first: Result<Option<DateTime<Utc>>, _> =
@@ -1278,7 +1278,10 @@ async fn pending_resolved_wrong(db: &PgPool, pending: &[i64]) -> anyhow::Result<
 }
 
 /// What the clients were told, against the database.
-async fn check_ledger(db: &PgPool, ledger: &Ledger) -> anyhow::Result<Vec<(String, i64)>> {
+pub(crate) async fn check_ledger(
+    db: &PgPool,
+    ledger: &Ledger,
+) -> anyhow::Result<Vec<(String, i64)>> {
     let seen_ids: Vec<i64> = ledger.seen.keys().copied().collect();
     let (pair_matches, pair_players): (Vec<i64>, Vec<String>) = ledger
         .seen

@@ -1,7 +1,8 @@
 //! The lab: a demo (`demo`), a load generator playing the simulated population
-//! (`simulate`, `sim`), fault injection (`soak`), a database failover on a real
-//! pg_auto_failover formation (`failover`, `formation`), a measured peak evening (`peak`) and
-//! benchmarks (`bench`, `bench_db`), behind the `matchmaker-lab` binary. Each command
+//! (`simulate`, `sim`), fault injection (`soak`), a database failover and the other
+//! database failures (the monitor lost, a standby behind, both nodes lost) on a real
+//! pg_auto_failover formation (`failover`, `failure_modes`, `formation`), a measured peak
+//! evening (`peak`) and benchmarks (`bench`, `bench_db`), behind the `matchmaker-lab` binary. Each command
 //! takes plain options. It is built on the daemon's crate (`matchmaker`), which never
 //! imports it, and on the pure population (`matchmaker-population`); `fleet` (daemon
 //! replicas as processes) and `load` (the client load) are its building blocks.
@@ -11,6 +12,7 @@ pub mod bench_db;
 pub mod bench_lobby;
 pub mod demo;
 pub mod failover;
+pub mod failure_modes;
 pub mod formation;
 pub mod peak;
 pub mod sim;

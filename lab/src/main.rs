@@ -37,6 +37,10 @@ enum Command {
     /// primary, synchronous standby): the primary's machine lost mid-round, then a
     /// switchover; timed, then audited.
     Failover(FailoverArgs),
+    /// The database failures other than a lost primary, on a real pg_auto_failover
+    /// formation under load: the monitor lost, replay paused on the standby, both data
+    /// nodes lost and started again; timed, then audited.
+    FailureModes(FailureModesArgs),
     /// A measured peak evening: replicas, regions x modes of queues, a player base
     /// arriving by time of day; a table of lateness, waits, countdown error and load.
     Peak(PeakArgs),
@@ -56,6 +60,7 @@ fn main() -> std::process::ExitCode {
         Command::Simulate(args) => lab::simulate::run(args.into()),
         Command::Soak(args) => lab::soak::run(args.into()),
         Command::Failover(args) => lab::failover::run(args.into()),
+        Command::FailureModes(args) => lab::failure_modes::run(args.into()),
         Command::Peak(args) => lab::peak::run(args.into()),
         Command::Bench(args) => lab::bench::run(args.into()),
         Command::BenchDb(args) => lab::bench_db::run(args.into()),
@@ -141,6 +146,55 @@ impl From<FailoverArgs> for lab::failover::FailoverOptions {
     fn from(args: FailoverArgs) -> Self {
         lab::failover::FailoverOptions {
             warmup: args.warmup,
+            settle: args.settle,
+            replicas: args.replicas,
+            clients: args.clients,
+            seed: args.seed,
+            log_dir: args.log_dir,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct FailureModesArgs {
+    /// Client load before the monitor is lost.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub warmup: Duration,
+    /// How long the monitor stays lost (its keeper and postmaster SIGKILLed).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub monitor_outage: Duration,
+    /// How long replay stays paused on the standby.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub standby_pause: Duration,
+    /// How long both data nodes stay lost before both are started again.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub nodes_outage: Duration,
+    /// Load after each failure before the next one.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    pub settle: Duration,
+    /// Daemon replicas.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub replicas: u64,
+    /// Concurrent clients, each keeping a dozen players waiting.
+    #[arg(long, default_value_t = 4)]
+    pub clients: usize,
+    /// Seed of the clients' answers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the formation's data and logs, the replicas' logs and the config in this
+    /// directory (the `postgres` user must be able to enter it when run as root).
+    /// Default: a temporary directory, removed after a clean run.
+    #[arg(long)]
+    pub log_dir: Option<PathBuf>,
+}
+
+impl From<FailureModesArgs> for lab::failure_modes::FailureModesOptions {
+    fn from(args: FailureModesArgs) -> Self {
+        lab::failure_modes::FailureModesOptions {
+            warmup: args.warmup,
+            monitor_outage: args.monitor_outage,
+            standby_pause: args.standby_pause,
+            nodes_outage: args.nodes_outage,
             settle: args.settle,
             replicas: args.replicas,
             clients: args.clients,

@@ -1,10 +1,11 @@
 //! The lab's tests, one binary: the simulator against a running daemon, the demo, a
-//! database failover on a real formation, the peak evening, `bench`, README's local
-//! trial and the binary's command line.
+//! database failover and the other database failures on a real formation, the peak
+//! evening, `bench`, README's local trial and the binary's command line.
 
 mod bench;
 mod cli;
 mod failover;
+mod failure_modes;
 mod peak;
 mod servers;
 mod sim;

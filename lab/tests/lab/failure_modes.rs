@@ -1,0 +1,99 @@
+//! `matchmaker-lab failure-modes`, shortened: on a real pg_auto_failover formation
+//! (monitor, primary, synchronous standby) under two daemon replicas and client load, the
+//! monitor is lost and rounds, matches and client calls go on against the primary; replay
+//! is paused on the standby and commits go on; both data nodes are lost and started again
+//! and rounds resume with nothing committed before lost. What the clients were told is
+//! audited after all three.
+//!
+//! It needs `pg_autoctl` (Debian: `postgresql-15-auto-failover`) and fails, naming the
+//! package, without it.
+
+use std::time::Duration;
+
+use matchmaker_lab::failure_modes::{self, FailureModesOptions};
+use matchmaker_lab::formation::Formation;
+
+use crate::support::TIMING;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_monitor_a_paused_standby_and_both_nodes_restarted_lose_nothing_and_rounds_go_on() {
+    if let Err(e) = Formation::find_binaries() {
+        panic!("the failure modes test runs a real pg_auto_failover formation: {e:#}");
+    }
+    let _timed = TIMING.write().await;
+    let options = FailureModesOptions {
+        warmup: Duration::from_secs(10),
+        // Past the keepers' network_partition_timeout (20 s).
+        monitor_outage: Duration::from_secs(25),
+        standby_pause: Duration::from_secs(10),
+        nodes_outage: Duration::from_secs(10),
+        settle: Duration::from_secs(6),
+        ..FailureModesOptions::default()
+    };
+    let report = failure_modes::failure_modes(&options, &crate::product_binary(), |line| {
+        eprintln!("{line}")
+    })
+    .await
+    .expect("the failure modes run");
+    report.print();
+
+    let monitor = &report.monitor;
+    assert!(
+        monitor.rounds > 0 && monitor.matches > 0,
+        "nothing committed while the monitor was away: {monitor:?}"
+    );
+    assert!(
+        monitor.calls.calls > 0 && monitor.calls.failed_attempts == 0,
+        "client calls failed while the monitor was away: {monitor:?}"
+    );
+    assert!(
+        monitor.healthy.is_some(),
+        "the formation did not report a primary and a secondary after the monitor came back"
+    );
+
+    let pause = &report.pause;
+    assert!(
+        pause.rounds > 0 && pause.calls.failed_attempts == 0,
+        "commits stopped while replay was paused on the standby: {pause:?}"
+    );
+    assert!(
+        pause.rounds_behind > 0 && pause.stale_by > Duration::ZERO,
+        "the paused standby was not behind: {pause:?}"
+    );
+    assert!(pause.caught_up.is_some(), "the standby never caught up");
+
+    let nodes = &report.nodes;
+    assert_eq!(
+        (nodes.rounds_kept, nodes.matches_kept),
+        (nodes.rounds_before, nodes.matches_before),
+        "rounds or matches committed before both nodes were lost are gone"
+    );
+    let (first_write, first_round) = (
+        nodes
+            .first_write
+            .expect("a node took writes after the restart"),
+        nodes.first_round.expect("a round after the restart"),
+    );
+    assert!(
+        first_round <= first_write + failure_modes::ROUND_AFTER_WRITE_BOUND,
+        "first round {first_round:?} after the restart, writes after {first_write:?}"
+    );
+    // The clients' pool waits up to 30 s for a connection, so a call either waits the
+    // outage out or fails and is repeated: both make it as long.
+    assert!(
+        nodes.longest_call >= options.nodes_outage,
+        "no client call met the outage of both nodes: the longest took {:?}",
+        nodes.longest_call
+    );
+
+    let violations: Vec<_> = report
+        .violations()
+        .into_iter()
+        .filter(|(_, n)| *n != 0)
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "violations: {violations:?} (logs: {})",
+        report.logs.display()
+    );
+}
