@@ -33,6 +33,7 @@ use crate::sim::population::{Population, PopulationSpec};
 use matchmaker::config::Config;
 use matchmaker::db::{self, RoundRecord, RoundTrigger, local_pg::LocalPostgres};
 use matchmaker::ops::init_logging;
+use matchmaker::ops::shell::{self, Signals};
 use matchmaker_optimizer::{self as optimizer, Budget, Network, SolveOptions, Strategy};
 
 #[derive(Debug, Clone)]
@@ -80,7 +81,10 @@ pub fn run(args: BenchDbOptions) -> anyhow::Result<()> {
         SLICE.as_millis()
     );
     init_logging(false);
-    tokio::runtime::Runtime::new()?.block_on(run_async(args))
+    // A stop signal drops the measurement, and with it the scratch databases' server.
+    shell::run(Signals::All, async |stop| {
+        stop.cancel(run_async(args)).await
+    })
 }
 
 async fn run_async(args: BenchDbOptions) -> anyhow::Result<()> {

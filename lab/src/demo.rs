@@ -23,6 +23,7 @@ use crate::simulate::{LoadDefaults, LoadOptions, fit_to_queue, progress_line};
 use matchmaker::config::Config;
 use matchmaker::daemon::DaemonOptions;
 use matchmaker::db::local_pg::LocalPostgres;
+use matchmaker::ops::shell::{self, Signal, Signals, Stop};
 use matchmaker::ops::status::{StatusView, read_status, render_for};
 use matchmaker::ops::term::{Output, table_text};
 
@@ -45,8 +46,10 @@ pub struct DemoOptions {
 pub fn run(args: DemoOptions) -> anyhow::Result<()> {
     let log = log_to_file()?;
     eprintln!("daemon log: {}", log.display());
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let outcome = runtime.block_on(demo(args));
+    // Ctrl-C, SIGTERM and SIGHUP are seen from the very start (the shell listens before
+    // the demo begins), so that the private server is stopped and its directory removed
+    // however the demo is ended, even while it starts.
+    let outcome = shell::run(Signals::All, async |stop| demo(args, stop).await);
     // The log is the demo's own temporary file: kept only when it explains a failure.
     if outcome.is_ok() {
         let _ = std::fs::remove_file(&log);
@@ -56,16 +59,7 @@ pub fn run(args: DemoOptions) -> anyhow::Result<()> {
     outcome
 }
 
-async fn demo(args: DemoOptions) -> anyhow::Result<()> {
-    // Ctrl-C, SIGTERM and SIGHUP are caught from the very start, so that the private
-    // server is stopped and its directory removed however the demo is ended, even while
-    // it starts.
-    let (interrupt_tx, interrupt) = watch::channel(None);
-    let signals = StopSignals::register()?;
-    tokio::spawn(async move {
-        let _ = interrupt_tx.send(Some(signals.first().await));
-    });
-
+async fn demo(args: DemoOptions, stop: Stop) -> anyhow::Result<()> {
     // 1. A database: the given one, or a private server removed at the end.
     let mut server = None;
     let url = match &args.database_url {
@@ -82,10 +76,10 @@ async fn demo(args: DemoOptions) -> anyhow::Result<()> {
             url
         }
     };
-    let outcome = if interrupt.borrow().is_some() {
+    let outcome = if stop.signal().is_some() {
         Ok(())
     } else {
-        run_with_database(&args, &url, interrupt.clone()).await
+        run_with_database(&args, &url, &stop).await
     };
     if let Some(server) = server {
         with_progress("removing the private PostgreSQL", server.stop())
@@ -107,14 +101,10 @@ async fn demo(args: DemoOptions) -> anyhow::Result<()> {
     outcome
 }
 
-async fn run_with_database(
-    args: &DemoOptions,
-    url: &str,
-    mut interrupt: watch::Receiver<Option<&'static str>>,
-) -> anyhow::Result<()> {
+async fn run_with_database(args: &DemoOptions, url: &str, stop: &Stop) -> anyhow::Result<()> {
     let db = matchmaker::db::connect(url).await?;
     with_progress("applying migrations", matchmaker::db::migrate(&db)).await?;
-    if interrupt.borrow().is_some() {
+    if stop.signal().is_some() {
         return Ok(());
     }
 
@@ -190,8 +180,11 @@ async fn run_with_database(
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1).min(left)) => {}
-            signal = interrupt.wait_for(Option::is_some) => {
-                interrupted = signal.ok().and_then(|s| *s);
+            signal = stop.wait() => {
+                interrupted = Some(match signal {
+                    Signal::Interrupt => "Ctrl-C",
+                    other => other.name(),
+                });
                 break;
             }
         }
@@ -406,35 +399,6 @@ fn log_to_file() -> anyhow::Result<PathBuf> {
         .with_writer(std::sync::Mutex::new(file))
         .try_init();
     Ok(path)
-}
-
-/// The signals that end the demo: Ctrl-C (SIGINT), SIGTERM (a service manager, `kill`)
-/// and SIGHUP (the terminal closed). Registered before anything is started, so none of
-/// them can end the process before the clean-up.
-struct StopSignals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-    hangup: tokio::signal::unix::Signal,
-}
-
-impl StopSignals {
-    fn register() -> anyhow::Result<StopSignals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(StopSignals {
-            interrupt: signal(SignalKind::interrupt()).context("catching Ctrl-C")?,
-            terminate: signal(SignalKind::terminate()).context("catching SIGTERM")?,
-            hangup: signal(SignalKind::hangup()).context("catching SIGHUP")?,
-        })
-    }
-
-    /// The name of the first of them to arrive.
-    async fn first(mut self) -> &'static str {
-        tokio::select! {
-            _ = self.interrupt.recv() => "Ctrl-C",
-            _ = self.terminate.recv() => "SIGTERM",
-            _ = self.hangup.recv() => "SIGHUP",
-        }
-    }
 }
 
 /// Awaits `work` while showing `what...` and, on a terminal, the elapsed seconds, so a

@@ -23,10 +23,13 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use matchmaker::ops::shell::{self, Signals};
 
-/// Run a command that starts daemon replicas (soak, peak) to its end on a runtime of its
-/// own. The replicas log to their files; the lab's own log only warns (RUST_LOG
-/// overrides), and sqlx's lines stay out: a restart's connection errors are expected.
+/// Run a command that starts daemon replicas (soak, peak, failover) to its end in the
+/// product's command shell: a stop signal drops the command, and with it the replicas,
+/// servers and directories it started. The replicas log to their files; the lab's own
+/// log only warns (RUST_LOG overrides), and sqlx's lines stay out: a restart's
+/// connection errors are expected.
 pub(crate) fn run_beside_replicas(
     command: impl Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
@@ -37,8 +40,7 @@ pub(crate) fn run_beside_replicas(
         .with_writer(std::io::stderr)
         .with_ansi(matchmaker::ops::term::stderr_colors())
         .try_init();
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(command)
+    shell::run(Signals::All, async |stop| stop.cancel(command).await)
 }
 
 /// The product binary `matchmaker` beside the running lab binary: soak and peak run the

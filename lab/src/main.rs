@@ -68,6 +68,10 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // Ended by a stop signal: the shell's status (130 for Ctrl-C), nothing to explain.
+        Err(err) if let Some(&stopped) = err.downcast_ref::<ops::shell::Stopped>() => {
+            std::process::ExitCode::from(stopped.exit_code())
+        }
         Err(err) => {
             eprintln!("error: {}", ops::error_report(&err));
             std::process::ExitCode::FAILURE

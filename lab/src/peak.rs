@@ -649,7 +649,8 @@ async fn sample_estimates(
         let rows: Vec<(i64, DateTime<Utc>, Option<i32>)> = sqlx::query_as(
             "SELECT e.entry_id, now(),
                     (SELECT max(matchmaker_estimate_wait(c.wait_model, p.skill, p.latencies,
-                                                         coalesce(c.seconds_to_next_round, 0)))
+                                                         coalesce(c.seconds_to_next_round, 0),
+                                                         e.owner))
                        FROM queue_entries p
                       WHERE p.entry_id = e.entry_id
                          OR (p.party_key = e.party_key AND p.status = 'queued'))

@@ -24,6 +24,7 @@ use crate::sim::simulator::{
     MeetSpec, SimError, SimProgress, SimReport, SimulatorOptions, run_simulator,
 };
 use matchmaker::db;
+use matchmaker::ops::shell::{self, Signals};
 use matchmaker::ops::{self, open_database, require_schema};
 
 #[derive(Debug, Clone)]
@@ -161,10 +162,14 @@ pub fn run(args: SimulateOptions) -> anyhow::Result<()> {
     }
     // The simulator logs the wait for its queue and the first refused enqueue.
     ops::init_logging(false);
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let report = runtime.block_on(simulate(&args, async {
-        let _ = tokio::signal::ctrl_c().await;
-    }))?;
+    // A stop signal ends the load as --duration does: the players still queued are
+    // cancelled first.
+    let report = shell::run(Signals::All, async |stop| {
+        simulate(&args, async move {
+            stop.wait().await;
+        })
+        .await
+    })?;
     println!("{report}");
     Ok(())
 }

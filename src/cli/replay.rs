@@ -11,8 +11,8 @@ use sqlx::PgPool;
 
 use crate::cli::run::DatabaseArgs;
 use crate::ops::replay::{
-    RangeLine, RangeReport, Replay, ReplayOptions, Side, Totals, Waits, replay_range,
-    replay_stored_round, require_replay,
+    Observed, Predictions, RangeLine, RangeReport, Replay, ReplayOptions, Side, Totals, Waits,
+    replay_range, replay_stored_round, require_replay,
 };
 use crate::ops::shell;
 
@@ -210,6 +210,34 @@ impl SideBySide {
         }
     }
 
+    /// How each side's two-team matches were predicted to go (the stored round's
+    /// predictor for both).
+    fn predictions(&mut self, stored: &Predictions, replay: &Predictions) {
+        if stored.matches == 0 && replay.matches == 0 {
+            return;
+        }
+        let gap = |p: &Predictions| {
+            p.mean_gap()
+                .map_or("-".to_string(), |g| format!("{:.1}%", 100.0 * g))
+        };
+        self.row("predicted gap from 50%", gap(stored), gap(replay));
+        self.row("lopsided (>=70%)", stored.lopsided, replay.lopsided);
+        let expected = |p: &Predictions| format!("{:.1}", p.expected_stomps);
+        self.row("stomps expected", expected(stored), expected(replay));
+    }
+
+    /// What the stored matches' reported results were; a replay's matches were not
+    /// played.
+    fn observed(&mut self, observed: Option<&Observed>) {
+        let Some(o) = observed.filter(|o| o.reported > 0) else {
+            return;
+        };
+        self.row("results reported", o.reported, "-");
+        self.row("stomps observed", o.stomps, "-");
+        let brier = o.brier().map_or("-".to_string(), |b| format!("{b:.3}"));
+        self.row("Brier score", brier, "-");
+    }
+
     /// The wait percentiles in seconds, the mean first if `mean`.
     fn waits(&mut self, stored: Option<&Waits>, replay: Option<&Waits>, mean: bool) {
         let rows: [WaitRow; 4] = [
@@ -272,6 +300,7 @@ pub fn render(r: &Replay) -> String {
     table.row("rejected", s.rejected, p.rejected);
     table.score("score", s.score, p.score);
     table.factors(&s.factors, &p.factors);
+    table.predictions(&s.predictions, &p.predictions);
     table.waits(s.waits.as_ref(), p.waits.as_ref(), true);
     let mut out = table.out;
     out.push_str(&format!(
@@ -317,6 +346,8 @@ fn render_totals(r: &RangeReport) -> String {
     table.row("rejected", s.rejected, p.rejected);
     table.score("mean round score", s.mean_round_score, p.mean_round_score);
     table.factors(&s.factors, &p.factors);
+    table.predictions(&s.predictions, &p.predictions);
+    table.observed(s.results.as_ref());
     table.waits(s.waits.as_ref(), p.waits.as_ref(), false);
     table.out
 }

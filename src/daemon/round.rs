@@ -428,15 +428,21 @@ pub fn round_config(config: &QueueConfig) -> db::RoundConfig {
             .as_ref()
             .filter(|s| s.required)
             .map(|s| s.ttl),
-        win_model: match &config.rating {
-            Some(rating) => db::WinModel {
-                beta: rating.model().beta,
-                default_sigma: rating.initial_uncertainty,
-            },
-            None => db::WinModel {
-                beta: config.model.predicted_fairness.beta,
-                default_sigma: config.model.predicted_fairness.default_sigma,
-            },
+        win_model: win_model(config),
+    }
+}
+
+/// How the queue predicts a match's win probabilities: its rating model on a rated
+/// queue, else its predicted-fairness factor.
+pub fn win_model(config: &QueueConfig) -> db::WinModel {
+    match &config.rating {
+        Some(rating) => db::WinModel {
+            beta: rating.model().beta,
+            default_sigma: rating.initial_uncertainty,
+        },
+        None => db::WinModel {
+            beta: config.model.predicted_fairness.beta,
+            default_sigma: config.model.predicted_fairness.default_sigma,
         },
     }
 }
@@ -573,6 +579,7 @@ fn pooled_players(
         .iter()
         .map(|e| super::wait_estimate::WaitObservation {
             entry_id: e.entry_id,
+            owner: e.owner.clone(),
             party: e.party_key,
             skill: e.skill,
             region: super::wait_estimate::best_region(&e.latencies),

@@ -15,8 +15,11 @@
 //! The estimate learns from the waits that followed: the leader remembers the estimate
 //! each entry read when it enqueued (the countdown to its first round, plus the model's
 //! rounds after it) and, once the entry is matched, compares it with the wait it had.
-//! `scale` is the ratio of the waits after the first round to the model's rounds over
-//! the latest matched entries; each round's comparison is stored with the round
+//! The scale is learned per login (`scales`): the ratio of the waits after the first
+//! round to the model's rounds over the login's latest matched entries, so that no
+//! login's players, whatever they do, move the estimates another login's players read.
+//! A login with too few matched entries of its own reads `scale`, the median of the
+//! logins' scales (one vote per login). Each round's comparison is stored with the round
 //! (`rounds.wait_estimates`) for the report.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -30,10 +33,13 @@ const WINDOW: usize = 20;
 const BUCKETS: usize = 5;
 /// Fewer pooled players than this in a cell: use the all-regions cell.
 const MIN_CELL: usize = 12;
-/// Matched entries the learned scale is taken over.
+/// Matched entries of a login its learned scale is taken over.
 const FOLLOWED: usize = 500;
-/// Fewer matched entries than this: the scale stays 1.
+/// Fewer matched entries than this: the login has no scale of its own.
 const MIN_FOLLOWED: usize = 20;
+/// Logins followed at once (the least recently matched is forgotten first): the model
+/// stays small however many logins there are.
+const MAX_LOGINS: usize = 64;
 /// How far the learned scale may move the model's rounds.
 const SCALE_RANGE: (f64, f64) = (0.25, 4.0);
 /// Most regions the model names (the most pooled first); the others read the
@@ -45,6 +51,8 @@ const MAX_REGIONS: usize = 32;
 #[derive(Debug, Clone, PartialEq)]
 pub struct WaitObservation {
     pub entry_id: i64,
+    /// The login that queued the entry.
+    pub owner: String,
     /// One `enqueue_party` call: a party's members read one estimate.
     pub party: Option<i64>,
     pub skill: f64,
@@ -64,9 +72,12 @@ pub struct WaitModel {
     /// Queued entries by id: the estimate they read when they enqueued (None: there was
     /// no model then).
     first_estimates: HashMap<i64, Option<FirstEstimate>>,
-    /// (model's seconds after the first round, seconds waited after it) of the latest
-    /// matched entries that had a first estimate.
-    followed: VecDeque<(f64, f64)>,
+    /// Per login: (model's seconds after the first round, seconds waited after it) of
+    /// its latest matched entries that had a first estimate, and the round count when
+    /// one was last added.
+    followed: HashMap<String, (VecDeque<(f64, f64)>, u64)>,
+    /// Rounds observed.
+    observed: u64,
 }
 
 /// The estimate an entry read when it enqueued.
@@ -132,16 +143,30 @@ impl WaitModel {
         pooled: Vec<WaitObservation>,
     ) -> Option<EstimateFollowUp> {
         self.remember_first_estimates(&pooled);
+        self.observed += 1;
         let mut pairs = Vec::new();
         for o in pooled.iter().filter(|o| o.matched) {
             if let Some(Some(first)) = self.first_estimates.remove(&o.entry_id) {
                 pairs.push((first.seconds(), o.waited_s));
-                self.followed
+                let login = self.followed.entry(o.owner.clone()).or_default();
+                login
+                    .0
                     .push_back((first.after_s, (o.waited_s - first.countdown_s).max(0.0)));
+                if login.0.len() > FOLLOWED {
+                    login.0.pop_front();
+                }
+                login.1 = self.observed;
             }
         }
-        while self.followed.len() > FOLLOWED {
-            self.followed.pop_front();
+        while self.followed.len() > MAX_LOGINS {
+            let stalest = self
+                .followed
+                .iter()
+                .min_by(|a, b| a.1.1.cmp(&b.1.1).then_with(|| a.0.cmp(b.0)))
+                .map(|(login, _)| login.clone());
+            if let Some(login) = stalest {
+                self.followed.remove(&login);
+            }
         }
         // Entries that left the queue are not followed further.
         let pooled_ids: std::collections::HashSet<i64> =
@@ -169,11 +194,13 @@ impl WaitModel {
                 *slowest = slowest.max(s);
             }
         }
-        let scale = self.scale();
+        let scales = self.scales();
+        let fallback = median_scale(&scales);
         for o in pooled {
             if self.first_estimates.contains_key(&o.entry_id) {
                 continue;
             }
+            let scale = scales.get(&o.owner).copied().unwrap_or(fallback);
             let first = after(o).map(|own| FirstEstimate {
                 countdown_s: o.waited_s,
                 after_s: o
@@ -186,16 +213,30 @@ impl WaitModel {
         }
     }
 
-    /// The learned scale of the model's rounds: what the latest matched entries waited
-    /// after their first round against what the model said, 1 until enough are known.
-    pub fn scale(&self) -> f64 {
-        let predicted: f64 = self.followed.iter().map(|f| f.0).sum();
-        let waited: f64 = self.followed.iter().map(|f| f.1).sum();
-        if self.followed.len() < MIN_FOLLOWED || predicted < 1.0 {
-            return 1.0;
-        }
-        let scale = (waited / predicted).clamp(SCALE_RANGE.0, SCALE_RANGE.1);
-        (scale * 100.0).round() / 100.0
+    /// The learned scale of each login with enough matched entries of its own: what
+    /// they waited after their first round against what the model said.
+    pub fn scales(&self) -> BTreeMap<String, f64> {
+        self.followed
+            .iter()
+            .filter_map(|(login, (followed, _))| {
+                let predicted: f64 = followed.iter().map(|f| f.0).sum();
+                let waited: f64 = followed.iter().map(|f| f.1).sum();
+                if followed.len() < MIN_FOLLOWED || predicted < 1.0 {
+                    return None;
+                }
+                let scale = (waited / predicted).clamp(SCALE_RANGE.0, SCALE_RANGE.1);
+                Some((login.clone(), (scale * 100.0).round() / 100.0))
+            })
+            .collect()
+    }
+
+    /// The scale of a login's players: its own, else the logins' median.
+    pub fn scale_of(&self, login: &str) -> f64 {
+        let scales = self.scales();
+        scales
+            .get(login)
+            .copied()
+            .unwrap_or_else(|| median_scale(&scales))
     }
 
     /// The model as `queue_state.wait_model` holds it, and the median wait of the
@@ -295,13 +336,28 @@ impl WaitModel {
             .collect();
         waits.sort_by(f64::total_cmp);
         let median = (!waits.is_empty()).then(|| waits[waits.len() / 2]);
+        let scales = self.scales();
         let model = serde_json::json!({
             "round_interval_s": (spacing.max(0.0) * 10.0).round() / 10.0,
-            "scale": self.scale(),
+            "scale": median_scale(&scales),
+            "scales": scales,
             "regions": regions,
         });
         self.published = Some(model.clone());
         Some((model, median))
+    }
+}
+
+/// The median of the logins' scales, one vote per login (1 when no login has one):
+/// what a login without a scale of its own reads.
+fn median_scale(scales: &BTreeMap<String, f64>) -> f64 {
+    let mut values: Vec<f64> = scales.values().copied().collect();
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => 1.0,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => ((values[n / 2 - 1] + values[n / 2]) * 50.0).round() / 100.0,
     }
 }
 
@@ -343,6 +399,7 @@ mod tests {
     fn obs(id: i64, skill: f64, region: &str, matched: bool) -> WaitObservation {
         WaitObservation {
             entry_id: id,
+            owner: "backend".into(),
             party: None,
             skill,
             region: Some(region.into()),
@@ -420,9 +477,61 @@ mod tests {
         assert_eq!(follow_up.mean_error_s, -60.0);
         assert_eq!(follow_up.mean_abs_error_s, 60.0);
         assert_eq!(follow_up.within_share, 0.0);
-        assert_eq!(m.scale(), 3.0);
+        assert_eq!(m.scale_of("backend"), 3.0);
         let (json, _) = m.to_json(30.0, 20.0).unwrap();
-        assert_eq!(json["scale"], 3.0);
+        assert_eq!(json["scales"]["backend"], 3.0);
+        assert_eq!(json["scale"], 3.0, "the only login's scale is the median");
+    }
+
+    /// A login whose players wait four times the model (or that claims to) moves its
+    /// own players' estimates only: the other logins with matched players of their own
+    /// keep theirs, and a new login reads the median of the logins.
+    #[test]
+    fn one_logins_waits_do_not_move_another_logins_estimates() {
+        let mut m = WaitModel::default();
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
+        one_round_after_the_next(&mut m, t0);
+        let at = |r: i64| t0 + chrono::Duration::seconds(60 + 30 * r);
+        // Each round pools the entries of three logins 10 s after they enqueued, then
+        // matches them: "backend" and "studio" after one round as the model says (40 s),
+        // "flood" (ten times as many) after four (130 s).
+        let login = |owner: &str, base: i64, n: i64, matched: bool, waited_s: f64| {
+            (0..n)
+                .map(move |k| WaitObservation {
+                    owner: owner.into(),
+                    waited_s,
+                    ..obs(base + k, 1500.0, "eu", matched)
+                })
+                .collect::<Vec<_>>()
+        };
+        for r in 0..4 {
+            let id = 10_000 * (r + 1);
+            let first: Vec<_> = [
+                login("backend", id, 10, false, 10.0),
+                login("studio", id + 100, 10, false, 10.0),
+                login("flood", id + 1000, 100, false, 10.0),
+            ]
+            .concat();
+            m.observe(at(5 * r), first);
+            m.observe(
+                at(5 * r + 1),
+                [
+                    login("backend", id, 10, true, 40.0),
+                    login("studio", id + 100, 10, true, 40.0),
+                    login("flood", id + 1000, 100, false, 40.0),
+                ]
+                .concat(),
+            );
+            m.observe(at(5 * r + 4), login("flood", id + 1000, 100, true, 130.0));
+        }
+        assert_eq!(m.scale_of("backend"), 1.0);
+        assert_eq!(m.scale_of("studio"), 1.0);
+        assert_eq!(m.scale_of("flood"), 4.0);
+        assert_eq!(m.scale_of("new"), 1.0, "the median of 1, 1 and 4");
+        let (json, _) = m.to_json(30.0, 20.0).unwrap();
+        assert_eq!(json["scales"]["backend"], 1.0);
+        assert_eq!(json["scales"]["flood"], 4.0);
+        assert_eq!(json["scale"], 1.0);
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct BackfillRequest {
     pub expires_at: DateTime<Utc>,
     /// The map the session is played on, as request_backfill named it.
     pub map: Option<String>,
+    /// The rating and uncertainty of each member sent with skill NULL to a rated queue,
+    /// as they are now.
+    pub member_ratings: Option<sqlx::types::Json<BTreeMap<String, (f64, f64)>>>,
     /// Pool ids each member must not meet: the pooled players they avoid and those who
     /// avoid them ([`load_member_avoids`]; the core checks a pair from either side, and
     /// members are not in the pool, so both sides are written here).
@@ -70,7 +73,9 @@ pub async fn snapshot_backfills_within(
 struct Member {
     player_id: String,
     team: usize,
-    skill: f64,
+    /// None: the member plays at their rating (a rated queue; `member_ratings`).
+    #[serde(default)]
+    skill: Option<f64>,
     #[serde(default)]
     skill_sigma: Option<f64>,
     #[serde(default)]
@@ -111,6 +116,20 @@ impl BackfillRequest {
             let id = ids
                 .name(&self.owner, &m.player_id)
                 .unwrap_or_else(|| format!("{}#s{}", m.player_id, self.request_id));
+            let rating = self
+                .member_ratings
+                .as_ref()
+                .and_then(|r| r.0.get(&m.player_id).copied());
+            let (skill, skill_sigma) = match (m.skill, rating) {
+                (Some(skill), _) => (skill, m.skill_sigma),
+                (None, Some((rating, uncertainty))) => (rating, Some(uncertainty)),
+                (None, None) => {
+                    return Err(format!(
+                        "member {} has no skill and the queue no rating for them",
+                        m.player_id
+                    ));
+                }
+            };
             let peer_pings = m
                 .peer_pings
                 .into_iter()
@@ -121,8 +140,8 @@ impl BackfillRequest {
                 avoids,
                 attributes: m.attributes,
                 party: None,
-                skill: m.skill,
-                skill_sigma: m.skill_sigma,
+                skill,
+                skill_sigma,
                 enqueued_at: None,
                 latencies: m.latencies,
                 peer_pings,

@@ -36,6 +36,9 @@ pub struct ReportInput {
     /// Per queue: the results reported for the window's matches, and how the predicted
     /// win probabilities came true.
     pub results: Vec<ResultStats>,
+    /// Per queue and factor: how the factor's value related to early leavers and to
+    /// surprises in the window's reported matches.
+    pub factor_results: Vec<FactorResultStats>,
     /// Per queue whose matches were placed on game servers: the supply as rounds used it.
     pub servers: Vec<ServerStats>,
     /// Per queue with maps and map: the matches played on it, vetoes kept and replays.
@@ -196,6 +199,12 @@ pub async fn read_report(
     let repeats = read_repeats(&mut tx, window).await?;
     let ready_checks = ready_check_stats(&mut tx, window).await?;
     let results = result_stats(&mut tx, window).await?;
+    let factor_results = fetch_window(
+        &mut tx,
+        window,
+        include_str!("sql/report_factor_results.sql"),
+    )
+    .await?;
     let servers = fetch_window(&mut tx, window, include_str!("sql/report_servers.sql")).await?;
     let maps = fetch_window(&mut tx, window, include_str!("sql/report_maps.sql")).await?;
     tx.commit().await?;
@@ -210,6 +219,7 @@ pub async fn read_report(
         repeats,
         ready_checks,
         results,
+        factor_results,
         servers,
         maps,
     })
@@ -365,6 +375,46 @@ pub struct ResultStats {
     pub stomps: i64,
     /// Per tenth of predicted probability: matches, mean prediction, observed win rate.
     pub calibration: Json<Vec<CalibrationBucket>>,
+}
+
+/// Per queue and factor of its reported two-team matches (`report_factor_results.sql`):
+/// the matches split at the factor's median, and how each half went.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct FactorResultStats {
+    pub queue: String,
+    pub factor: String,
+    pub matches: i64,
+    pub median: Option<f64>,
+    /// Share of players who left early, in the matches at or below the median and above.
+    pub left_early_low: Option<f64>,
+    pub left_early_high: Option<f64>,
+    /// Share of stomps (a team predicted at 70% or more won), same halves.
+    pub stomps_low: Option<f64>,
+    pub stomps_high: Option<f64>,
+    /// Correlation of the factor with leaving early, and with the prediction's squared
+    /// error (None: too few matches, or the factor never varied).
+    pub left_early_corr: Option<f64>,
+    pub surprise_corr: Option<f64>,
+}
+
+/// A reported two-team match of a round (`replay_round_results.sql`).
+#[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
+pub struct ReportedOutcome {
+    /// The first team's predicted chance at match time.
+    pub predicted: Option<f64>,
+    /// 1 the first team won, 0.5 a draw, 0 it lost.
+    pub outcome: f64,
+}
+
+/// The reported results of round `round_id`'s two-team matches.
+pub async fn round_results(
+    db: &PgPool,
+    round_id: i64,
+) -> Result<Vec<ReportedOutcome>, sqlx::Error> {
+    sqlx::query_as(include_str!("sql/replay_round_results.sql"))
+        .bind(round_id)
+        .fetch_all(db)
+        .await
 }
 
 /// Per queue placed on game servers (`report_servers.sql`).

@@ -114,6 +114,81 @@ pub struct Side {
     /// Left-over players by outcome (no_valid_match, outscored, ...).
     pub left_over_by_outcome: BTreeMap<String, usize>,
     pub solve_ms: f64,
+    /// How its two-team matches were predicted to go.
+    pub predictions: Predictions,
+}
+
+/// A team predicted to win at this chance or more makes a match lopsided; the favourite
+/// of a lopsided match winning is a stomp (the report's threshold).
+pub const LOPSIDED: f64 = 0.7;
+
+/// How a side's two-team matches were predicted to go. Both sides are predicted by the
+/// stored round's win model (its rating or predicted-fairness model), so that a what-if
+/// is judged by the predictor the round had, not by one it changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Predictions {
+    /// Two-team matches with a prediction.
+    pub matches: usize,
+    /// Their gaps of the first team's predicted chance from 50%, summed.
+    pub gap_sum: f64,
+    /// Matches with a team predicted at [`LOPSIDED`] or more.
+    pub lopsided: usize,
+    /// The stomps the predictions expect: each lopsided match's favourite's chance, summed.
+    pub expected_stomps: f64,
+}
+
+impl Predictions {
+    /// The predictions of `matches` (teams of player ids) from the players' skills in
+    /// `pool`.
+    pub fn of<'a>(
+        pool: &Pool,
+        matches: impl Iterator<Item = &'a [Vec<String>]>,
+        model: db::WinModel,
+    ) -> Predictions {
+        let skills: BTreeMap<&str, (f64, f64)> = pool
+            .players
+            .iter()
+            .map(|p| {
+                let sigma = p.skill_sigma.unwrap_or(model.default_sigma);
+                (p.id.as_str(), (p.skill, sigma))
+            })
+            .collect();
+        let mut out = Predictions::default();
+        for teams in matches.filter(|t| t.len() == 2) {
+            let rated: Vec<Vec<(f64, f64)>> = teams
+                .iter()
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|p| skills.get(p.as_str()).copied())
+                        .collect()
+                })
+                .collect();
+            if rated.iter().any(Vec::is_empty) {
+                continue;
+            }
+            let first = optimizer::rating::win_probabilities(&rated, model.beta)[0];
+            let favourite = first.max(1.0 - first);
+            out.matches += 1;
+            out.gap_sum += (first - 0.5).abs();
+            if favourite >= LOPSIDED {
+                out.lopsided += 1;
+                out.expected_stomps += favourite;
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, other: &Predictions) {
+        self.matches += other.matches;
+        self.gap_sum += other.gap_sum;
+        self.lopsided += other.lopsided;
+        self.expected_stomps += other.expected_stomps;
+    }
+
+    /// The mean gap of the predicted chance from 50% (0: every match a coin flip).
+    pub fn mean_gap(&self) -> Option<f64> {
+        (self.matches > 0).then(|| self.gap_sum / self.matches as f64)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -295,13 +370,25 @@ pub fn replay_round(
     };
     let solve_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    let stored_side = stored_side(stored);
-    let replay_side = replay_side(
+    let predictor =
+        crate::daemon::round::win_model(&effective_config(stored, &ReplayOptions::default())?);
+    let mut stored_side = stored_side(stored);
+    stored_side.predictions = Predictions::of(
+        &stored.pool,
+        stored.matches.iter().map(|m| m.teams.as_slice()),
+        predictor,
+    );
+    let mut replay_side = replay_side(
         &stored.pool,
         &outcome,
         malformed.len(),
         &left_over,
         solve_ms,
+    );
+    replay_side.predictions = Predictions::of(
+        &stored.pool,
+        outcome.matches.iter().map(|m| m.teams.as_slice()),
+        predictor,
     );
     let stored_sets: Vec<Vec<Vec<String>>> = stored
         .matches
@@ -403,6 +490,7 @@ pub fn stored_side(s: &StoredRound) -> Side {
         ),
         left_over_by_outcome: by_outcome,
         solve_ms: s.solve_ms,
+        predictions: Predictions::default(),
     }
 }
 
@@ -448,10 +536,10 @@ fn replay_side(
         ),
         left_over_by_outcome: by_outcome,
         solve_ms,
+        predictions: Predictions::default(),
     }
 }
 
-/// The side-by-side table of one replay.
 /// Totals over many rounds.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Totals {
@@ -466,6 +554,48 @@ pub struct Totals {
     /// Mean of each factor over all matches.
     pub factors: BTreeMap<String, f64>,
     pub waits: Option<Waits>,
+    /// How the two-team matches were predicted to go.
+    pub predictions: Predictions,
+    /// The stored side only: the results reported for its matches.
+    pub results: Option<Observed>,
+}
+
+/// The reported results of stored matches, counted as the report counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Observed {
+    /// Two-team matches with a result.
+    pub reported: usize,
+    /// Of those with a prediction: lopsided ones, and those the favourite won.
+    pub lopsided: usize,
+    pub stomps: usize,
+    /// Their squared gaps between prediction and outcome, summed, and how many.
+    pub brier_sum: f64,
+    pub predicted: usize,
+}
+
+impl Observed {
+    fn add(&mut self, results: &[db::report::ReportedOutcome]) {
+        for r in results {
+            self.reported += 1;
+            let Some(p) = r.predicted else { continue };
+            self.predicted += 1;
+            self.brier_sum += (p - r.outcome).powi(2);
+            if p.max(1.0 - p) >= LOPSIDED {
+                self.lopsided += 1;
+                let favourite_won = if p >= 0.5 {
+                    r.outcome == 1.0
+                } else {
+                    r.outcome == 0.0
+                };
+                self.stomps += usize::from(favourite_won);
+            }
+        }
+    }
+
+    /// The Brier score (0.25: a coin flip's).
+    pub fn brier(&self) -> Option<f64> {
+        (self.predicted > 0).then(|| self.brier_sum / self.predicted as f64)
+    }
 }
 
 /// The replay of many rounds.
@@ -531,6 +661,7 @@ impl Acc {
             }
         }
         self.waits.extend(waits);
+        self.totals.predictions.add(&side.predictions);
     }
 
     fn finish(mut self) -> Totals {
@@ -590,6 +721,12 @@ pub async fn replay_range(
         let stored = load(db, id).await?;
         let config = effective_config(&stored, args)?;
         let (replay, stored) = replay_off_runtime(stored, config, args).await?;
+        let reported = db::report::round_results(db, id).await?;
+        stored_acc
+            .totals
+            .results
+            .get_or_insert_with(Observed::default)
+            .add(&reported);
         what_if = replay.what_if.clone();
         stored_acc.add(
             &replay.stored,

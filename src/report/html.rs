@@ -46,6 +46,7 @@ pub fn render_html(input: &ReportInput) -> Result<String, PlotError> {
         wait_estimate_table(&mut page, &queues);
         ready_check_table(&mut page, input);
         results_table(&mut page, input);
+        factor_results_table(&mut page, input);
         servers_table(&mut page, input);
         maps_table(&mut page, input);
         for q in &queues {
@@ -244,6 +245,49 @@ fn results_table(page: &mut String, input: &ReportInput) {
             cell("lopsided", Some(r.lopsided as f64), count),
             cell("stomps", Some(r.stomps as f64), count),
             curve.join("; "),
+        );
+    }
+    page.push_str("</tbody>\n</table>\n");
+}
+
+/// Per queue and factor: the reported matches split at the factor's median, the early
+/// leavers and stomps of each half, and the factor's correlation with leaving early and
+/// with surprises: which weights the results say matter.
+fn factor_results_table(page: &mut String, input: &ReportInput) {
+    if input.factor_results.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Factors against results</h2>\n<p class=\"meta\">Each factor's reported \
+         matches split at its median: players who left early and stomps (a team predicted \
+         at 70% or more won) in the lower and the upper half, and the factor's correlation \
+         with leaving early and with the prediction's squared error.</p>\n\
+         <table class=\"summary\">\n<thead><tr>\
+         <th>queue</th><th>factor</th><th>matches</th><th>median</th>\
+         <th>left early: low half</th><th>high half</th>\
+         <th>stomps: low half</th><th>high half</th>\
+         <th>corr. with leaving early</th><th>corr. with surprise</th>\
+         </tr></thead>\n<tbody>\n",
+    );
+    let count = |v: f64| format!("{v:.0}");
+    let share = |v: f64| format!("{:.1}%", 100.0 * v);
+    let value = |v: f64| format!("{v:.3}");
+    let corr = |v: f64| format!("{v:+.2}");
+    for f in &input.factor_results {
+        let _ = writeln!(
+            page,
+            "<tr data-factor=\"{}\"><th>{}</th><th>{}</th>{}{}{}{}{}{}{}{}</tr>",
+            escape(&f.factor),
+            escape(&f.queue),
+            escape(&f.factor),
+            cell("factor_matches", Some(f.matches as f64), count),
+            cell("median", f.median, value),
+            cell("left_early_low", f.left_early_low, share),
+            cell("left_early_high", f.left_early_high, share),
+            cell("stomps_low", f.stomps_low, share),
+            cell("stomps_high", f.stomps_high, share),
+            cell("left_early_corr", f.left_early_corr, corr),
+            cell("surprise_corr", f.surprise_corr, corr),
         );
     }
     page.push_str("</tbody>\n</table>\n");
@@ -456,6 +500,7 @@ mod tests {
             repeats: Vec::new(),
             ready_checks: Vec::new(),
             results: Vec::new(),
+            factor_results: Vec::new(),
             servers: Vec::new(),
             maps: Vec::new(),
         };

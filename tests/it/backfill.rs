@@ -782,3 +782,47 @@ async fn a_login_fills_at_most_its_share_of_a_minute_not_of_every_round() {
         "{filled} of the 12 players went to the one login's sessions"
     );
 }
+
+/// On a rated queue a session may name its members with skill NULL, as enqueue may:
+/// they play at their ratings as they are now (here 2500, from their results under the
+/// server's login), so the fill is the queued player near that rating.
+#[tokio::test]
+async fn on_a_rated_queue_members_without_a_skill_play_at_their_ratings() {
+    let tdb = fresh_db().await;
+    let toml = format!("{QUEUES}[queues.q.rating]\n");
+    let Leader {
+        clock, mut worker, ..
+    } = leader(&tdb.pool, &toml, "q", "bf-rated").await;
+    let (_, client) = client_login(&tdb, 2).await;
+    let (server_name, server) = server_login(&tdb, 2).await;
+    enqueue(&client, "q", "average", 1500.0)
+        .latency("eu", 30.0)
+        .await;
+    enqueue(&client, "q", "strong", 2500.0)
+        .latency("eu", 30.0)
+        .await;
+    for id in ["a", "b", "c", "d", "e"] {
+        sqlx::query(
+            "INSERT INTO ratings (owner, player_id, pool, rating, uncertainty, updated_at)
+             VALUES ($1, $2, 'q', 2500, 50, now())",
+        )
+        .bind(&server_name)
+        .bind(id)
+        .execute(&tdb.pool)
+        .await
+        .unwrap();
+    }
+    let m = |id: &str, team: i32| json!({"player_id": id, "team": team, "latencies": {"eu": 30}});
+    let members = json!([m("a", 0), m("b", 0), m("c", 0), m("d", 1), m("e", 1)]);
+    let id = request_backfill(&server, "q", "rated-1", &members, &[0, 1], "30 seconds")
+        .await
+        .unwrap();
+    clock.advance(secs(1));
+    match worker.step().await.unwrap() {
+        StepOutcome::Ran(r) if r.trigger == RoundTrigger::Backfill => {}
+        other => panic!("expected an immediate backfill round, got {other:?}"),
+    }
+    let status = backfill_status(&server, id).await.unwrap();
+    assert_eq!(status.0, "filled", "{status:?}");
+    assert_eq!(status.2, vec!["strong".to_string()]);
+}

@@ -517,8 +517,11 @@ async fn long_queue_names_get_valid_channels_and_oversized_headers_a_compact_for
 }
 
 /// `examples/NAME.rs`, built with this test binary's profile (cargo builds examples for
-/// `cargo test`, not for `cargo test --test it`; an up-to-date one costs a second).
-/// Built once per name and test run; one build at a time (cargo would wait on its lock).
+/// `cargo test`, not for `cargo test --test it`). Built as `cargo test --workspace`
+/// builds it, so that after that command it is up to date and nothing is compiled again
+/// (a build of the root package alone unifies other features and rebuilds the
+/// dependencies). Built once per name and test run; one build at a time (cargo would
+/// wait on its lock).
 pub(crate) fn example_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, PathBuf>>> =
         OnceLock::new();
@@ -542,15 +545,22 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["build", "--quiet", "--example", name, "--profile", profile])
+        .args([
+            "test",
+            "--no-run",
+            "--workspace",
+            "--quiet",
+            "--profile",
+            profile,
+        ])
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
-        .unwrap_or_else(|e| panic!("run cargo build --example {name}: {e}"));
+        .unwrap_or_else(|e| panic!("run cargo test --no-run (for --example {name}): {e}"));
     assert!(
         out.status.success(),
-        "cargo build --example {name} failed:\n{}",
+        "cargo test --no-run --workspace (for --example {name}) failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let path = profile_dir.join("examples").join(name);

@@ -269,6 +269,11 @@ async fn the_cli_replays_a_round_and_a_range_and_explains_a_player() {
         "{out}"
     );
     assert!(out.contains("equal_players"), "{out}");
+    // The predictions of both sides' matches, by the round's own predictor.
+    assert!(
+        out.contains("predicted gap from 50%") && out.contains("stomps expected"),
+        "{out}"
+    );
 
     let (ok, out, err) = cli(&[
         "replay",
@@ -284,6 +289,7 @@ async fn the_cli_replays_a_round_and_a_range_and_explains_a_player() {
         out.contains("1 rounds from") && out.contains("1 replayed to identical matches"),
         "{out}"
     );
+    assert!(out.contains("lopsided (>=70%)"), "{out}");
 
     let left: String = sqlx::query_scalar(
         "SELECT player_id FROM queue_entries WHERE queue = 'q' AND status = 'queued'",

@@ -12,6 +12,7 @@ use sqlx::PgPool;
 
 use crate::support::*;
 use matchmaker::daemon::clock::Clock;
+use matchmaker::ops::replay::ReplayOptions;
 use matchmaker_optimizer::rating::win_probabilities;
 
 /// q: a 3v3 queue; rc: the same with a ready check.
@@ -627,6 +628,66 @@ async fn a_rated_ladder_learns_the_true_order_and_its_matches_get_fairer() {
         );
     }
     assert_eq!((changes, played), (seats, seats));
+
+    // Each weighted factor against the results: every reported match counts once per
+    // factor, split at the factor's median.
+    let factors: Vec<(&str, i64)> = report
+        .factor_results
+        .iter()
+        .map(|f| (f.factor.as_str(), f.matches))
+        .collect();
+    assert!(
+        factors.iter().any(|(f, _)| *f == "equal_teams"),
+        "{factors:?}"
+    );
+    assert!(
+        factors.iter().all(|(_, n)| *n == stats.reported),
+        "{factors:?}"
+    );
+    let page = matchmaker::report::render_html(&report).unwrap();
+    assert!(page.contains("Factors against results"));
+
+    // What a candidate weighting would have done over the stored rounds: with skill
+    // weighing nothing, the same pools make matches the ladder's ratings call lopsided.
+    let what_if = ReplayOptions {
+        set: vec![
+            "queue.weights.equal_teams=0".into(),
+            "queue.weights.equal_players=0".into(),
+        ],
+        ..ReplayOptions::default()
+    };
+    let range = matchmaker::ops::replay::replay_range(
+        d.db(),
+        window.from,
+        window.to,
+        Some("ranked"),
+        &what_if,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let (stored, replayed) = (&range.stored.predictions, &range.replay.predictions);
+    let observed = range.stored.results.expect("the stored side's results");
+    eprintln!(
+        "replay without skill weights: predicted gap {:?} -> {:?}, lopsided {} -> {}, \
+         stomps expected {:.1} -> {:.1}; observed {} stomps in {} results, Brier {:?}",
+        stored.mean_gap(),
+        replayed.mean_gap(),
+        stored.lopsided,
+        replayed.lopsided,
+        stored.expected_stomps,
+        replayed.expected_stomps,
+        observed.stomps,
+        observed.reported,
+        observed.brier()
+    );
+    assert_eq!(observed.reported as i64, stats.reported);
+    assert_eq!(observed.stomps as i64, stats.stomps);
+    assert!(
+        replayed.mean_gap().unwrap() > 1.5 * stored.mean_gap().unwrap(),
+        "{stored:?} -> {replayed:?}"
+    );
+    assert!(replayed.expected_stomps > stored.expected_stomps);
 }
 
 /// The fault: a leader killed while it applies results (its transaction has written

@@ -135,13 +135,16 @@ async fn a_player_the_last_round_found_nobody_to_play_with_reads_no_estimate() {
 async fn a_party_reads_its_slowest_members_estimate_scaled_as_learned() {
     let mut d = Daemon::start(CONFIG, "a").await;
     let (_, client) = client_login(&d.tdb, 2).await;
+    let (other_name, other) = client_login(&d.tdb, 2).await;
     first_round(&mut d, &client).await;
     // A model as a leader writes it: in eu, players below 1600 are placed by the next
-    // round, players above wait 3 more; elsewhere one more. Rounds 20 s apart, waits
-    // learned to run 1.5 times the model.
+    // round, players above wait 3 more; elsewhere one more. Rounds 20 s apart; the other
+    // login's players were learned to wait 2.5 times the model, the logins' median is
+    // 1.5.
     let model = json!({
         "round_interval_s": 20.0,
         "scale": 1.5,
+        "scales": { other_name.as_str(): 2.5 },
         "regions": {
             "*": {"edges": [1600.0], "rounds": [1.0, 1.0]},
             "eu": {"edges": [1600.0], "rounds": [0.0, 3.0]},
@@ -162,11 +165,13 @@ async fn a_party_reads_its_slowest_members_estimate_scaled_as_learned() {
                             "attributes": {"build": "1"}}),
         )
         .await;
-    for p in names("s", 4) {
+    for p in names("s", 3) {
         solo(&client, &p, 1400.0, "1").await;
     }
+    solo(&other, "o-high", 1800.0, "1").await;
     d.step("q").await;
     let seen = queued(&client, &["low", "high", "s0"]).await;
+    let theirs = queued(&other, &["o-high"]).await;
     // estimated - countdown = the rounds after the next: 20 s x 1.5 x rounds.
     let after = |p: &str| {
         let q = &seen[p];
@@ -185,6 +190,13 @@ async fn a_party_reads_its_slowest_members_estimate_scaled_as_learned() {
         seen["high"]
     );
     assert_eq!(after("low"), 90, "the party waits for its slowest member");
+    // The other login's player reads its login's own scale: 20 s x 2.5 x 3 rounds.
+    let o = &theirs["o-high"];
+    assert_eq!(
+        o.estimated_wait_s.expect("an estimate") - o.seconds_to_next_round.expect("a countdown"),
+        150,
+        "{o:?}"
+    );
 }
 
 #[tokio::test]

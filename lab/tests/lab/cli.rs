@@ -188,74 +188,107 @@ fn postmaster_pids(dir: &std::path::Path) -> Vec<u32> {
 fn demo_ended_by_a_signal_stops_its_private_server_and_removes_its_directory() {
     let _load = crate::support::TIMING.blocking_read();
     for signal in ["TERM", "HUP"] {
-        // The demo's server and log go under TMPDIR: this directory, which the server's
-        // user (postgres, when the tests run as root) may enter.
-        let tmp = tempfile::Builder::new()
-            .prefix("mm-demo-signal-")
-            .tempdir()
-            .expect("a temporary directory");
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut child = lab()
-            .args(["demo", "--duration", "5m", "--round-every", "4s"])
-            .env("TMPDIR", tmp.path())
-            .env_remove("DATABASE_URL")
-            .env_remove("MATCHMAKER_CONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the demo");
-        let started = Instant::now();
-        let postmaster = loop {
-            if let Some(&pid) = postmaster_pids(tmp.path()).first() {
-                break pid;
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("the demo ended before its server ran: {status}");
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "no private server within 2 minutes"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        // Let it reach its rounds, then end it as a service manager would.
-        std::thread::sleep(Duration::from_secs(3));
-        let sent = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(sent.success());
-        let ended = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if ended.elapsed() > Duration::from_secs(60) {
-                child.kill().ok();
-                panic!("SIG{signal}: the demo still runs a minute later");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
+        let status = end_by_signal(&["demo", "--duration", "5m", "--round-every", "4s"], signal);
         assert!(
             status.success(),
             "SIG{signal}: the demo ended with {status}"
         );
-        let proc_dir = std::path::PathBuf::from(format!("/proc/{postmaster}"));
-        let gone = Instant::now();
-        while proc_dir.exists() && gone.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every lab command runs in the product's shell: a measurement ended by a signal stops
+/// its private PostgreSQL and removes its directory too, and exits as the shell does
+/// (128 + the signal's number).
+#[test]
+fn bench_db_ended_by_a_signal_stops_its_private_server() {
+    let _load = crate::support::TIMING.blocking_read();
+    let args = [
+        "bench-db",
+        "--sizes",
+        "300",
+        "--repeat",
+        "1000",
+        "--rounds-only",
+    ];
+    let status = end_by_signal(&args, "TERM");
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "SIGTERM: bench-db ended with {status}"
+    );
+}
+
+/// Runs `matchmaker-lab args` with its temporary files in a directory of its own, sends
+/// it SIG`signal` once its private server runs, and checks that the server is stopped and
+/// nothing is left in the directory. Returns how the command ended.
+fn end_by_signal(args: &[&str], signal: &str) -> std::process::ExitStatus {
+    // The server and log go under TMPDIR: this directory, which the server's user
+    // (postgres, when the tests run as root) may enter.
+    let tmp = tempfile::Builder::new()
+        .prefix("mm-lab-signal-")
+        .tempdir()
+        .expect("a temporary directory");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = lab()
+        .args(args)
+        .env("TMPDIR", tmp.path())
+        .env_remove("DATABASE_URL")
+        .env_remove("MATCHMAKER_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the lab command");
+    let started = Instant::now();
+    let postmaster = loop {
+        if let Some(&pid) = postmaster_pids(tmp.path()).first() {
+            break pid;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("{args:?} ended before its server ran: {status}");
         }
         assert!(
-            !proc_dir.exists(),
-            "SIG{signal}: the postmaster {postmaster} still runs"
+            started.elapsed() < Duration::from_secs(120),
+            "no private server within 2 minutes"
         );
-        let left: Vec<_> = std::fs::read_dir(tmp.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        assert!(left.is_empty(), "SIG{signal}: left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Let it get to work, then end it as a service manager would.
+    std::thread::sleep(Duration::from_secs(3));
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let ended = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if ended.elapsed() > Duration::from_secs(60) {
+            child.kill().ok();
+            panic!("SIG{signal}: {args:?} still runs a minute later");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{postmaster}"));
+    let gone = Instant::now();
+    while proc_dir.exists() && gone.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
     }
+    assert!(
+        !proc_dir.exists(),
+        "SIG{signal}: the postmaster {postmaster} of {args:?} still runs"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "SIG{signal}: {args:?} left behind: {left:?}"
+    );
+    status
 }

@@ -19,8 +19,10 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The product binary `matchmaker` the replicas of `peak` run, built by cargo into this
-/// profile's directory (a dependency's binaries are not built for this crate's tests, so
-/// build it when it is not there yet).
+/// profile's directory (a dependency's binaries are not built for this crate's tests).
+/// Built as `cargo test --workspace` builds it, so that after that command it is up to
+/// date and nothing is compiled again (a build of the `matchmaker` package alone unifies
+/// other features and rebuilds the dependencies).
 pub fn product_binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
@@ -32,7 +34,7 @@ pub fn product_binary() -> PathBuf {
                 .expect("the test binary is in <target>/<profile>/deps");
             let exe = profile_dir.join(format!("matchmaker{}", std::env::consts::EXE_SUFFIX));
             let mut build = std::process::Command::new(env!("CARGO"));
-            build.args(["build", "--package", "matchmaker", "--bin", "matchmaker"]);
+            build.args(["test", "--no-run", "--workspace", "--quiet"]);
             if !cfg!(debug_assertions) {
                 build.arg("--release");
             }
@@ -40,7 +42,7 @@ pub fn product_binary() -> PathBuf {
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .status()
                 .expect("run cargo build");
-            assert!(status.success(), "cargo build --bin matchmaker failed");
+            assert!(status.success(), "cargo test --no-run --workspace failed");
             assert!(
                 exe.is_file(),
                 "{} is missing after the build",

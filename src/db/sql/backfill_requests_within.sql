@@ -32,7 +32,15 @@ taken AS (
       FROM open
      ORDER BY turn, created_at, request_id
      LIMIT $3)
-SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at, map
+SELECT request_id, session_id, owner, members, open_slots, created_at, expires_at, map,
+       -- Members sent with skill NULL to a rated queue play at their rating as it is
+       -- now, as queued entries do: {player_id: [rating, uncertainty]}.
+       (SELECT jsonb_object_agg(m ->> 'player_id', jsonb_build_array(c.rating, c.uncertainty))
+          FROM jsonb_array_elements(taken.members) m
+          JOIN rating_pools rp
+            ON rp.pool = (SELECT q.rating_pool FROM queues q WHERE q.queue = $1)
+         CROSS JOIN LATERAL matchmaker_current_rating(rp, taken.owner, m ->> 'player_id') c
+         WHERE m ->> 'skill' IS NULL) AS member_ratings
   FROM taken
  WHERE running <= $2
  ORDER BY created_at, request_id
