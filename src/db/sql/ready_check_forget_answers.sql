@@ -1,5 +1,6 @@
--- Delete the answers of resolved matches (and any older than an hour of a match no longer
--- pending). SKIP LOCKED: a row a client's open transaction holds waits for a later look.
+-- Delete the answers of the matches this look resolved, and any answer older than an
+-- hour, of matches no longer pending. SKIP LOCKED: a row a client's open transaction
+-- holds waits for a later look (or retention).
 -- $1 = the match ids this look resolved.
 DELETE FROM ready_answers
  WHERE (match_id, entry_id) IN (
