@@ -36,7 +36,7 @@ pub const PRUNE_DELETES: &[&str] = &[
 ];
 
 /// The session's login and what it may not read (or delete from).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Access {
     /// `session_user`: the login, also when a `SET ROLE` is in effect.
     pub login: String,
@@ -59,22 +59,11 @@ pub async fn delete_access(db: &PgPool, tables: &[&str]) -> Result<Access, DbErr
 }
 
 async fn table_access(db: &PgPool, tables: &[&str], privilege: &str) -> Result<Access, DbError> {
-    let (login, client, unreadable): (String, bool, Vec<String>) = sqlx::query_as(
-        "SELECT session_user::text,
-                coalesce((SELECT pg_has_role(r.oid, 'USAGE') FROM pg_roles r
-                           WHERE r.rolname = 'matchmaker_client'), false),
-                ARRAY(SELECT t.name FROM unnest($1::text[]) WITH ORDINALITY AS t(name, i)
-                       WHERE to_regclass(t.name) IS NOT NULL
-                         AND NOT has_table_privilege(to_regclass(t.name), $2)
-                       ORDER BY t.i)",
+    Ok(
+        sqlx::query_as(include_str!("sql/access_table_privileges.sql"))
+            .bind(tables)
+            .bind(privilege)
+            .fetch_one(db)
+            .await?,
     )
-    .bind(tables)
-    .bind(privilege)
-    .fetch_one(db)
-    .await?;
-    Ok(Access {
-        login,
-        client,
-        unreadable,
-    })
 }

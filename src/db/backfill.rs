@@ -189,18 +189,18 @@ pub async fn load_member_avoids(
     let pooled = snapshot.pool_id_by_login();
     // (owner, member) -> pool ids, both directions.
     let mut of: HashMap<(&str, &str), Vec<String>> = HashMap::new();
-    for (owner, member, avoided) in &rows {
-        if let Some(&them) = pooled.get(&(owner.as_str(), avoided.as_str())) {
-            of.entry((owner, member))
+    for a in &rows {
+        if let Some(&them) = pooled.get(&(a.owner.as_str(), a.avoided_player_id.as_str())) {
+            of.entry((&a.owner, &a.player_id))
                 .or_default()
                 .push(them.to_string());
         }
     }
-    for (owner, player, avoided) in &snapshot.avoids {
-        let Some(&me) = pooled.get(&(owner.as_str(), player.as_str())) else {
+    for a in &snapshot.avoids {
+        let Some(&me) = pooled.get(&(a.owner.as_str(), a.player_id.as_str())) else {
             continue;
         };
-        let ids = of.entry((owner, avoided)).or_default();
+        let ids = of.entry((&a.owner, &a.avoided_player_id)).or_default();
         if !ids.iter().any(|i| i == me) {
             ids.push(me.to_string());
         }

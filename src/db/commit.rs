@@ -244,18 +244,14 @@ async fn check_lease(tx: &mut PgConnection, r: &RoundRecord<'_>) -> Result<(), D
     } else {
         "auto"
     };
-    let held: Option<(i64, String)> = sqlx::query_as(
-        "SELECT term, set_config('plan_cache_mode', $5, true) FROM leases
-          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > coalesce($4, now())
-          FOR UPDATE",
-    )
-    .bind(queue)
-    .bind(&r.lease.holder)
-    .bind(r.lease.term)
-    .bind(r.lease_now)
-    .bind(plan_cache_mode)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let held: Option<(i64, String)> = sqlx::query_as(include_str!("sql/commit_check_lease.sql"))
+        .bind(queue)
+        .bind(&r.lease.holder)
+        .bind(r.lease.term)
+        .bind(r.lease_now)
+        .bind(plan_cache_mode)
+        .fetch_optional(&mut *tx)
+        .await?;
     if held.is_none() {
         return Err(DbError::LeaseLost {
             queue: queue.to_string(),
@@ -276,17 +272,14 @@ async fn lock_open_requests(
     if fill_requests.is_empty() {
         return Ok(HashSet::new());
     }
-    Ok(sqlx::query_scalar(
-        "SELECT request_id FROM backfill_requests
-          WHERE request_id = ANY($1) AND status = 'open' AND expires_at > now()
-          ORDER BY request_id
-          FOR UPDATE SKIP LOCKED",
+    Ok(
+        sqlx::query_scalar(include_str!("sql/commit_lock_open_requests.sql"))
+            .bind(&fill_requests)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .collect(),
     )
-    .bind(&fill_requests)
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .collect())
 }
 
 /// The matches the round proposes: fills first (their sessions are running, and only the
@@ -348,17 +341,10 @@ impl Pool<'_> {
 async fn lock_pool<'a>(tx: &mut PgConnection, r: &'a RoundRecord<'_>) -> Result<Pool<'a>, DbError> {
     let entry_ids = r.snapshot.entry_ids();
     let all_ids: Vec<i64> = entry_ids.values().copied().collect();
-    let locked: Vec<(i64, Option<i64>)> = sqlx::query_as(
-        "SELECT e.entry_id, mp.match_id
-           FROM queue_entries e
-           LEFT JOIN match_players mp ON mp.entry_id = e.entry_id
-          WHERE e.entry_id = ANY($1) AND e.status = 'queued' AND e.expires_at > now()
-          ORDER BY e.entry_id
-          FOR UPDATE OF e SKIP LOCKED",
-    )
-    .bind(&all_ids)
-    .fetch_all(&mut *tx)
-    .await?;
+    let locked: Vec<(i64, Option<i64>)> = sqlx::query_as(include_str!("sql/commit_lock_pool.sql"))
+        .bind(&all_ids)
+        .fetch_all(&mut *tx)
+        .await?;
     let mut available: HashSet<i64> = locked.iter().map(|(entry, _)| *entry).collect();
     let inconsistent: Vec<(i64, i64)> = locked
         .iter()
@@ -392,6 +378,16 @@ struct OtherQueues {
     busy: HashSet<String>,
 }
 
+/// A candidate player's queued entry in another queue.
+#[derive(sqlx::FromRow)]
+struct ElsewhereRow {
+    entry_id: i64,
+    /// The player's entry in the pool.
+    pooled: i64,
+    /// Whether this commit now holds the row.
+    held: bool,
+}
+
 /// One player, one match across queues: lock the candidate players' queued entries in
 /// other queues, since a player is ours only if we hold every one of those rows too. A
 /// player is a login's player id: another login's entries of the same id are another
@@ -414,34 +410,19 @@ async fn lock_other_queues(
         .map(|p| pool.entry_ids[p.as_str()])
         .collect();
     let player_of: HashMap<i64, &str> = pool.entry_ids.iter().map(|(p, id)| (*id, *p)).collect();
-    let elsewhere: Vec<(i64, i64, bool)> = if candidates.is_empty() {
+    let elsewhere: Vec<ElsewhereRow> = if candidates.is_empty() {
         Vec::new()
     } else {
-        sqlx::query_as(
-            "WITH pooled AS (
-                 SELECT entry_id, owner, player_id FROM queue_entries
-                  WHERE entry_id = ANY($1)),
-             elsewhere AS (
-                 SELECT o.entry_id, p.entry_id AS pooled FROM queue_entries o
-                   JOIN pooled p ON o.owner = p.owner AND o.player_id = p.player_id
-                  WHERE o.queue <> $2 AND o.status = 'queued'),
-             held AS (
-                 SELECT entry_id FROM queue_entries
-                  WHERE entry_id IN (SELECT entry_id FROM elsewhere) AND status = 'queued'
-                  ORDER BY entry_id
-                  FOR UPDATE SKIP LOCKED)
-             SELECT e.entry_id, e.pooled, h.entry_id IS NOT NULL
-               FROM elsewhere e LEFT JOIN held h USING (entry_id)",
-        )
-        .bind(&candidates)
-        .bind(r.snapshot.queue.as_str())
-        .fetch_all(&mut *tx)
-        .await?
+        sqlx::query_as(include_str!("sql/commit_lock_other_queues.sql"))
+            .bind(&candidates)
+            .bind(r.snapshot.queue.as_str())
+            .fetch_all(&mut *tx)
+            .await?
     };
     // By pool id, as the matches name their players.
     let elsewhere: Vec<(i64, String, bool)> = elsewhere
         .into_iter()
-        .map(|(id, pooled, held)| (id, player_of[&pooled].to_string(), held))
+        .map(|e| (e.entry_id, player_of[&e.pooled].to_string(), e.held))
         .collect();
     let held: Vec<(i64, String)> = elsewhere
         .iter()
@@ -556,47 +537,33 @@ async fn insert_round(
     match_count: usize,
 ) -> Result<(i64, Vec<i64>), DbError> {
     let pool_size = r.snapshot.entries.len();
-    Ok(sqlx::query_as(
-        "WITH round AS (
-             INSERT INTO rounds (queue, trigger, leader, term, started_at, snapshot_at,
-                                 committed_at, pool_size, match_count, matched, left_over,
-                                 rejected, dropped_by_cancel, score, factor_averages,
-                                 solver_stats, snapshot_ms, solve_ms, commit_ms, seed,
-                                 config_hash, config)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                     $17, $18, $19, $20::text::numeric, $21, $22)
-             RETURNING round_id)
-         SELECT round_id,
-                ARRAY(SELECT nextval(pg_get_serial_sequence('matches', 'match_id'))
-                        FROM generate_series(1, $23))
-           FROM round",
-    )
-    .bind(r.snapshot.queue.as_str())
-    .bind(r.trigger.as_str())
-    .bind(&r.lease.holder)
-    .bind(r.lease.term)
-    .bind(r.started_at)
-    .bind(r.snapshot_at)
-    .bind(r.committed_at)
-    .bind(pool_size as i32)
-    .bind(0)
-    .bind(0)
-    .bind(0)
-    .bind(0)
-    .bind(0)
-    .bind(None::<f64>)
-    .bind(sqlx::types::Json(serde_json::json!({})))
-    .bind(sqlx::types::Json(&r.outcome.stats))
-    .bind(r.snapshot_ms)
-    .bind(r.solve_ms)
-    // commit_ms is not known before COMMIT; set below, inside the same transaction.
-    .bind(0.0_f64)
-    .bind(r.seed.to_string())
-    .bind(r.config_hash)
-    .bind(r.config)
-    .bind(match_count as i64)
-    .fetch_one(&mut *tx)
-    .await?)
+    Ok(sqlx::query_as(include_str!("sql/commit_insert_round.sql"))
+        .bind(r.snapshot.queue.as_str())
+        .bind(r.trigger.as_str())
+        .bind(&r.lease.holder)
+        .bind(r.lease.term)
+        .bind(r.started_at)
+        .bind(r.snapshot_at)
+        .bind(r.committed_at)
+        .bind(pool_size as i32)
+        .bind(0)
+        .bind(0)
+        .bind(0)
+        .bind(0)
+        .bind(0)
+        .bind(None::<f64>)
+        .bind(sqlx::types::Json(serde_json::json!({})))
+        .bind(sqlx::types::Json(&r.outcome.stats))
+        .bind(r.snapshot_ms)
+        .bind(r.solve_ms)
+        // commit_ms is not known before COMMIT; set below, inside the same transaction.
+        .bind(0.0_f64)
+        .bind(r.seed.to_string())
+        .bind(r.config_hash)
+        .bind(r.config)
+        .bind(match_count as i64)
+        .fetch_one(&mut *tx)
+        .await?)
 }
 
 /// Write the kept matches so one bad row does not fail the round: all matches in one go;
@@ -724,28 +691,14 @@ async fn close_fills(
         }
     }
     if !fill_ids.is_empty() {
-        sqlx::query(
-            "WITH f AS (
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])
-                          AS u(match_id, request_id, session_id)),
-             linked AS (
-                 UPDATE matches m SET session_id = f.session_id,
-                                      backfill_request_id = f.request_id
-                   FROM f WHERE m.match_id = f.match_id)
-             UPDATE backfill_requests b
-                SET status = 'filled', match_id = f.match_id, round_id = $4,
-                    attempted_at = now(), updated_at = $5, unfilled_reason = NULL,
-                    reason = format('filled by round %s (match %s)', $4, f.match_id)
-               FROM f
-              WHERE b.request_id = f.request_id AND b.status = 'open'",
-        )
-        .bind(&fill_ids)
-        .bind(&fill_requests)
-        .bind(&fill_sessions)
-        .bind(round_id)
-        .bind(r.committed_at)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(include_str!("sql/commit_close_fills.sql"))
+            .bind(&fill_ids)
+            .bind(&fill_requests)
+            .bind(&fill_sessions)
+            .bind(round_id)
+            .bind(r.committed_at)
+            .execute(&mut *tx)
+            .await?;
         if r.servers_ttl.is_some() {
             super::servers::fills_stay_on_their_server(tx, &fill_ids).await?;
         }
@@ -778,17 +731,11 @@ async fn record_unfilled(
         return Ok(());
     }
     let (ids, reasons): (Vec<i64>, Vec<String>) = tried.into_iter().unzip();
-    sqlx::query(
-        "UPDATE backfill_requests b
-            -- the database's clock, as the worker's retry look-up reads it
-            SET attempted_at = now(), unfilled_reason = u.reason
-           FROM unnest($1::bigint[], $2::text[]) AS u(request_id, reason)
-          WHERE b.request_id = u.request_id AND b.status = 'open'",
-    )
-    .bind(&ids)
-    .bind(&reasons)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/commit_record_unfilled.sql"))
+        .bind(&ids)
+        .bind(&reasons)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -813,20 +760,16 @@ async fn withdraw_other_entries(
         .iter()
         .filter_map(|(entry, player)| match_of.get(player.as_str()).map(|m| (*entry, *m)))
         .unzip();
-    Ok(sqlx::query(
-        "UPDATE queue_entries e
-            SET status = 'withdrawn', match_id = u.match_id, updated_at = $4,
-                reject_reason = format('matched in queue %s (match %s)', $3, u.match_id)
-           FROM unnest($1::bigint[], $2::bigint[]) AS u(entry_id, match_id)
-          WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
+    Ok(
+        sqlx::query(include_str!("sql/commit_withdraw_other_entries.sql"))
+            .bind(&ids)
+            .bind(&matches)
+            .bind(r.snapshot.queue.as_str())
+            .bind(r.committed_at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected() as usize,
     )
-    .bind(&ids)
-    .bind(&matches)
-    .bind(r.snapshot.queue.as_str())
-    .bind(r.committed_at)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected() as usize)
 }
 
 /// Rows the queue cannot use leave the pool as rejected, with the reason, instead of being
@@ -843,19 +786,13 @@ async fn reject_entries(
     }
     let ids: Vec<i64> = rejected.iter().map(|x| entry_ids[x.id.as_str()]).collect();
     let reasons: Vec<&str> = rejected.iter().map(|x| x.reason.as_str()).collect();
-    sqlx::query(
-        "UPDATE queue_entries e
-            SET status = 'rejected', reject_reason = u.reason, round_id = $3,
-                updated_at = $4
-           FROM unnest($1::bigint[], $2::text[]) AS u(entry_id, reason)
-          WHERE e.entry_id = u.entry_id AND e.status = 'queued'",
-    )
-    .bind(&ids)
-    .bind(&reasons)
-    .bind(round_id)
-    .bind(r.committed_at)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/commit_reject_entries.sql"))
+        .bind(&ids)
+        .bind(&reasons)
+        .bind(round_id)
+        .bind(r.committed_at)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -891,41 +828,15 @@ async fn mark_left_over(
     if ids.is_empty() {
         return Ok(());
     }
-    sqlx::query(
-        "WITH horizon AS (
-             SELECT (SELECT round_id FROM rounds WHERE queue = $5
-                      ORDER BY round_id DESC OFFSET $6 - 1 LIMIT 1) AS round_id),
-         u AS (
-             SELECT u.entry_id, u.outcome,
-                    CASE WHEN e.left_over IS NOT DISTINCT FROM u.outcome
-                         THEN e.left_over_since ELSE $4 END AS since,
-                    u.reason
-                    || CASE WHEN u.outcome IN ('no_host', 'no_valid_match')
-                                 AND e.left_over IS NOT DISTINCT FROM u.outcome
-                                 AND e.left_over_since <= h.round_id
-                            THEN format('; left over so for %s rounds: waits behind the '
-                                        || 'other entries when the pool is larger than a '
-                                        || 'round takes', $6)
-                            ELSE '' END AS reason
-               FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(entry_id, outcome, reason)
-               JOIN queue_entries e USING (entry_id), horizon h)
-         UPDATE queue_entries e
-            SET left_over = u.outcome, left_over_reason = u.reason, left_over_since = u.since
-           FROM u
-          WHERE e.entry_id = u.entry_id AND e.status = 'queued'
-            -- A row version per change only: a player left over round after
-            -- round for the same reason costs the commit nothing more.
-            AND (e.left_over, e.left_over_reason, e.left_over_since)
-                IS DISTINCT FROM (u.outcome, u.reason, u.since)",
-    )
-    .bind(&ids)
-    .bind(&outcomes)
-    .bind(&reasons)
-    .bind(round_id)
-    .bind(r.snapshot.queue.as_str())
-    .bind(sit_out_after as i64)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/commit_mark_left_over.sql"))
+        .bind(&ids)
+        .bind(&outcomes)
+        .bind(&reasons)
+        .bind(round_id)
+        .bind(r.snapshot.queue.as_str())
+        .bind(sit_out_after as i64)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -949,25 +860,19 @@ async fn finish_round_row(
     round_id: i64,
     t: &RoundTotals<'_>,
 ) -> Result<(), DbError> {
-    sqlx::query(
-        "UPDATE rounds
-            SET commit_ms = $2, match_count = $3, matched = $4, left_over = $5, rejected = $6,
-                dropped_by_cancel = $7, score = $8, factor_averages = $9,
-                no_server_matches = $10
-          WHERE round_id = $1",
-    )
-    .bind(round_id)
-    .bind(t.commit_ms)
-    .bind(t.match_count as i32)
-    .bind(t.matched as i32)
-    .bind(t.left_over as i32)
-    .bind(t.rejected as i32)
-    .bind(t.dropped_by_cancel as i32)
-    .bind(t.score)
-    .bind(sqlx::types::Json(t.factor_averages))
-    .bind(t.no_server_matches as i32)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/commit_finish_round.sql"))
+        .bind(round_id)
+        .bind(t.commit_ms)
+        .bind(t.match_count as i32)
+        .bind(t.matched as i32)
+        .bind(t.left_over as i32)
+        .bind(t.rejected as i32)
+        .bind(t.dropped_by_cancel as i32)
+        .bind(t.score)
+        .bind(sqlx::types::Json(t.factor_averages))
+        .bind(t.no_server_matches as i32)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -1244,92 +1149,33 @@ async fn insert_matches(
     p: &PlayerColumns,
 ) -> Result<(), sqlx::Error> {
     let answer_secs = r.ready_timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
-    // One statement: the matches, then their players, whose own values come from their
-    // rows (skill, party, enqueue time). A match_players row is made from the entry row
-    // this statement moves, under a match id it inserts: the links hold by construction,
-    // without a foreign key check per player.
-    // Each player's row of recent_matches gets the new match id, the oldest beyond the
-    // queue's depth dropped: an update in place (HOT: no indexed column changes), so a
-    // player who has played before adds no index key; only a first match inserts one.
-    // A match pending its ready check is in nobody's history until it is ready (a
-    // cancelled match never is): `ready_check` writes it then. A fill (its session runs)
-    // has no ready check.
-    sqlx::query(
-        "WITH new_matches AS (
-             INSERT INTO matches (match_id, round_id, queue, created_at, score, factors,
-                                  region, hosts, host_player_id, backup_host_player_id,
-                                  relay, status, answer_by, map, map_vetoed_by)
-             OVERRIDING SYSTEM VALUE
-             SELECT u.id, $5, $8, $6, u.score, u.factors, u.region,
-                    ARRAY(SELECT jsonb_array_elements_text(u.hosts)), u.host, u.backup,
-                    u.relay,
-                    CASE WHEN u.pending THEN 'pending' ELSE 'ready' END,
-                    -- The database's clock, which accept_match compares against.
-                    CASE WHEN u.pending THEN now() + make_interval(secs => $17) END,
-                    u.map, u.map_vetoed_by
-               FROM unnest($7::bigint[], $9::float8[], $10::jsonb[], $11::text[], $12::jsonb[],
-                           $13::text[], $14::text[], $16::bool[], $19::boolean[], $22::text[],
-                           $23::int[])
-                    AS u(id, score, factors, region, hosts, host, backup, pending, relay, map,
-                         map_vetoed_by)),
-         placed AS (
-             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[],
-                                  $20::float8[], $21::float8[])
-                      AS u(match_id, entry_id, team, role, win_probability, skill)),
-         matched AS (
-             UPDATE queue_entries e
-                SET status = 'matched', round_id = $5, match_id = placed.match_id,
-                    team = placed.team, role = placed.role, updated_at = $6
-               FROM placed
-              WHERE e.entry_id = placed.entry_id AND e.status = 'queued'
-          RETURNING e.*),
-         recorded AS (
-             INSERT INTO match_players (match_id, entry_id, queue, player_id, party_id,
-                                        team, role, skill, enqueued_at, matched_at,
-                                        win_probability)
-             SELECT m.match_id, m.entry_id, m.queue, m.player_id, m.party_id, m.team,
-                    -- The skill the round played the player at (a rated entry's
-                    -- rating as the snapshot read it).
-                    m.role, coalesce(placed.skill, m.skill), m.enqueued_at, $6,
-                    placed.win_probability
-               FROM matched m
-               JOIN placed USING (entry_id)
-          RETURNING entry_id, match_id)
-         INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
-         SELECT m.queue, m.owner, m.player_id, ARRAY[recorded.match_id]
-           FROM recorded JOIN matched m USING (entry_id)
-          WHERE $15 > 0 AND recorded.match_id <> ALL($18)
-          ORDER BY m.queue, m.owner, m.player_id
-             ON CONFLICT (queue, owner, player_id) DO UPDATE
-                -- The last $15 of the old ids and the new one (match ids ascend).
-                SET match_ids = (r.match_ids || EXCLUDED.match_ids)
-                                [greatest(cardinality(r.match_ids) + 2 - $15, 1):]",
-    )
-    .bind(&p.match_ids)
-    .bind(&p.entry_ids)
-    .bind(&p.teams)
-    .bind(&p.roles)
-    .bind(round_id)
-    .bind(r.committed_at)
-    .bind(&m.ids)
-    .bind(r.snapshot.queue.as_str())
-    .bind(&m.scores)
-    .bind(&m.factors)
-    .bind(&m.regions)
-    .bind(&m.hosts)
-    .bind(&m.host)
-    .bind(&m.backup)
-    .bind(r.history_matches as i32)
-    .bind(&m.pending)
-    .bind(answer_secs)
-    .bind(&m.pending_ids)
-    .bind(&m.relay)
-    .bind(&p.win)
-    .bind(&p.skill)
-    .bind(&m.maps)
-    .bind(&m.vetoed_by)
-    .execute(&mut *conn)
-    .await?;
+    // The statement's own comments say how it keeps the links and the history.
+    sqlx::query(include_str!("sql/commit_insert_matches.sql"))
+        .bind(&p.match_ids)
+        .bind(&p.entry_ids)
+        .bind(&p.teams)
+        .bind(&p.roles)
+        .bind(round_id)
+        .bind(r.committed_at)
+        .bind(&m.ids)
+        .bind(r.snapshot.queue.as_str())
+        .bind(&m.scores)
+        .bind(&m.factors)
+        .bind(&m.regions)
+        .bind(&m.hosts)
+        .bind(&m.host)
+        .bind(&m.backup)
+        .bind(r.history_matches as i32)
+        .bind(&m.pending)
+        .bind(answer_secs)
+        .bind(&m.pending_ids)
+        .bind(&m.relay)
+        .bind(&p.win)
+        .bind(&p.skill)
+        .bind(&m.maps)
+        .bind(&m.vetoed_by)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

@@ -28,22 +28,18 @@ pub async fn enqueue<'e>(
     queue: &str,
     player: &Player,
 ) -> Result<i64, DbError> {
-    let id = sqlx::query_scalar(
-        "SELECT enqueue(queue => $1, player_id => $2, skill => $3, latencies => $4,
-                        peer_pings => $5, roles => $6, side => $7, skill_sigma => $8,
-                        attributes => $9)",
-    )
-    .bind(queue)
-    .bind(&player.id)
-    .bind(player.skill)
-    .bind(sqlx::types::Json(&player.latencies))
-    .bind(sqlx::types::Json(&player.peer_pings))
-    .bind(&player.roles)
-    .bind(player.side)
-    .bind(player.skill_sigma)
-    .bind(sqlx::types::Json(&player.attributes))
-    .fetch_one(db)
-    .await?;
+    let id = sqlx::query_scalar(include_str!("sql/enqueue_player.sql"))
+        .bind(queue)
+        .bind(&player.id)
+        .bind(player.skill)
+        .bind(sqlx::types::Json(&player.latencies))
+        .bind(sqlx::types::Json(&player.peer_pings))
+        .bind(&player.roles)
+        .bind(player.side)
+        .bind(player.skill_sigma)
+        .bind(sqlx::types::Json(&player.attributes))
+        .fetch_one(db)
+        .await?;
     Ok(id)
 }
 
@@ -90,15 +86,12 @@ pub async fn avoid<'e>(
     avoided_player_id: &str,
     duration: Option<std::time::Duration>,
 ) -> Result<u64, DbError> {
-    let n: i32 = sqlx::query_scalar(
-        "SELECT avoid($1, $2, CASE WHEN $3::float8 IS NULL THEN NULL
-                                   ELSE make_interval(secs => $3) END)",
-    )
-    .bind(player_id)
-    .bind(avoided_player_id)
-    .bind(duration.map(|d| d.as_secs_f64()))
-    .fetch_one(db)
-    .await?;
+    let n: i32 = sqlx::query_scalar(include_str!("sql/enqueue_avoid.sql"))
+        .bind(player_id)
+        .bind(avoided_player_id)
+        .bind(duration.map(|d| d.as_secs_f64()))
+        .fetch_one(db)
+        .await?;
     Ok(n as u64)
 }
 
@@ -164,27 +157,19 @@ pub async fn enqueue_many<'e>(
         .iter()
         .map(|p| p.enqueued_at.unwrap_or(default_enqueued_at))
         .collect();
-    let n = sqlx::query(
-        "INSERT INTO queue_entries (queue, player_id, party_id, skill, skill_sigma, latencies,
-                                    peer_pings, roles, side, enqueued_at)
-         SELECT $1, u.id, u.party, u.skill, u.sigma, u.lat, u.pings,
-                ARRAY(SELECT jsonb_array_elements_text(u.roles)), u.side, u.at
-           FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::jsonb[],
-                       $7::jsonb[], $8::jsonb[], $9::float8[], $10::timestamptz[])
-                AS u(id, party, skill, sigma, lat, pings, roles, side, at)",
-    )
-    .bind(queue)
-    .bind(ids)
-    .bind(parties)
-    .bind(skills)
-    .bind(sigmas)
-    .bind(latencies)
-    .bind(pings)
-    .bind(roles)
-    .bind(sides)
-    .bind(times)
-    .execute(db)
-    .await?
-    .rows_affected();
+    let n = sqlx::query(include_str!("sql/enqueue_many.sql"))
+        .bind(queue)
+        .bind(ids)
+        .bind(parties)
+        .bind(skills)
+        .bind(sigmas)
+        .bind(latencies)
+        .bind(pings)
+        .bind(roles)
+        .bind(sides)
+        .bind(times)
+        .execute(db)
+        .await?
+        .rows_affected();
     Ok(n)
 }

@@ -52,22 +52,10 @@ pub async fn read_player_ratings(
     db: &PgPool,
     player: &str,
 ) -> Result<Vec<PlayerRating>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT r.owner, r.pool, r.rating, r.uncertainty, r.matches, r.updated_at,
-                coalesce((SELECT jsonb_agg(jsonb_build_array(c.match_id, c.rating_before,
-                                                             c.rating_after, c.left_early)
-                                           ORDER BY c.match_id DESC)
-                            FROM (SELECT * FROM rating_changes c
-                                   WHERE c.owner = r.owner AND c.player_id = r.player_id
-                                     AND c.pool = r.pool
-                                   ORDER BY c.match_id DESC LIMIT 5) c), '[]') AS recent
-           FROM ratings r
-          WHERE r.player_id = $1
-          ORDER BY r.owner, r.pool",
-    )
-    .bind(player)
-    .fetch_all(db)
-    .await
+    sqlx::query_as(include_str!("sql/explain_player_ratings.sql"))
+        .bind(player)
+        .fetch_all(db)
+        .await
 }
 
 /// The player's last `limit` rounds, newest first.
@@ -78,23 +66,11 @@ pub async fn read_player_rounds(
 ) -> Result<Vec<PlayerRound>, sqlx::Error> {
     // The two halves of the player_rounds view, each through its index: the player's
     // entries (queue_entries_player_latest) and `left_over ? player` (GIN).
-    sqlx::query_as(
-        "(SELECT r.queue, r.round_id, r.committed_at, r.pool_size, 'matched' AS outcome,
-                 e.match_id, e.team, NULL::text AS reason
-            FROM queue_entries e JOIN rounds r ON r.round_id = e.round_id
-           WHERE e.player_id = $1 AND e.status = 'matched')
-         UNION ALL
-         (SELECT r.queue, r.round_id, r.committed_at, r.pool_size,
-                 s.left_over -> $1 ->> 'outcome', NULL, NULL, s.left_over -> $1 ->> 'reason'
-            FROM round_snapshots s JOIN rounds r USING (round_id)
-           WHERE s.left_over ? $1)
-         ORDER BY round_id DESC
-         LIMIT $2",
-    )
-    .bind(player)
-    .bind(limit)
-    .fetch_all(db)
-    .await
+    sqlx::query_as(include_str!("sql/explain_player_rounds.sql"))
+        .bind(player)
+        .bind(limit)
+        .fetch_all(db)
+        .await
 }
 
 /// The player's five latest entries, newest first: what happened outside rounds.
@@ -102,12 +78,8 @@ pub async fn read_player_entries(
     db: &PgPool,
     player: &str,
 ) -> Result<Vec<PlayerEntry>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT entry_id, queue, status, reject_reason AS reason, enqueued_at, updated_at
-           FROM queue_entries WHERE player_id = $1
-          ORDER BY entry_id DESC LIMIT 5",
-    )
-    .bind(player)
-    .fetch_all(db)
-    .await
+    sqlx::query_as(include_str!("sql/explain_player_entries.sql"))
+        .bind(player)
+        .fetch_all(db)
+        .await
 }

@@ -32,27 +32,13 @@ pub async fn acquire_lease(
     ttl: Duration,
     now: Option<DateTime<Utc>>,
 ) -> Result<Option<Lease>, DbError> {
-    let term: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO leases (queue, holder, term, acquired_at, expires_at)
-         SELECT $1, $2, 1, t.now, t.now + make_interval(secs => $4)
-           FROM (SELECT coalesce($3, now()) AS now) t
-         ON CONFLICT (queue) DO UPDATE
-            SET holder = EXCLUDED.holder,
-                -- A new term on every change of hands: the old holder's term is now stale,
-                -- and its commits are refused.
-                term = leases.term + 1,
-                acquired_at = EXCLUDED.acquired_at,
-                expires_at = EXCLUDED.expires_at
-          -- Only an expired (or released) lease changes hands.
-          WHERE leases.expires_at <= EXCLUDED.acquired_at
-         RETURNING term",
-    )
-    .bind(queue)
-    .bind(holder)
-    .bind(now)
-    .bind(ttl.as_secs_f64())
-    .fetch_optional(db)
-    .await?;
+    let term: Option<i64> = sqlx::query_scalar(include_str!("sql/lease_acquire.sql"))
+        .bind(queue)
+        .bind(holder)
+        .bind(now)
+        .bind(ttl.as_secs_f64())
+        .fetch_optional(db)
+        .await?;
     Ok(term.map(|term| Lease {
         queue: queue.to_string(),
         holder: holder.to_string(),
@@ -68,20 +54,15 @@ pub async fn renew_lease(
     ttl: Duration,
     now: Option<DateTime<Utc>>,
 ) -> Result<bool, DbError> {
-    let renewed = sqlx::query(
-        "UPDATE leases SET expires_at = coalesce($4, now()) + make_interval(secs => $5)
-          WHERE queue = $1 AND holder = $2 AND term = $3
-            -- Not once expired: a standby may be taking it over right now.
-            AND expires_at > coalesce($4, now())",
-    )
-    .bind(&lease.queue)
-    .bind(&lease.holder)
-    .bind(lease.term)
-    .bind(now)
-    .bind(ttl.as_secs_f64())
-    .execute(db)
-    .await?
-    .rows_affected();
+    let renewed = sqlx::query(include_str!("sql/lease_renew.sql"))
+        .bind(&lease.queue)
+        .bind(&lease.holder)
+        .bind(lease.term)
+        .bind(now)
+        .bind(ttl.as_secs_f64())
+        .execute(db)
+        .await?
+        .rows_affected();
     Ok(renewed == 1)
 }
 
@@ -92,16 +73,13 @@ pub async fn release_lease(
     lease: &Lease,
     now: Option<DateTime<Utc>>,
 ) -> Result<(), DbError> {
-    sqlx::query(
-        "UPDATE leases SET expires_at = coalesce($4, now())
-          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > coalesce($4, now())",
-    )
-    .bind(&lease.queue)
-    .bind(&lease.holder)
-    .bind(lease.term)
-    .bind(now)
-    .execute(db)
-    .await?;
+    sqlx::query(include_str!("sql/lease_release.sql"))
+        .bind(&lease.queue)
+        .bind(&lease.holder)
+        .bind(lease.term)
+        .bind(now)
+        .execute(db)
+        .await?;
     Ok(())
 }
 
@@ -112,13 +90,10 @@ pub async fn lease_remaining(
     queue: &str,
     now: Option<DateTime<Utc>>,
 ) -> Result<Option<Duration>, DbError> {
-    let secs: Option<f64> = sqlx::query_scalar(
-        "SELECT extract(epoch FROM expires_at - coalesce($2, now()))::float8
-           FROM leases WHERE queue = $1",
-    )
-    .bind(queue)
-    .bind(now)
-    .fetch_optional(db)
-    .await?;
+    let secs: Option<f64> = sqlx::query_scalar(include_str!("sql/lease_remaining.sql"))
+        .bind(queue)
+        .bind(now)
+        .fetch_optional(db)
+        .await?;
     Ok(secs.map(|s| Duration::from_secs_f64(s.max(0.0))))
 }

@@ -86,29 +86,42 @@ impl SlotShortfall {
     }
 }
 
+/// The row of `login_limits.sql`.
+#[derive(sqlx::FromRow)]
+struct SlotsRow {
+    server_version: i32,
+    max_connections: i32,
+    superuser_reserved: i32,
+    reserved: i32,
+    daemon_login: String,
+    daemon_uses_reserved: bool,
+    /// The client and server logins, by name, and each one's CONNECTION LIMIT (-1: none).
+    logins: Vec<String>,
+    limits: Vec<i32>,
+}
+
 /// Reads the cluster's slot settings and the client and server logins; `daemon_needs`
 /// is the most connections the daemon will open.
 pub async fn read_connection_slots(
     db: &PgPool,
     daemon_needs: u32,
 ) -> Result<ConnectionSlots, DbError> {
-    type Row = (i32, i32, i32, i32, String, bool, Vec<String>, Vec<i32>);
-    let (server_version, max, superuser_reserved, reserved, daemon_login, uses, logins, limits): Row =
-        sqlx::query_as(include_str!("sql/login_limits.sql"))
-            .fetch_one(db)
-            .await?;
+    let row: SlotsRow = sqlx::query_as(include_str!("sql/login_limits.sql"))
+        .fetch_one(db)
+        .await?;
     let count = |n: i32| u32::try_from(n).unwrap_or(0);
     Ok(ConnectionSlots {
-        server_version,
-        max_connections: count(max),
-        superuser_reserved: count(superuser_reserved),
-        reserved: count(reserved),
-        daemon_login,
-        daemon_uses_reserved: uses,
+        server_version: row.server_version,
+        max_connections: count(row.max_connections),
+        superuser_reserved: count(row.superuser_reserved),
+        reserved: count(row.reserved),
+        daemon_login: row.daemon_login,
+        daemon_uses_reserved: row.daemon_uses_reserved,
         daemon_needs,
-        logins: logins
+        logins: row
+            .logins
             .into_iter()
-            .zip(limits)
+            .zip(row.limits)
             .map(|(login, limit)| LoginLimit {
                 login,
                 limit: u32::try_from(limit).ok(),

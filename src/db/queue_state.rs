@@ -66,6 +66,14 @@ pub struct PoolStats {
     pub oldest_fresh_enqueued_at: Option<DateTime<Utc>>,
 }
 
+/// The row of `queue_state_pool_stats.sql`.
+#[derive(sqlx::FromRow)]
+struct PoolStatsRow {
+    size: i64,
+    oldest_enqueued_at: Option<DateTime<Utc>>,
+    oldest_fresh_enqueued_at: Option<DateTime<Utc>>,
+}
+
 /// The pool's size, its oldest player, and its oldest player enqueued after
 /// `enqueued_after`: the worker passes the last round's start, so that only a player no
 /// round has had yet can start a max-wait round before the tick (see `daemon::trigger`).
@@ -75,21 +83,15 @@ pub async fn pool_stats(
     enqueued_after: Option<DateTime<Utc>>,
 ) -> Result<PoolStats, DbError> {
     // Served by the partial index queue_entries_queued_oldest_first.
-    let (size, oldest, oldest_fresh): (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>) =
-        sqlx::query_as(
-            "SELECT count(*), min(enqueued_at),
-                min(enqueued_at) FILTER (WHERE $2::timestamptz IS NULL OR enqueued_at > $2)
-           FROM queue_entries
-          WHERE queue = $1 AND status = 'queued'",
-        )
+    let row: PoolStatsRow = sqlx::query_as(include_str!("sql/queue_state_pool_stats.sql"))
         .bind(queue)
         .bind(enqueued_after)
         .fetch_one(db)
         .await?;
     Ok(PoolStats {
-        size: size as usize,
-        oldest_enqueued_at: oldest,
-        oldest_fresh_enqueued_at: oldest_fresh,
+        size: row.size as usize,
+        oldest_enqueued_at: row.oldest_enqueued_at,
+        oldest_fresh_enqueued_at: row.oldest_fresh_enqueued_at,
     })
 }
 
@@ -113,14 +115,12 @@ pub async fn entries_since(
             .await?;
         return Ok((0, max.unwrap_or(0)));
     };
-    let (new, max): (i64, Option<i64>) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE queue = $1), max(entry_id) FROM queue_entries
-          WHERE entry_id > $2",
-    )
-    .bind(queue)
-    .bind(mark)
-    .fetch_one(db)
-    .await?;
+    let (new, max): (i64, Option<i64>) =
+        sqlx::query_as(include_str!("sql/queue_state_entries_since.sql"))
+            .bind(queue)
+            .bind(mark)
+            .fetch_one(db)
+            .await?;
     Ok((new as u64, max.unwrap_or(mark)))
 }
 
@@ -157,61 +157,27 @@ async fn upsert_queue_state<'e>(
     lease: Option<&Lease>,
     lease_now: Option<DateTime<Utc>>,
 ) -> Result<bool, DbError> {
-    let done = sqlx::query(
-        "INSERT INTO queue_state (queue, next_round_at, waiting_for, schedule, target_pool,
-                                  min_pool, players_per_match, max_wait, last_round_id,
-                                  last_round_at, config_hash, updated_at, pool_size,
-                                  pool_counted_at, players_missing, latest_round_at,
-                                  round_started_at)
-         SELECT $1, $2, $3, $4, $5, $6, $7, make_interval(secs => $8), $9, $10, $11, $12,
-                -- Counted here, in the writer's transaction: after a commit it is the
-                -- pool the round left.
-                (SELECT count(*) FROM queue_entries
-                  WHERE queue = $1 AND status = 'queued'),
-                $12, $13, $14, $15
-          WHERE $16::text IS NULL
-             OR EXISTS (SELECT 1 FROM leases
-                         WHERE queue = $1 AND holder = $16 AND term = $17
-                           AND expires_at > coalesce($18, now()))
-         ON CONFLICT (queue) DO UPDATE SET
-             pool_size = EXCLUDED.pool_size,
-             pool_counted_at = EXCLUDED.pool_counted_at,
-             next_round_at = EXCLUDED.next_round_at,
-             waiting_for = EXCLUDED.waiting_for,
-             players_missing = EXCLUDED.players_missing,
-             latest_round_at = EXCLUDED.latest_round_at,
-             round_started_at = EXCLUDED.round_started_at,
-             schedule = EXCLUDED.schedule,
-             target_pool = EXCLUDED.target_pool,
-             min_pool = EXCLUDED.min_pool,
-             players_per_match = EXCLUDED.players_per_match,
-             max_wait = EXCLUDED.max_wait,
-             -- Keep the last round unless this write comes from a round commit.
-             last_round_id = coalesce(EXCLUDED.last_round_id, queue_state.last_round_id),
-             last_round_at = coalesce(EXCLUDED.last_round_at, queue_state.last_round_at),
-             config_hash = EXCLUDED.config_hash,
-             updated_at = EXCLUDED.updated_at",
-    )
-    .bind(&row.queue)
-    .bind(row.next_round_at)
-    .bind(row.waiting_for.as_str())
-    .bind(&row.schedule)
-    .bind(row.target_pool)
-    .bind(row.min_pool)
-    .bind(row.players_per_match)
-    .bind(row.max_wait_secs)
-    .bind(last_round.map(|(id, _)| id))
-    .bind(last_round.map(|(_, at)| at))
-    .bind(&row.config_hash)
-    .bind(now)
-    .bind(row.players_missing)
-    .bind(row.latest_round_at)
-    .bind(row.round_started_at)
-    .bind(lease.map(|l| l.holder.as_str()))
-    .bind(lease.map(|l| l.term))
-    .bind(lease_now)
-    .execute(db)
-    .await?;
+    let done = sqlx::query(include_str!("sql/queue_state_upsert.sql"))
+        .bind(&row.queue)
+        .bind(row.next_round_at)
+        .bind(row.waiting_for.as_str())
+        .bind(&row.schedule)
+        .bind(row.target_pool)
+        .bind(row.min_pool)
+        .bind(row.players_per_match)
+        .bind(row.max_wait_secs)
+        .bind(last_round.map(|(id, _)| id))
+        .bind(last_round.map(|(_, at)| at))
+        .bind(&row.config_hash)
+        .bind(now)
+        .bind(row.players_missing)
+        .bind(row.latest_round_at)
+        .bind(row.round_started_at)
+        .bind(lease.map(|l| l.holder.as_str()))
+        .bind(lease.map(|l| l.term))
+        .bind(lease_now)
+        .execute(db)
+        .await?;
     Ok(done.rows_affected() > 0)
 }
 
@@ -226,13 +192,10 @@ pub struct StoredState {
 
 /// Where a new leader's countdown continues.
 pub async fn read_queue_state(db: &PgPool, queue: &str) -> Result<Option<StoredState>, DbError> {
-    Ok(sqlx::query_as(
-        "SELECT next_round_at, waiting_for, config_hash, last_round_at FROM queue_state
-          WHERE queue = $1",
-    )
-    .bind(queue)
-    .fetch_optional(db)
-    .await?)
+    Ok(sqlx::query_as(include_str!("sql/queue_state_read.sql"))
+        .bind(queue)
+        .fetch_optional(db)
+        .await?)
 }
 
 /// The wait estimate's model and the recent median wait (see `daemon::wait_estimate`),

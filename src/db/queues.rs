@@ -70,75 +70,40 @@ pub async fn publish_queue<'a>(
     if let (Some(rating), Some(pool)) = (&config.rating, &pool) {
         publish_rating_pool(&mut tx, pool, rating, holder).await?;
     }
-    sqlx::query(
-        "INSERT INTO queues (queue, active, teams, team_size, network, roles, regions,
-                             max_party_size, ticket_ttl, max_wait, config_hash, published_by,
-                             published_at, min_teams, min_team_size, formats,
-                             max_queued_per_login, max_backfill_per_login, enqueue_rate,
-                             enqueue_burst, same_attributes, max_avoids, ready_timeout,
-                             decline_cooldown, max_avoids_per_login, rating_pool,
-                             server_ttl, skill_min, skill_max, maps, max_vetoes)
-         VALUES ($1, true, $2, $3, $4, $5, $6, $7, make_interval(secs => $8),
-                 make_interval(secs => $9), $10, $11, now(), $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, make_interval(secs => $21), make_interval(secs => $22), $23,
-                 $24, make_interval(secs => $25), $26, $27, $28, $29)
-         ON CONFLICT (queue) DO UPDATE SET
-             active = true, teams = EXCLUDED.teams, team_size = EXCLUDED.team_size,
-             network = EXCLUDED.network, roles = EXCLUDED.roles, regions = EXCLUDED.regions,
-             max_party_size = EXCLUDED.max_party_size, ticket_ttl = EXCLUDED.ticket_ttl,
-             max_wait = EXCLUDED.max_wait, config_hash = EXCLUDED.config_hash,
-             published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at,
-             min_teams = EXCLUDED.min_teams, min_team_size = EXCLUDED.min_team_size,
-             formats = EXCLUDED.formats,
-             max_queued_per_login = EXCLUDED.max_queued_per_login,
-             max_backfill_per_login = EXCLUDED.max_backfill_per_login,
-             enqueue_rate = EXCLUDED.enqueue_rate, enqueue_burst = EXCLUDED.enqueue_burst,
-             same_attributes = EXCLUDED.same_attributes, max_avoids = EXCLUDED.max_avoids,
-             ready_timeout = EXCLUDED.ready_timeout,
-             decline_cooldown = EXCLUDED.decline_cooldown,
-             max_avoids_per_login = EXCLUDED.max_avoids_per_login,
-             rating_pool = EXCLUDED.rating_pool, server_ttl = EXCLUDED.server_ttl,
-             skill_min = EXCLUDED.skill_min, skill_max = EXCLUDED.skill_max,
-             maps = EXCLUDED.maps, max_vetoes = EXCLUDED.max_vetoes,
-             retired_at = NULL, retired_reason = NULL
-         -- Unchanged: no write (no dead row version for every poll). The formats are
-         -- compared too, so a change of format alone is published.
-         WHERE (queues.active, queues.config_hash, queues.formats)
-               IS DISTINCT FROM (true, EXCLUDED.config_hash, EXCLUDED.formats)",
-    )
-    .bind(queue)
-    .bind(m.teams as i32)
-    .bind(m.team_size as i32)
-    .bind(network)
-    .bind(&m.roles)
-    .bind(config.regions)
-    // A party always plays on one team (AccelByte's rebalance guide): the largest team of any format, which
-    // is the full format's.
-    .bind(m.team_size as i32)
-    .bind(config.ticket_ttl.as_secs_f64())
-    .bind(m.max_wait.as_secs_f64())
-    .bind(&config.config_hash)
-    .bind(holder)
-    .bind(min_teams as i32)
-    .bind(min_team_size as i32)
-    .bind(&formats)
-    .bind(config.quotas.0.min(i32::MAX as u32) as i32)
-    .bind(config.quotas.1.min(i32::MAX as u32) as i32)
-    .bind(config.quotas.2)
-    .bind(config.quotas.3)
-    .bind(&m.filters.same)
-    .bind(m.avoids.max_per_player.min(i32::MAX as usize) as i32)
-    .bind(config.ready_timeout.map(|d| d.as_secs_f64()))
-    .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
-    .bind(config.quotas.4.min(i32::MAX as u32) as i32)
-    .bind(&pool)
-    .bind(config.server_ttl.map(|d| d.as_secs_f64()))
-    .bind(config.skill_range.map(|r| r[0]))
-    .bind(config.skill_range.map(|r| r[1]))
-    .bind(&m.maps.pool)
-    .bind(m.maps.vetoes as i32)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/queues_publish.sql"))
+        .bind(queue)
+        .bind(m.teams as i32)
+        .bind(m.team_size as i32)
+        .bind(network)
+        .bind(&m.roles)
+        .bind(config.regions)
+        // A party always plays on one team (AccelByte's rebalance guide): the largest team of any format, which
+        // is the full format's.
+        .bind(m.team_size as i32)
+        .bind(config.ticket_ttl.as_secs_f64())
+        .bind(m.max_wait.as_secs_f64())
+        .bind(&config.config_hash)
+        .bind(holder)
+        .bind(min_teams as i32)
+        .bind(min_team_size as i32)
+        .bind(&formats)
+        .bind(config.quotas.0.min(i32::MAX as u32) as i32)
+        .bind(config.quotas.1.min(i32::MAX as u32) as i32)
+        .bind(config.quotas.2)
+        .bind(config.quotas.3)
+        .bind(&m.filters.same)
+        .bind(m.avoids.max_per_player.min(i32::MAX as usize) as i32)
+        .bind(config.ready_timeout.map(|d| d.as_secs_f64()))
+        .bind(config.decline_cooldown.map(|d| d.as_secs_f64()))
+        .bind(config.quotas.4.min(i32::MAX as u32) as i32)
+        .bind(&pool)
+        .bind(config.server_ttl.map(|d| d.as_secs_f64()))
+        .bind(config.skill_range.map(|r| r[0]))
+        .bind(config.skill_range.map(|r| r[1]))
+        .bind(&m.maps.pool)
+        .bind(m.maps.vetoes as i32)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -151,26 +116,16 @@ async fn publish_rating_pool(
     rating: &RatingPublication,
     holder: &str,
 ) -> Result<(), DbError> {
-    sqlx::query(
-        "INSERT INTO rating_pools (pool, system, initial_rating, initial_uncertainty,
-                                   idle_to_initial, config, published_by, published_at)
-         VALUES ($1, $2, $3, $4, make_interval(secs => $5), $6, $7, now())
-         ON CONFLICT (pool) DO UPDATE SET
-             system = EXCLUDED.system, initial_rating = EXCLUDED.initial_rating,
-             initial_uncertainty = EXCLUDED.initial_uncertainty,
-             idle_to_initial = EXCLUDED.idle_to_initial, config = EXCLUDED.config,
-             published_by = EXCLUDED.published_by, published_at = EXCLUDED.published_at
-         WHERE rating_pools.config IS DISTINCT FROM EXCLUDED.config",
-    )
-    .bind(pool)
-    .bind(rating.system)
-    .bind(rating.initial)
-    .bind(rating.initial_uncertainty)
-    .bind(rating.idle_to_initial.as_secs_f64())
-    .bind(&rating.config)
-    .bind(holder)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/queues_publish_rating_pool.sql"))
+        .bind(pool)
+        .bind(rating.system)
+        .bind(rating.initial)
+        .bind(rating.initial_uncertainty)
+        .bind(rating.idle_to_initial.as_secs_f64())
+        .bind(&rating.config)
+        .bind(holder)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -193,23 +148,17 @@ pub async fn retire_queue(db: &PgPool, queue: &str, reason: &str) -> Result<u64,
         .bind(format!("{}ms", RETIRE_LOCK_TIMEOUT.as_millis()))
         .execute(&mut *tx)
         .await?;
-    sqlx::query(
-        "UPDATE queues SET active = false, retired_at = now(), retired_reason = $2
-          WHERE queue = $1 AND active",
-    )
-    .bind(queue)
-    .bind(reason)
-    .execute(&mut *tx)
-    .await?;
-    let rejected = sqlx::query(
-        "UPDATE queue_entries SET status = 'rejected', reject_reason = $2, updated_at = now()
-          WHERE queue = $1 AND status = 'queued'",
-    )
-    .bind(queue)
-    .bind(reason)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    sqlx::query(include_str!("sql/queues_retire.sql"))
+        .bind(queue)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
+    let rejected = sqlx::query(include_str!("sql/queues_reject_queued.sql"))
+        .bind(queue)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
     tx.commit().await?;
     Ok(rejected)
 }
@@ -243,16 +192,10 @@ pub async fn retire_unlisted(
 /// queues, and queues that only queued entries name (rows written before queues were
 /// published).
 pub async fn unlisted_queues(db: &PgPool, configured: &[String]) -> Result<Vec<String>, DbError> {
-    Ok(sqlx::query_scalar(
-        "SELECT queue FROM queues WHERE active AND NOT queue = ANY ($1)
-         UNION
-         SELECT DISTINCT queue FROM queue_entries
-          WHERE status = 'queued' AND NOT queue = ANY ($1)
-         ORDER BY 1",
-    )
-    .bind(configured)
-    .fetch_all(db)
-    .await?)
+    Ok(sqlx::query_scalar(include_str!("sql/queues_unlisted.sql"))
+        .bind(configured)
+        .fetch_all(db)
+        .await?)
 }
 
 /// One published queue, as clients see it in `queue_catalog`.
@@ -266,12 +209,9 @@ pub struct PublishedQueue {
 }
 
 pub async fn published_queues(db: &PgPool) -> Result<Vec<PublishedQueue>, DbError> {
-    Ok(sqlx::query_as(
-        "SELECT queue, active, config_hash, published_at, retired_reason FROM queues
-          ORDER BY queue",
-    )
-    .fetch_all(db)
-    .await?)
+    Ok(sqlx::query_as(include_str!("sql/queues_published.sql"))
+        .fetch_all(db)
+        .await?)
 }
 
 /// A queue name the database does not know, with the names it does (active or retired):
@@ -301,20 +241,9 @@ pub async fn check_known_queue(
 ) -> Result<Result<(), UnknownQueue>, DbError> {
     // The rounds' queues by a walk of rounds_by_queue_latest, one index probe per queue
     // (not a scan of the whole history).
-    let known: Vec<String> = sqlx::query_scalar(
-        "WITH RECURSIVE walk AS (
-             (SELECT queue FROM rounds ORDER BY queue LIMIT 1)
-             UNION ALL
-             SELECT (SELECT r.queue FROM rounds r WHERE r.queue > walk.queue
-                      ORDER BY r.queue LIMIT 1)
-               FROM walk WHERE walk.queue IS NOT NULL)
-         SELECT queue FROM walk WHERE queue IS NOT NULL
-         UNION
-         SELECT queue FROM queues
-         ORDER BY queue",
-    )
-    .fetch_all(db)
-    .await?;
+    let known: Vec<String> = sqlx::query_scalar(include_str!("sql/queues_known.sql"))
+        .fetch_all(db)
+        .await?;
     if known.iter().any(|q| q == queue) {
         Ok(Ok(()))
     } else {

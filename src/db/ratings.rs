@@ -77,16 +77,12 @@ pub async fn pending_results(
     pool: &str,
     limit: i64,
 ) -> Result<(Vec<PendingResult>, HashMap<(String, String), StoredRating>), DbError> {
-    let heads: Vec<(i64, Vec<i32>)> = sqlx::query_as(
-        "SELECT match_id, team_ranks FROM match_results
-          WHERE rating_pool = $1 AND applied_at IS NULL
-          ORDER BY reported_at, match_id
-          LIMIT $2",
-    )
-    .bind(pool)
-    .bind(limit)
-    .fetch_all(&mut *tx)
-    .await?;
+    let heads: Vec<(i64, Vec<i32>)> =
+        sqlx::query_as(include_str!("sql/ratings_pending_results.sql"))
+            .bind(pool)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
     if heads.is_empty() {
         return Ok((Vec::new(), HashMap::new()));
     }
@@ -97,19 +93,12 @@ pub async fn pending_results(
         .await?;
     let owners: Vec<&str> = seats.iter().map(|s| s.owner.as_str()).collect();
     let players: Vec<&str> = seats.iter().map(|s| s.player_id.as_str()).collect();
-    let stored: Vec<StoredRating> = sqlx::query_as(
-        "SELECT r.owner, r.player_id, r.rating, r.uncertainty, r.volatility, r.matches,
-                r.updated_at
-           FROM ratings r
-           JOIN unnest($2::text[], $3::text[]) AS u(owner, player_id)
-             ON r.owner = u.owner AND r.player_id = u.player_id
-          WHERE r.pool = $1",
-    )
-    .bind(pool)
-    .bind(&owners)
-    .bind(&players)
-    .fetch_all(&mut *tx)
-    .await?;
+    let stored: Vec<StoredRating> = sqlx::query_as(include_str!("sql/ratings_stored.sql"))
+        .bind(pool)
+        .bind(&owners)
+        .bind(&players)
+        .fetch_all(&mut *tx)
+        .await?;
     let mut by_match: HashMap<i64, Vec<ResultSeat>> = HashMap::new();
     for s in seats {
         by_match.entry(s.match_id).or_default().push(s);
@@ -150,81 +139,55 @@ pub async fn write_applied(
         e.1 += 1;
     }
     let finals: Vec<&(&RatingChange, i32)> = last.values().collect();
-    sqlx::query(
-        "INSERT INTO ratings AS r (owner, player_id, pool, rating, uncertainty, volatility,
-                                   matches, updated_at)
-         SELECT u.owner, u.player_id, $1, u.rating, u.uncertainty, u.volatility, u.played, $8
-           FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[],
-                       $7::int[]) AS u(owner, player_id, rating, uncertainty, volatility, played)
-          ORDER BY u.owner, u.player_id
-         ON CONFLICT (owner, player_id, pool) DO UPDATE SET
-             rating = EXCLUDED.rating, uncertainty = EXCLUDED.uncertainty,
-             volatility = EXCLUDED.volatility, matches = r.matches + EXCLUDED.matches,
-             updated_at = EXCLUDED.updated_at",
-    )
-    .bind(pool)
-    .bind(
-        finals
-            .iter()
-            .map(|(c, _)| c.owner.as_str())
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        finals
-            .iter()
-            .map(|(c, _)| c.player_id.as_str())
-            .collect::<Vec<_>>(),
-    )
-    .bind(finals.iter().map(|(c, _)| c.after.0).collect::<Vec<_>>())
-    .bind(finals.iter().map(|(c, _)| c.after.1).collect::<Vec<_>>())
-    .bind(finals.iter().map(|(c, _)| c.volatility).collect::<Vec<_>>())
-    .bind(finals.iter().map(|(_, n)| *n).collect::<Vec<_>>())
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO rating_changes (match_id, entry_id, pool, owner, player_id, team,
-                                     left_early, rating_before, uncertainty_before,
-                                     rating_after, uncertainty_after, applied_at)
-         SELECT u.match_id, u.entry_id, $1, u.owner, u.player_id, u.team, u.left_early,
-                u.rb, u.ub, u.ra, u.ua, $12
-           FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::int[],
-                       $7::bool[], $8::float8[], $9::float8[], $10::float8[], $11::float8[])
-                AS u(match_id, entry_id, owner, player_id, team, left_early, rb, ub, ra, ua)",
-    )
-    .bind(pool)
-    .bind(changes.iter().map(|c| c.match_id).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.entry_id).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.owner.as_str()).collect::<Vec<_>>())
-    .bind(
-        changes
-            .iter()
-            .map(|c| c.player_id.as_str())
-            .collect::<Vec<_>>(),
-    )
-    .bind(changes.iter().map(|c| c.team).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.left_early).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.before.0).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.before.1).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.after.0).collect::<Vec<_>>())
-    .bind(changes.iter().map(|c| c.after.1).collect::<Vec<_>>())
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ratings_write.sql"))
+        .bind(pool)
+        .bind(
+            finals
+                .iter()
+                .map(|(c, _)| c.owner.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            finals
+                .iter()
+                .map(|(c, _)| c.player_id.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(finals.iter().map(|(c, _)| c.after.0).collect::<Vec<_>>())
+        .bind(finals.iter().map(|(c, _)| c.after.1).collect::<Vec<_>>())
+        .bind(finals.iter().map(|(c, _)| c.volatility).collect::<Vec<_>>())
+        .bind(finals.iter().map(|(_, n)| *n).collect::<Vec<_>>())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(include_str!("sql/ratings_write_changes.sql"))
+        .bind(pool)
+        .bind(changes.iter().map(|c| c.match_id).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.entry_id).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.owner.as_str()).collect::<Vec<_>>())
+        .bind(
+            changes
+                .iter()
+                .map(|c| c.player_id.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(changes.iter().map(|c| c.team).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.left_early).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.before.0).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.before.1).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.after.0).collect::<Vec<_>>())
+        .bind(changes.iter().map(|c| c.after.1).collect::<Vec<_>>())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
     let refused_ids: Vec<i64> = refused.iter().map(|(id, _)| *id).collect();
     let reasons: Vec<&str> = refused.iter().map(|(_, why)| why.as_str()).collect();
-    sqlx::query(
-        "UPDATE match_results r SET applied_at = $3, rating_error = u.why
-           FROM (SELECT id, NULL::text AS why FROM unnest($1::bigint[]) AS id
-                 UNION ALL
-                 SELECT * FROM unnest($2::bigint[], $4::text[])) AS u(id, why)
-          WHERE r.match_id = u.id AND r.applied_at IS NULL",
-    )
-    .bind(applied)
-    .bind(&refused_ids)
-    .bind(now)
-    .bind(&reasons)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ratings_mark_applied.sql"))
+        .bind(applied)
+        .bind(&refused_ids)
+        .bind(now)
+        .bind(&reasons)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }

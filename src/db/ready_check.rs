@@ -143,23 +143,12 @@ pub async fn resolve_ready_checks(
 /// Whether a pending match of `queue` is decided. Most looks find nothing to decide: one
 /// cheap read of the partial index, no transaction holding the lease row.
 async fn any_decided(db: &PgPool, queue: &str) -> Result<bool, DbError> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (
-             SELECT 1 FROM matches m
-              WHERE m.queue = $1 AND m.status = 'pending'
-                AND (m.answer_by <= now()
-                     OR NOT EXISTS (SELECT 1 FROM match_players mp
-                                     WHERE mp.match_id = m.match_id
-                                       AND NOT EXISTS (SELECT 1 FROM ready_answers a
-                                                        WHERE a.match_id = mp.match_id
-                                                          AND a.entry_id = mp.entry_id
-                                                          AND a.answer = 'accepted'))
-                     OR EXISTS (SELECT 1 FROM ready_answers a
-                                 WHERE a.match_id = m.match_id AND a.answer = 'declined')))",
+    Ok(
+        sqlx::query_scalar(include_str!("sql/ready_check_any_decided.sql"))
+            .bind(queue)
+            .fetch_one(db)
+            .await?,
     )
-    .bind(queue)
-    .fetch_one(db)
-    .await?)
 }
 
 /// One pending match, locked: its id and whether its `answer_by` passed.
@@ -168,40 +157,24 @@ type LockedMatch = (i64, bool);
 /// The pending matches, locked: a client answering one right now holds it FOR SHARE and
 /// it waits for the next look (the leader never waits for a client).
 async fn lock_pending(tx: &mut PgConnection, queue: &str) -> Result<Vec<LockedMatch>, DbError> {
-    Ok(sqlx::query_as(
-        "SELECT match_id, answer_by <= now() FROM matches
-          WHERE queue = $1 AND status = 'pending'
-          ORDER BY match_id
-          FOR UPDATE SKIP LOCKED",
+    Ok(
+        sqlx::query_as(include_str!("sql/ready_check_lock_pending.sql"))
+            .bind(queue)
+            .fetch_all(&mut *tx)
+            .await?,
     )
-    .bind(queue)
-    .fetch_all(&mut *tx)
-    .await?)
 }
 
 /// The locked matches' players, read after the lock: every answer committed before it
 /// is here.
 async fn read_seats(tx: &mut PgConnection, locked: &[LockedMatch]) -> Result<Vec<Seat>, DbError> {
     let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
-    Ok(sqlx::query_as(
-        "SELECT mp.match_id, mp.entry_id, e.owner, mp.player_id, a.answer, e.party_key,
-                extract(epoch FROM a.answered_at - m.created_at)::float8 AS accept_secs
-           FROM match_players mp
-           JOIN matches m ON m.match_id = mp.match_id
-           JOIN queue_entries e ON e.entry_id = mp.entry_id
-           -- The committed answers, held until COMMIT so none changes under the verdict.
-           -- A row a client's open transaction holds (an answer changing) is skipped,
-           -- never waited for: no answer yet, and silence at answer_by.
-           LEFT JOIN LATERAL (
-                SELECT x.answer, x.answered_at FROM ready_answers x
-                 WHERE x.match_id = mp.match_id AND x.entry_id = mp.entry_id
-                   FOR SHARE SKIP LOCKED) a ON true
-          WHERE mp.match_id = ANY($1)
-          ORDER BY mp.match_id, mp.player_id",
+    Ok(
+        sqlx::query_as(include_str!("sql/ready_check_read_seats.sql"))
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await?,
     )
-    .bind(&ids)
-    .fetch_all(&mut *tx)
-    .await?)
 }
 
 /// What the resolution writes: the matches made ready or cancelled, each cancelled
@@ -417,17 +390,13 @@ async fn hold_lease(
     lease: &Lease,
     lease_now: Option<DateTime<Utc>>,
 ) -> Result<(), DbError> {
-    let held: Option<i64> = sqlx::query_scalar(
-        "SELECT term FROM leases
-          WHERE queue = $1 AND holder = $2 AND term = $3 AND expires_at > coalesce($4, now())
-          FOR UPDATE",
-    )
-    .bind(queue)
-    .bind(&lease.holder)
-    .bind(lease.term)
-    .bind(lease_now)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let held: Option<i64> = sqlx::query_scalar(include_str!("sql/ready_check_hold_lease.sql"))
+        .bind(queue)
+        .bind(&lease.holder)
+        .bind(lease.term)
+        .bind(lease_now)
+        .fetch_optional(&mut *tx)
+        .await?;
     if held.is_none() {
         return Err(DbError::LeaseLost {
             queue: queue.to_string(),
@@ -442,38 +411,21 @@ async fn make_ready(tx: &mut PgConnection, ids: &[i64], history: usize) -> Resul
     if ids.is_empty() {
         return Ok(());
     }
-    sqlx::query(
-        "UPDATE matches SET status = 'ready', resolved_at = now()
-          WHERE match_id = ANY($1) AND status = 'pending'",
-    )
-    .bind(ids)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_make_ready.sql"))
+        .bind(ids)
+        .execute(&mut *tx)
+        .await?;
     // The answers stay with the match's players (its history and the report read them).
-    sqlx::query(
-        "UPDATE match_players mp SET answer = a.answer, answered_at = a.answered_at
-           FROM ready_answers a
-          WHERE mp.match_id = ANY($1) AND a.match_id = mp.match_id
-            AND a.entry_id = mp.entry_id",
-    )
-    .bind(ids)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_keep_answers.sql"))
+        .bind(ids)
+        .execute(&mut *tx)
+        .await?;
     // As the round's commit writes it (see `commit::write_matches`).
-    sqlx::query(
-        "INSERT INTO recent_matches AS r (queue, owner, player_id, match_ids)
-         SELECT mp.queue, e.owner, mp.player_id, ARRAY[mp.match_id]
-           FROM match_players mp JOIN queue_entries e USING (entry_id)
-          WHERE mp.match_id = ANY($1) AND $2 > 0
-          ORDER BY mp.queue, e.owner, mp.player_id
-             ON CONFLICT (queue, owner, player_id) DO UPDATE
-                SET match_ids = (r.match_ids || EXCLUDED.match_ids)
-                                [greatest(cardinality(r.match_ids) + 2 - $2, 1):]",
-    )
-    .bind(ids)
-    .bind(history as i32)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_record_history.sql"))
+        .bind(ids)
+        .bind(history as i32)
+        .execute(&mut *tx)
+        .await?;
     notify_matches(tx, ids, MatchEvent::Ready).await?;
     Ok(())
 }
@@ -492,21 +444,12 @@ async fn cancel_matches(
     let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let reasons: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
     let answers: Vec<&serde_json::Value> = rows.iter().map(|r| &r.2).collect();
-    sqlx::query(
-        "UPDATE matches m
-            SET status = 'cancelled', resolved_at = now(), cancel_reason = u.reason,
-                answers = u.answers,
-                cancelled_entries = ARRAY(SELECT mp.entry_id FROM match_players mp
-                                           WHERE mp.match_id = m.match_id
-                                           ORDER BY mp.entry_id)
-           FROM unnest($1::bigint[], $2::text[], $3::jsonb[]) AS u(match_id, reason, answers)
-          WHERE m.match_id = u.match_id AND m.status = 'pending'",
-    )
-    .bind(&ids)
-    .bind(&reasons)
-    .bind(&answers)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_cancel_matches.sql"))
+        .bind(&ids)
+        .bind(&reasons)
+        .bind(&answers)
+        .execute(&mut *tx)
+        .await?;
     // The entries go back to the pool: the rows that said they were in the match go.
     sqlx::query("DELETE FROM match_players WHERE match_id = ANY($1)")
         .bind(&ids)
@@ -545,66 +488,25 @@ async fn cancel_matches(
     // Queued again, on the same row: its enqueued_at, party and everything the client
     // sent stay; a fresh ticket lifetime. A player queued again by another call
     // meanwhile (one queued row per player and queue) keeps that row instead.
-    sqlx::query(
-        "WITH back AS (
-             UPDATE queue_entries e
-                SET status = 'queued', match_id = NULL, round_id = NULL, team = NULL,
-                    role = NULL, reject_reason = NULL, left_over = 'ready_check',
-                    left_over_reason = u.reason, expires_at = now() + q.ticket_ttl,
-                    updated_at = now()
-               FROM unnest($1::bigint[], $2::text[]) AS u(entry_id, reason), queues q
-              WHERE e.entry_id = u.entry_id AND e.status = 'matched' AND q.queue = e.queue
-                AND NOT EXISTS (SELECT 1 FROM queue_entries o
-                                 WHERE o.queue = e.queue AND o.owner = e.owner
-                                   AND o.player_id = e.player_id AND o.status = 'queued')
-          RETURNING e.entry_id)
-         UPDATE queue_entries e
-            SET status = 'cancelled', updated_at = now(),
-                reject_reason = 'match ' || e.match_id || ' was cancelled; the player was '
-                                || 'queued again by another call meanwhile'
-          WHERE e.entry_id = ANY($1) AND e.status = 'matched'
-            AND e.entry_id NOT IN (SELECT entry_id FROM back)",
-    )
-    .bind(&back)
-    .bind(&back_why)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "UPDATE queue_entries e
-            SET status = 'declined', reject_reason = u.reason, updated_at = now(),
-                declined_until = CASE WHEN u.cooldown AND $3::float8 IS NOT NULL
-                                      THEN now() + make_interval(secs => $3) END
-           FROM unnest($1::bigint[], $2::text[], $4::bool[]) AS u(entry_id, reason, cooldown)
-          WHERE e.entry_id = u.entry_id AND e.status = 'matched'",
-    )
-    .bind(&out)
-    .bind(&out_why)
-    .bind(cooldown)
-    .bind(&out_cooldown)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_requeue.sql"))
+        .bind(&back)
+        .bind(&back_why)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(include_str!("sql/ready_check_decline.sql"))
+        .bind(&out)
+        .bind(&out_why)
+        .bind(cooldown)
+        .bind(&out_cooldown)
+        .execute(&mut *tx)
+        .await?;
     // Their entries in other queues that this match withdrew: queued again as well.
-    sqlx::query(
-        "UPDATE queue_entries e
-            SET status = 'queued', match_id = NULL, reject_reason = NULL,
-                left_over = 'ready_check',
-                left_over_reason = format('match %s in queue %s was cancelled; queued again',
-                                          u.match_id, $3::text),
-                expires_at = now() + q.ticket_ttl, updated_at = now()
-           FROM unnest($1::bigint[], $2::bigint[]) AS u(match_id, entry_id)
-           JOIN queue_entries seat ON seat.entry_id = u.entry_id, queues q
-          WHERE e.status = 'withdrawn' AND e.match_id = u.match_id
-            AND e.owner = seat.owner AND e.player_id = seat.player_id
-            AND e.queue <> $3 AND q.queue = e.queue AND q.active
-            AND NOT EXISTS (SELECT 1 FROM queue_entries o
-                             WHERE o.queue = e.queue AND o.owner = e.owner
-                               AND o.player_id = e.player_id AND o.status = 'queued')",
-    )
-    .bind(&back_match)
-    .bind(&back)
-    .bind(queue)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_requeue_withdrawn.sql"))
+        .bind(&back_match)
+        .bind(&back)
+        .bind(queue)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -648,13 +550,10 @@ async fn record_logins(
         .map(|(s, _, _)| s.entry_id)
         .collect();
     if !bounced.is_empty() {
-        sqlx::query(
-            "UPDATE queue_entries SET bounced_at = now()
-              WHERE entry_id = ANY($1) AND status = 'queued'",
-        )
-        .bind(&bounced)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(include_str!("sql/ready_check_mark_bounced.sql"))
+            .bind(&bounced)
+            .execute(&mut *tx)
+            .await?;
     }
     if record.is_empty() {
         return Ok(());
@@ -663,25 +562,14 @@ async fn record_logins(
     let seats_n: Vec<f64> = record.values().map(|r| r.0).collect();
     let failures: Vec<f64> = record.values().map(|r| r.1).collect();
     // Decay: a count halves every half-life.
-    sqlx::query(
-        "INSERT INTO ready_records AS r (queue, owner, seats, failures, updated_at)
-         SELECT $1, u.owner, u.seats, u.failures, now()
-           FROM unnest($2::text[], $3::float8[], $4::float8[]) AS u(owner, seats, failures)
-         ON CONFLICT (queue, owner) DO UPDATE
-            SET seats = r.seats * power(0.5, extract(epoch FROM now() - r.updated_at) / $5)
-                        + EXCLUDED.seats,
-                failures = r.failures
-                           * power(0.5, extract(epoch FROM now() - r.updated_at) / $5)
-                           + EXCLUDED.failures,
-                updated_at = now()",
-    )
-    .bind(queue)
-    .bind(&owners)
-    .bind(&seats_n)
-    .bind(&failures)
-    .bind(half_life.as_secs_f64())
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_record_logins.sql"))
+        .bind(queue)
+        .bind(&owners)
+        .bind(&seats_n)
+        .bind(&failures)
+        .bind(half_life.as_secs_f64())
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -697,19 +585,15 @@ pub async fn failing_logins(
     if after == 0 {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_scalar(
-        "SELECT owner FROM ready_records
-          WHERE queue = $1
-            AND failures * power(0.5, extract(epoch FROM now() - updated_at) / $4) >= $2
-            AND failures >= $3 * seats
-          ORDER BY owner",
+    Ok(
+        sqlx::query_scalar(include_str!("sql/ready_check_failing_logins.sql"))
+            .bind(queue)
+            .bind(f64::from(after))
+            .bind(share)
+            .bind(half_life.as_secs_f64())
+            .fetch_all(db)
+            .await?,
     )
-    .bind(queue)
-    .bind(f64::from(after))
-    .bind(share)
-    .bind(half_life.as_secs_f64())
-    .fetch_all(db)
-    .await?)
 }
 
 /// The answers of the matches this look resolved, now kept with them: deleted, except a
@@ -717,18 +601,10 @@ pub async fn failing_logins(
 /// retention deletes.
 async fn forget_answers(tx: &mut PgConnection, locked: &[LockedMatch]) -> Result<(), DbError> {
     let ids: Vec<i64> = locked.iter().map(|(id, _)| *id).collect();
-    sqlx::query(
-        "DELETE FROM ready_answers
-          WHERE (match_id, entry_id) IN (
-                SELECT a.match_id, a.entry_id FROM ready_answers a
-                  JOIN matches m ON m.match_id = a.match_id
-                 WHERE (a.match_id = ANY($1) OR a.answered_at < now() - interval '1 hour')
-                   AND m.status <> 'pending'
-                   FOR UPDATE OF a SKIP LOCKED)",
-    )
-    .bind(&ids)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/ready_check_forget_answers.sql"))
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 

@@ -50,49 +50,28 @@ pub async fn heartbeat(
     now: Option<DateTime<Utc>>,
 ) -> Result<Vec<Peer>, DbError> {
     // Our row first, so that the read below always counts us.
-    sqlx::query(
-        "INSERT INTO replicas AS r (replica, started_at, heartbeat_at, expires_at, queues,
-                                    version)
-         SELECT $1, t.now, t.now, t.now + make_interval(secs => $4), $2, $5
-           FROM (SELECT coalesce($3, now()) AS now) t
-         ON CONFLICT (replica) DO UPDATE
-            SET heartbeat_at = EXCLUDED.heartbeat_at,
-                expires_at = EXCLUDED.expires_at,
-                queues = EXCLUDED.queues,
-                version = EXCLUDED.version,
-                -- A row that had expired is a new incarnation under an old name (a
-                -- restart with a fixed --holder): it starts again.
-                started_at = CASE WHEN r.expires_at <= EXCLUDED.heartbeat_at
-                                  THEN EXCLUDED.started_at ELSE r.started_at END",
-    )
-    .bind(replica)
-    .bind(queues)
-    .bind(now)
-    .bind(ttl.as_secs_f64())
-    .bind(env!("CARGO_PKG_VERSION"))
-    .execute(db)
-    .await?;
-    sqlx::query(
-        "DELETE FROM replicas
-          WHERE expires_at < coalesce($1, now()) - make_interval(secs => $2)",
-    )
-    .bind(now)
-    .bind(FORGET_AFTER.as_secs_f64())
-    .execute(db)
-    .await?;
+    sqlx::query(include_str!("sql/replicas_heartbeat.sql"))
+        .bind(replica)
+        .bind(queues)
+        .bind(now)
+        .bind(ttl.as_secs_f64())
+        .bind(env!("CARGO_PKG_VERSION"))
+        .execute(db)
+        .await?;
+    sqlx::query(include_str!("sql/replicas_forget.sql"))
+        .bind(now)
+        .bind(FORGET_AFTER.as_secs_f64())
+        .execute(db)
+        .await?;
     live_replicas(db, now).await
 }
 
 /// The live replicas (heartbeat not expired), ordered by name.
 pub async fn live_replicas(db: &PgPool, now: Option<DateTime<Utc>>) -> Result<Vec<Peer>, DbError> {
-    Ok(sqlx::query_as(
-        "SELECT replica, queues FROM replicas
-          WHERE expires_at > coalesce($1, now())
-          ORDER BY replica",
-    )
-    .bind(now)
-    .fetch_all(db)
-    .await?)
+    Ok(sqlx::query_as(include_str!("sql/replicas_live.sql"))
+        .bind(now)
+        .fetch_all(db)
+        .await?)
 }
 
 /// Leave: delete our row (shutdown), so the others count one replica fewer at once.
@@ -110,13 +89,10 @@ pub async fn lease_states(
     db: &PgPool,
     now: Option<DateTime<Utc>>,
 ) -> Result<Vec<LeaseState>, DbError> {
-    Ok(sqlx::query_as(
-        "SELECT queue, holder, term,
-                extract(epoch FROM expires_at - coalesce($1, now()))::float8 AS expires_in
-           FROM leases
-          ORDER BY queue",
+    Ok(
+        sqlx::query_as(include_str!("sql/replicas_lease_states.sql"))
+            .bind(now)
+            .fetch_all(db)
+            .await?,
     )
-    .bind(now)
-    .fetch_all(db)
-    .await?)
 }

@@ -136,14 +136,9 @@ pub async fn cutoff(
 /// The queues that have history in the database: published, with a countdown, or with
 /// rounds (every queue a daemon ever served is in one of them).
 pub async fn queues_with_history(db: &PgPool) -> Result<Vec<String>, DbError> {
-    Ok(sqlx::query_scalar(
-        "SELECT queue FROM queues
-         UNION SELECT queue FROM queue_state
-         UNION SELECT DISTINCT queue FROM rounds
-         ORDER BY 1",
-    )
-    .fetch_all(db)
-    .await?)
+    Ok(sqlx::query_scalar(include_str!("sql/retention_queues.sql"))
+        .fetch_all(db)
+        .await?)
 }
 
 impl QueuePruner {
@@ -241,15 +236,10 @@ impl QueuePruner {
             // named (a queued one stays: it was written around the daemon), then the
             // matches.
             // An answer a client's open transaction holds stays for a later batch.
-            sqlx::query(
-                "DELETE FROM ready_answers
-                  WHERE (match_id, entry_id) IN (
-                        SELECT match_id, entry_id FROM ready_answers
-                         WHERE match_id = ANY($1) FOR UPDATE SKIP LOCKED)",
-            )
-            .bind(&ids)
-            .execute(&mut *conn)
-            .await?;
+            sqlx::query(include_str!("sql/retention_match_answers.sql"))
+                .bind(&ids)
+                .execute(&mut *conn)
+                .await?;
             let entries: Vec<i64> = sqlx::query_scalar(
                 "DELETE FROM match_players WHERE match_id = ANY($1) RETURNING entry_id",
             )
@@ -304,15 +294,14 @@ impl QueuePruner {
     }
 
     /// The keyset batch of `sql` after `after` ($1 the queue, $2 the cutoff, $3 and $4
-    /// the keyset, $5 the batch size, $6 `keep` when given): (id, time, kept), oldest
-    /// first.
+    /// the keyset, $5 the batch size, $6 `keep` when given), oldest first.
     async fn candidates(
         &self,
         conn: &mut PgConnection,
         sql: &'static str,
         after: Option<(DateTime<Utc>, i64)>,
         keep: Option<i32>,
-    ) -> Result<Vec<(i64, DateTime<Utc>, bool)>, DbError> {
+    ) -> Result<Vec<Candidate>, DbError> {
         let (after_at, after_id) = after.unzip();
         let query = sqlx::query_as(sql)
             .bind(&self.queue)
@@ -359,16 +348,28 @@ impl QueuePruner {
 /// Where a keyset batch stops: the last candidate's time and id.
 type Keyset = (DateTime<Utc>, i64);
 
-/// A keyset batch's candidates (id, time, kept), oldest first: the ids to delete and
-/// where the next batch starts (None: no candidate left).
-fn unkept(candidates: &[(i64, DateTime<Utc>, bool)]) -> Option<(Vec<i64>, Keyset)> {
-    let &(last_id, last_at, _) = candidates.last()?;
+/// One old match or round of a keyset batch (`retention_match_candidates.sql`,
+/// `retention_round_candidates.sql`).
+#[derive(sqlx::FromRow)]
+struct Candidate {
+    /// The match or round id.
+    id: i64,
+    /// Its creation or commit time.
+    at: DateTime<Utc>,
+    /// Kept: something still points at it.
+    kept: bool,
+}
+
+/// A keyset batch's candidates, oldest first: the ids to delete and where the next
+/// batch starts (None: no candidate left).
+fn unkept(candidates: &[Candidate]) -> Option<(Vec<i64>, Keyset)> {
+    let last = candidates.last()?;
     let ids = candidates
         .iter()
-        .filter(|(_, _, kept)| !kept)
-        .map(|(id, _, _)| *id)
+        .filter(|c| !c.kept)
+        .map(|c| c.id)
         .collect();
-    Some((ids, (last_at, last_id)))
+    Some((ids, (last.at, last.id)))
 }
 
 /// A step that deletes with one statement per batch: its DELETE (with `per_queue`, $1

@@ -141,137 +141,131 @@ pub struct StoredRound {
     pub servers: Option<matchmaker_optimizer::servers::Supply>,
 }
 
-type RoundRow = (
-    i64,
-    String,
-    String,
-    DateTime<Utc>,
-    i32,
-    i32,
-    i32,
-    i32,
-    i32,
-    Option<f64>,
-    sqlx::types::Json<BTreeMap<String, f64>>,
-    String,
-    String,
-    f64,
-);
+/// The `rounds` row of a stored round (`round_snapshot_round.sql`).
+#[derive(sqlx::FromRow)]
+struct RoundRow {
+    round_id: i64,
+    queue: String,
+    trigger: String,
+    committed_at: DateTime<Utc>,
+    pool_size: i32,
+    matched: i32,
+    left_over: i32,
+    rejected: i32,
+    dropped_by_cancel: i32,
+    score: Option<f64>,
+    factor_averages: sqlx::types::Json<BTreeMap<String, f64>>,
+    seed: String,
+    config_hash: String,
+    solve_ms: f64,
+}
 
-type SnapshotRow = (
-    i16,
-    Vec<u8>,
-    String,
-    sqlx::types::Json<BudgetRecord>,
-    String,
-    Option<i32>,
-    sqlx::types::Json<BTreeMap<String, StoredLeftOver>>,
-    sqlx::types::Json<Vec<Vec<Vec<String>>>>,
-    Option<sqlx::types::Json<matchmaker_optimizer::servers::Supply>>,
-);
+/// The `round_snapshots` row of a stored round (`round_snapshot_record.sql`).
+#[derive(sqlx::FromRow)]
+struct SnapshotRow {
+    format: i16,
+    pool: Vec<u8>,
+    config: String,
+    budget: sqlx::types::Json<BudgetRecord>,
+    strategy: String,
+    threads: Option<i32>,
+    left_over: sqlx::types::Json<BTreeMap<String, StoredLeftOver>>,
+    dropped_matches: sqlx::types::Json<Vec<Vec<Vec<String>>>>,
+    servers: Option<sqlx::types::Json<matchmaker_optimizer::servers::Supply>>,
+}
 
-type MatchPlayerRow = (
-    i64,
-    f64,
-    sqlx::types::Json<BTreeMap<String, f64>>,
-    i32,
-    String,
-);
+/// One player of a stored round's match (`round_snapshot_matches.sql`).
+#[derive(sqlx::FromRow)]
+struct MatchPlayerRow {
+    match_id: i64,
+    score: f64,
+    factors: sqlx::types::Json<BTreeMap<String, f64>>,
+    team: i32,
+    player_id: String,
+}
 
 /// Read a round and its replay record. `Ok(None)`: no such round; a round without a
 /// snapshot (committed without one, or written by an older build) is an error
 /// that says so.
 pub async fn load_round(db: &PgPool, round_id: i64) -> Result<Option<StoredRound>, DbError> {
-    let row: Option<RoundRow> = sqlx::query_as(
-        "SELECT round_id, queue, trigger, committed_at, pool_size, matched, left_over,
-                rejected, dropped_by_cancel, score, factor_averages, seed::text,
-                config_hash, solve_ms
-           FROM rounds WHERE round_id = $1",
-    )
-    .bind(round_id)
-    .fetch_optional(db)
-    .await?;
+    let row: Option<RoundRow> = sqlx::query_as(include_str!("sql/round_snapshot_round.sql"))
+        .bind(round_id)
+        .fetch_optional(db)
+        .await?;
     let Some(r) = row else {
         return Ok(None);
     };
-    let snap: Option<SnapshotRow> = sqlx::query_as(
-        "SELECT format, pool, config, budget, strategy, threads, left_over, dropped_matches,
-                servers
-           FROM round_snapshots WHERE round_id = $1",
-    )
-    .bind(round_id)
-    .fetch_optional(db)
-    .await?;
+    let snap: Option<SnapshotRow> = sqlx::query_as(include_str!("sql/round_snapshot_record.sql"))
+        .bind(round_id)
+        .fetch_optional(db)
+        .await?;
     let Some(s) = snap else {
         return Err(DbError::Invalid(format!(
             "round {round_id} has no snapshot (committed without one, or by an older build)"
         )));
     };
-    if s.0 != FORMAT {
+    if s.format != FORMAT {
         return Err(DbError::Invalid(format!(
             "round {round_id}: snapshot format {} is not known to this build (it reads {FORMAT})",
-            s.0
+            s.format
         )));
     }
     let pool =
-        decompress_pool(&s.1).map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
-    let strategy: Strategy =
-        s.4.parse()
-            .map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
-    let seed: u64 =
-        r.11.parse()
-            .map_err(|e| DbError::Invalid(format!("round {round_id}: seed {}: {e}", r.11)))?;
+        decompress_pool(&s.pool).map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
+    let strategy: Strategy = s
+        .strategy
+        .parse()
+        .map_err(|e| DbError::Invalid(format!("round {round_id}: {e}")))?;
+    let seed: u64 = r
+        .seed
+        .parse()
+        .map_err(|e| DbError::Invalid(format!("round {round_id}: seed {}: {e}", r.seed)))?;
 
-    let rows: Vec<MatchPlayerRow> = sqlx::query_as(
-        "SELECT m.match_id, m.score, m.factors, mp.team, mp.player_id
-               FROM matches m JOIN match_players mp USING (match_id)
-              WHERE m.round_id = $1
-              ORDER BY m.match_id, mp.team, mp.player_id",
-    )
-    .bind(round_id)
-    .fetch_all(db)
-    .await?;
+    let rows: Vec<MatchPlayerRow> = sqlx::query_as(include_str!("sql/round_snapshot_matches.sql"))
+        .bind(round_id)
+        .fetch_all(db)
+        .await?;
     let mut matches: Vec<StoredMatch> = Vec::new();
-    for (match_id, score, factors, team, player) in rows {
-        if matches.last().is_none_or(|m| m.match_id != match_id) {
+    for row in rows {
+        if matches.last().is_none_or(|m| m.match_id != row.match_id) {
             matches.push(StoredMatch {
-                match_id,
-                score,
-                factors: factors.0,
+                match_id: row.match_id,
+                score: row.score,
+                factors: row.factors.0,
                 teams: Vec::new(),
             });
         }
         let m = matches.last_mut().expect("pushed above");
-        let team = team.max(0) as usize;
+        let team = row.team.max(0) as usize;
         if m.teams.len() <= team {
             m.teams.resize(team + 1, Vec::new());
         }
-        m.teams[team].push(player);
+        m.teams[team].push(row.player_id);
     }
     Ok(Some(StoredRound {
-        round_id: r.0,
-        queue: r.1,
-        trigger: r.2,
-        committed_at: r.3,
-        pool_size: r.4,
-        matched: r.5,
-        left_over_count: r.6,
-        rejected: r.7,
-        dropped_by_cancel: r.8,
-        score: r.9,
-        factor_averages: r.10.0,
+        round_id: r.round_id,
+        queue: r.queue,
+        trigger: r.trigger,
+        committed_at: r.committed_at,
+        pool_size: r.pool_size,
+        matched: r.matched,
+        left_over_count: r.left_over,
+        rejected: r.rejected,
+        dropped_by_cancel: r.dropped_by_cancel,
+        score: r.score,
+        factor_averages: r.factor_averages.0,
         seed,
-        config_hash: r.12,
-        solve_ms: r.13,
+        config_hash: r.config_hash,
+        solve_ms: r.solve_ms,
         pool,
-        config_toml: s.2,
-        budget: s.3.0,
+        config_toml: s.config,
+        budget: s.budget.0,
         strategy,
-        threads: s.5.map(|t| t.max(1) as usize),
-        left_over: s.6.0,
-        dropped_matches: s.7.0,
+        threads: s.threads.map(|t| t.max(1) as usize),
+        left_over: s.left_over.0,
+        dropped_matches: s.dropped_matches.0,
         matches,
-        servers: s.8.map(|j| j.0),
+        servers: s.servers.map(|j| j.0),
     }))
 }
 
@@ -282,17 +276,14 @@ pub async fn rounds_between(
     to: DateTime<Utc>,
     queue: Option<&str>,
 ) -> Result<Vec<i64>, DbError> {
-    Ok(sqlx::query_scalar(
-        "SELECT r.round_id FROM rounds r JOIN round_snapshots s USING (round_id)
-          WHERE r.committed_at >= $1 AND r.committed_at < $2
-            AND ($3::text IS NULL OR r.queue = $3)
-          ORDER BY r.committed_at, r.round_id",
+    Ok(
+        sqlx::query_scalar(include_str!("sql/round_snapshot_rounds_between.sql"))
+            .bind(from)
+            .bind(to)
+            .bind(queue)
+            .fetch_all(db)
+            .await?,
     )
-    .bind(from)
-    .bind(to)
-    .bind(queue)
-    .fetch_all(db)
-    .await?)
 }
 
 /// Write the replay record of round `round_id` (inside the round's commit).
@@ -304,26 +295,21 @@ pub(super) async fn write_round_snapshot(
     left_over: &BTreeMap<&str, StoredLeftOver>,
     dropped_matches: &[&Vec<Vec<String>>],
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO round_snapshots (round_id, queue, format, pool, pool_players,
-                                      pool_json_bytes, config, budget, strategy, threads,
-                                      left_over, dropped_matches, servers)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-    )
-    .bind(round_id)
-    .bind(queue)
-    .bind(FORMAT)
-    .bind(&record.pool_lz4)
-    .bind(record.pool_players as i32)
-    .bind(record.pool_json_bytes as i32)
-    .bind(&record.config_toml)
-    .bind(sqlx::types::Json(&record.budget))
-    .bind(record.strategy.name())
-    .bind(record.threads.map(|t| t as i32))
-    .bind(sqlx::types::Json(left_over))
-    .bind(sqlx::types::Json(dropped_matches))
-    .bind(record.servers.as_ref().map(sqlx::types::Json))
-    .execute(&mut *conn)
-    .await?;
+    sqlx::query(include_str!("sql/round_snapshot_write.sql"))
+        .bind(round_id)
+        .bind(queue)
+        .bind(FORMAT)
+        .bind(&record.pool_lz4)
+        .bind(record.pool_players as i32)
+        .bind(record.pool_json_bytes as i32)
+        .bind(&record.config_toml)
+        .bind(sqlx::types::Json(&record.budget))
+        .bind(record.strategy.name())
+        .bind(record.threads.map(|t| t as i32))
+        .bind(sqlx::types::Json(left_over))
+        .bind(sqlx::types::Json(dropped_matches))
+        .bind(record.servers.as_ref().map(sqlx::types::Json))
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }

@@ -17,14 +17,10 @@ use matchmaker_optimizer::servers::Supply;
 
 /// Ready servers per region, announced within `ttl` (the database's clock).
 pub async fn ready_supply(db: &PgPool, ttl: Duration) -> Result<Supply, DbError> {
-    let rows: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT region, count(*) FROM servers
-          WHERE status = 'ready' AND announced_at > now() - make_interval(secs => $1)
-          GROUP BY region",
-    )
-    .bind(ttl.as_secs_f64())
-    .fetch_all(db)
-    .await?;
+    let rows: Vec<(String, i64)> = sqlx::query_as(include_str!("sql/servers_ready_supply.sql"))
+        .bind(ttl.as_secs_f64())
+        .fetch_all(db)
+        .await?;
     Ok(rows
         .into_iter()
         .map(|(region, n)| (region, n.clamp(0, u32::MAX as i64) as u32))
@@ -40,6 +36,16 @@ pub struct ReadyServer {
     pub ready_since: DateTime<Utc>,
 }
 
+/// A ready server locked for a region's need (`servers_lock_ready.sql`).
+#[derive(sqlx::FromRow)]
+struct ReadyRow {
+    region: String,
+    owner: String,
+    server_id: String,
+    address: String,
+    ready_since: DateTime<Utc>,
+}
+
 /// Lock up to `needs[region]` ready servers of each region, the most recently heard
 /// from first (the likeliest to be alive). Servers locked by a server login's call right
 /// now are skipped.
@@ -53,30 +59,19 @@ pub(super) async fn lock_ready(
     }
     let regions: Vec<&str> = needs.keys().copied().collect();
     let counts: Vec<i64> = needs.values().map(|&n| n as i64).collect();
-    let rows: Vec<(String, String, String, String, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT need.region, s.owner, s.server_id, s.address, s.ready_since
-           FROM unnest($1::text[], $2::bigint[]) AS need(region, n)
-          CROSS JOIN LATERAL (
-                SELECT x.owner, x.server_id, x.address, x.ready_since
-                  FROM servers x
-                 WHERE x.region = need.region AND x.status = 'ready'
-                   AND x.announced_at > now() - make_interval(secs => $3)
-                 ORDER BY x.announced_at DESC, x.owner, x.server_id
-                 LIMIT need.n
-                   FOR UPDATE SKIP LOCKED) s",
-    )
-    .bind(&regions)
-    .bind(&counts)
-    .bind(ttl.as_secs_f64())
-    .fetch_all(&mut *tx)
-    .await?;
+    let rows: Vec<ReadyRow> = sqlx::query_as(include_str!("sql/servers_lock_ready.sql"))
+        .bind(&regions)
+        .bind(&counts)
+        .bind(ttl.as_secs_f64())
+        .fetch_all(&mut *tx)
+        .await?;
     let mut out: HashMap<String, Vec<ReadyServer>> = HashMap::new();
-    for (region, owner, server_id, address, ready_since) in rows {
-        out.entry(region).or_default().push(ReadyServer {
-            owner,
-            server_id,
-            address,
-            ready_since,
+    for row in rows {
+        out.entry(row.region).or_default().push(ReadyServer {
+            owner: row.owner,
+            server_id: row.server_id,
+            address: row.address,
+            ready_since: row.ready_since,
         });
     }
     Ok(out)
@@ -96,27 +91,12 @@ pub(super) async fn allocate(
         .iter()
         .map(|(_, s)| s.server_id.as_str())
         .collect();
-    sqlx::query(
-        "WITH a AS (
-             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])
-                      AS a(match_id, owner, server_id)),
-         allocated AS (
-             UPDATE servers s
-                SET status = 'allocated', match_id = a.match_id, allocated_at = now()
-               FROM a
-              WHERE s.owner = a.owner AND s.server_id = a.server_id AND s.status = 'ready'
-             RETURNING s.owner, s.server_id, s.address, s.ready_since, s.match_id)
-         UPDATE matches m
-            SET server_owner = x.owner, server_id = x.server_id,
-                server_address = x.address, server_ready_at = x.ready_since
-           FROM allocated x
-          WHERE m.match_id = x.match_id",
-    )
-    .bind(&match_ids)
-    .bind(&owners)
-    .bind(&ids)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/servers_allocate.sql"))
+        .bind(&match_ids)
+        .bind(&owners)
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -127,22 +107,10 @@ pub(super) async fn fills_stay_on_their_server(
     tx: &mut PgConnection,
     fill_ids: &[i64],
 ) -> Result<(), DbError> {
-    sqlx::query(
-        "UPDATE matches m
-            SET server_owner = s.owner, server_id = s.server_id,
-                server_address = s.address, region = s.region
-           FROM backfill_requests b
-          CROSS JOIN LATERAL (
-                SELECT x.owner, x.server_id, x.address, x.region FROM servers x
-                 WHERE x.owner = b.owner
-                   AND (x.server_id = b.session_id OR x.match_id::text = b.session_id)
-                 ORDER BY x.server_id = b.session_id DESC
-                 LIMIT 1) s
-          WHERE m.match_id = ANY($1) AND b.request_id = m.backfill_request_id",
-    )
-    .bind(fill_ids)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("sql/servers_place_fills.sql"))
+        .bind(fill_ids)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 
@@ -163,23 +131,14 @@ pub(super) async fn release(
     if match_ids.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_as(
-        "WITH freed AS (
-             SELECT owner, server_id, match_id FROM servers
-              WHERE match_id = ANY($1) FOR UPDATE)
-         UPDATE servers s
-            SET status = 'ready', match_id = NULL, allocated_at = NULL, ready_since = now()
-           FROM freed f
-          WHERE s.owner = f.owner AND s.server_id = f.server_id
-         RETURNING f.owner, f.server_id, f.match_id",
-    )
-    .bind(match_ids)
-    .fetch_all(&mut *tx)
-    .await?)
+    Ok(sqlx::query_as(include_str!("sql/servers_release.sql"))
+        .bind(match_ids)
+        .fetch_all(&mut *tx)
+        .await?)
 }
 
 /// One region of the fleet, as `status` and the metrics show it (`server_fleet`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, sqlx::FromRow)]
 pub struct FleetRegion {
     pub region: String,
     /// Ready and heard from within the shortest server ttl of the queues.
@@ -191,19 +150,7 @@ pub struct FleetRegion {
 
 /// The fleet per region, every server login's servers together.
 pub async fn fleet(db: &PgPool) -> Result<Vec<FleetRegion>, sqlx::Error> {
-    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
-        "SELECT region, sum(ready)::bigint, sum(silent)::bigint, sum(allocated)::bigint
-           FROM server_fleet GROUP BY region ORDER BY region",
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(region, ready, silent, allocated)| FleetRegion {
-            region,
-            ready,
-            silent,
-            allocated,
-        })
-        .collect())
+    sqlx::query_as(include_str!("sql/servers_fleet.sql"))
+        .fetch_all(db)
+        .await
 }

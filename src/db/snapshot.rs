@@ -78,9 +78,18 @@ pub struct Snapshot {
     pub sat_out: usize,
     /// Those players, with why (for the round's left-over record).
     pub sat_out_players: Vec<(String, String)>,
-    /// (owner, player_id, avoided_player_id) of the pooled players' avoids that hold,
-    /// each player's newest first, at most the queue's `avoids.max_per_player` each.
-    pub avoids: Vec<(String, String, String)>,
+    /// The pooled players' avoids that hold, each player's newest first, at most the
+    /// queue's `avoids.max_per_player` each.
+    pub avoids: Vec<Avoid>,
+}
+
+/// An avoid that holds: `player_id` of login `owner` avoids `avoided_player_id` (of the
+/// same login).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Avoid {
+    pub owner: String,
+    pub player_id: String,
+    pub avoided_player_id: String,
 }
 
 /// Most regions / peers a stored row may name before the round refuses it: the enqueue
@@ -232,13 +241,13 @@ async fn try_snapshot(
 }
 
 /// The unexpired avoids of these (owner, player_id), each player's newest `max_avoids`,
-/// newest first: (owner, player_id, avoided_player_id). One statement for the whole pool
-/// (a hash join on the players, not a look-up per player).
+/// newest first. One statement for the whole pool (a hash join on the players, not a
+/// look-up per player).
 pub async fn read_avoids<'a>(
     conn: &mut sqlx::PgConnection,
     players: impl Iterator<Item = (&'a str, &'a str)>,
     max_avoids: usize,
-) -> Result<Vec<(String, String, String)>, DbError> {
+) -> Result<Vec<Avoid>, DbError> {
     let (owners, ids): (Vec<&str>, Vec<&str>) = players.unzip();
     if max_avoids == 0 || ids.is_empty() {
         return Ok(Vec::new());
@@ -468,10 +477,10 @@ impl Snapshot {
         }
         let pool_id = self.pool_id_by_login();
         let mut of: HashMap<&str, Vec<String>> = HashMap::new();
-        for (owner, player, avoided) in &self.avoids {
+        for a in &self.avoids {
             let (Some(&me), Some(&them)) = (
-                pool_id.get(&(owner.as_str(), player.as_str())),
-                pool_id.get(&(owner.as_str(), avoided.as_str())),
+                pool_id.get(&(a.owner.as_str(), a.player_id.as_str())),
+                pool_id.get(&(a.owner.as_str(), a.avoided_player_id.as_str())),
             ) else {
                 continue;
             };

@@ -9,7 +9,7 @@ WITH candidate AS (
      ORDER BY m.created_at, m.match_id
      LIMIT $5
      FOR UPDATE SKIP LOCKED)
-SELECT c.match_id, c.created_at,
+SELECT c.match_id AS id, c.created_at AS at,
        -- Kept: it is among the last $6 matches of one of its players in the queue
        -- (recent_matches, the history the snapshot reads).
        EXISTS (SELECT 1 FROM match_players mp

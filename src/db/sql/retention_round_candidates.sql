@@ -9,7 +9,7 @@ WITH candidate AS (
      ORDER BY r.committed_at, r.round_id
      LIMIT $5
      FOR UPDATE SKIP LOCKED)
-SELECT c.round_id, c.committed_at,
+SELECT c.round_id AS id, c.committed_at AS at,
        -- Kept while anything points at it: a kept match (and so the entries matched in
        -- it), the countdown's last round.
        EXISTS (SELECT 1 FROM matches m WHERE m.round_id = c.round_id)
