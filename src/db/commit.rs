@@ -1117,8 +1117,8 @@ impl PlayerColumns {
             .entries
             .iter()
             .map(|e| {
-                let sigma = e.skill_sigma.unwrap_or(r.win_model.default_sigma);
-                (e.player_id.as_str(), (e.skill, sigma))
+                let rating = r.win_model.rating(e.skill, e.skill_sigma);
+                (e.player_id.as_str(), rating)
             })
             .collect();
         let mut out = PlayerColumns::default();
@@ -1189,20 +1189,5 @@ fn win_probabilities(
     if r.backfill.fills.iter().any(|f| std::ptr::eq(&f.outcome, m)) {
         return None;
     }
-    let teams: Vec<Vec<(f64, f64)>> = m
-        .teams
-        .iter()
-        .map(|t| {
-            t.iter()
-                .filter_map(|p| skills.get(p.as_str()).copied())
-                .collect()
-        })
-        .collect();
-    if teams.len() < 2 || teams.iter().any(Vec::is_empty) {
-        return None;
-    }
-    Some(matchmaker_optimizer::rating::win_probabilities(
-        &teams,
-        r.win_model.beta,
-    ))
+    r.win_model.predict(&m.teams, |p| skills.get(p).copied())
 }

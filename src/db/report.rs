@@ -398,12 +398,23 @@ pub struct FactorResultStats {
 }
 
 /// A reported two-team match of a round (`replay_round_results.sql`).
-#[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ReportedOutcome {
+    /// The two teams' ranks (1 the best; equal: a draw).
+    pub team_ranks: Vec<i32>,
     /// The first team's predicted chance at match time.
     pub predicted: Option<f64>,
-    /// 1 the first team won, 0.5 a draw, 0 it lost.
-    pub outcome: f64,
+}
+
+impl ReportedOutcome {
+    /// 1 the first team won, 0.5 a draw, 0 it lost, as the report counts it.
+    pub fn outcome(&self) -> f64 {
+        match self.team_ranks.first().cmp(&self.team_ranks.get(1)) {
+            std::cmp::Ordering::Less => 1.0,
+            std::cmp::Ordering::Equal => 0.5,
+            std::cmp::Ordering::Greater => 0.0,
+        }
+    }
 }
 
 /// The reported results of round `round_id`'s two-team matches.

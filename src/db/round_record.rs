@@ -44,6 +44,32 @@ pub struct WinModel {
     pub default_sigma: f64,
 }
 
+impl WinModel {
+    /// A player's (skill, uncertainty) as the prediction reads them.
+    pub fn rating(&self, skill: f64, skill_sigma: Option<f64>) -> (f64, f64) {
+        (skill, skill_sigma.unwrap_or(self.default_sigma))
+    }
+
+    /// Each team's chance to win, its players' (skill, uncertainty) read by `rating`;
+    /// None for fewer than two teams or a team of which no player is known.
+    pub fn predict(
+        &self,
+        teams: &[Vec<String>],
+        rating: impl Fn(&str) -> Option<(f64, f64)>,
+    ) -> Option<Vec<f64>> {
+        let rated: Vec<Vec<(f64, f64)>> = teams
+            .iter()
+            .map(|t| t.iter().filter_map(|p| rating(p)).collect())
+            .collect();
+        if rated.len() < 2 || rated.iter().any(Vec::is_empty) {
+            return None;
+        }
+        Some(matchmaker_optimizer::rating::win_probabilities(
+            &rated, self.beta,
+        ))
+    }
+}
+
 /// Everything a round writes.
 pub struct RoundRecord<'a> {
     pub snapshot: &'a Snapshot,

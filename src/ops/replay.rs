@@ -148,25 +148,14 @@ impl Predictions {
         let skills: BTreeMap<&str, (f64, f64)> = pool
             .players
             .iter()
-            .map(|p| {
-                let sigma = p.skill_sigma.unwrap_or(model.default_sigma);
-                (p.id.as_str(), (p.skill, sigma))
-            })
+            .map(|p| (p.id.as_str(), model.rating(p.skill, p.skill_sigma)))
             .collect();
         let mut out = Predictions::default();
         for teams in matches.filter(|t| t.len() == 2) {
-            let rated: Vec<Vec<(f64, f64)>> = teams
-                .iter()
-                .map(|t| {
-                    t.iter()
-                        .filter_map(|p| skills.get(p.as_str()).copied())
-                        .collect()
-                })
-                .collect();
-            if rated.iter().any(Vec::is_empty) {
+            let Some(chances) = model.predict(teams, |p| skills.get(p).copied()) else {
                 continue;
-            }
-            let first = optimizer::rating::win_probabilities(&rated, model.beta)[0];
+            };
+            let first = chances[0];
             let favourite = first.max(1.0 - first);
             out.matches += 1;
             out.gap_sum += (first - 0.5).abs();
@@ -579,13 +568,14 @@ impl Observed {
             self.reported += 1;
             let Some(p) = r.predicted else { continue };
             self.predicted += 1;
-            self.brier_sum += (p - r.outcome).powi(2);
+            let outcome = r.outcome();
+            self.brier_sum += (p - outcome).powi(2);
             if p.max(1.0 - p) >= LOPSIDED {
                 self.lopsided += 1;
                 let favourite_won = if p >= 0.5 {
-                    r.outcome == 1.0
+                    outcome == 1.0
                 } else {
-                    r.outcome == 0.0
+                    outcome == 0.0
                 };
                 self.stomps += usize::from(favourite_won);
             }
