@@ -23,21 +23,16 @@
 //! clients were told against it, as `failover` does.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, PgPool};
-use tokio::sync::watch;
 
 use matchmaker::db;
 use matchmaker_testkit::audit;
-use matchmaker_testkit::fleet::*;
 
-use crate::failover::{
-    self, CLIENT_LOGIN, FAILOVER_CONFIG, Ledger, QUEUES, Shared, check_ledger, fmt_secs,
-};
+use crate::failover::{self, CLIENT_LOGIN, Clients, Ledger, Shared, check_ledger, fmt_secs};
 use crate::formation::{self, Formation};
 
 /// How long the formation may take to report a primary and a secondary again after the
@@ -414,76 +409,16 @@ pub async fn failure_modes(
     say: impl Fn(String),
 ) -> anyhow::Result<FailureModesReport> {
     let started = Instant::now();
-    let (work, keep) = match &options.log_dir {
-        Some(dir) => (dir.clone(), true),
-        None => (
-            std::env::temp_dir().join(format!("matchmaker-failure-modes-{}", std::process::id())),
-            false,
-        ),
-    };
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let mut formation = tokio::task::block_in_place(|| Formation::start(&work, keep))
-        .context("starting the pg_auto_failover formation")?;
-    say(format!(
-        "formation up in {:.1} s: monitor :{}, node1 :{} (primary), node2 :{} (standby); logs in {}",
-        started.elapsed().as_secs_f64(),
-        formation.monitor.port,
-        formation.nodes[0].port,
-        formation.nodes[1].port,
-        work.display()
-    ));
+    let (work, keep) = failover::work_dir(options.log_dir.as_deref(), "failure-modes")?;
+    let mut formation = failover::start_formation(&work, keep, &say)?;
     let url = formation.url("postgres")?;
     let client_url = formation.url(CLIENT_LOGIN)?;
-    say(format!("DATABASE_URL={url}"));
-
     let admin = db::connect_with(&url, 4).await?;
-    db::migrate(&admin).await?;
-    audit::install_lease_log(&admin).await?;
-    let client_limit = options.clients * 2 + 2;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE ROLE {CLIENT_LOGIN} LOGIN CONNECTION LIMIT {client_limit} IN ROLE matchmaker_client"
-    )))
-    .execute(&admin)
-    .await?;
-    sqlx::query("CREATE TABLE failover_probe (at timestamptz NOT NULL DEFAULT clock_timestamp())")
-        .execute(&admin)
-        .await?;
+    failover::prepare_database(&admin, options.clients).await?;
     let settings = failover::replication_settings(&formation, &admin).await?;
-
-    let config = write_config(&work, FAILOVER_CONFIG)?;
-    let mut replicas: Vec<Replica> = (1..=options.replicas)
-        .map(|i| {
-            Replica::start(ReplicaSpec {
-                exe: exe.to_path_buf(),
-                database_url: url.clone(),
-                config: config.clone(),
-                name: format!("r{i}"),
-                clock_skew: None,
-                log_dir: work.clone(),
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    if !wait_for_leaders(&admin, &QUEUES, Duration::from_secs(60)).await {
-        anyhow::bail!(
-            "no replica took the leases within 60 s; log tail:\n{}",
-            replicas[0].log_tail(20)
-        );
-    }
-
-    let ledger: Shared = Arc::default();
-    let clients_pool = db::connect_with(&client_url, options.clients as u32 * 2).await?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let tasks: Vec<_> = (0..options.clients)
-        .map(|i| {
-            tokio::spawn(failover::client(
-                clients_pool.clone(),
-                ledger.clone(),
-                i,
-                options.seed,
-                stop_rx.clone(),
-            ))
-        })
-        .collect();
+    let mut replicas = failover::start_replicas(options.replicas, exe, &url, &work, &admin).await?;
+    let clients = Clients::start(&client_url, options.clients, options.seed).await?;
+    let ledger = clients.ledger.clone();
     say(format!(
         "{} replicas and {} clients running; warming up for {:?}",
         options.replicas, options.clients, options.warmup
@@ -543,21 +478,7 @@ pub async fn failure_modes(
     tokio::time::sleep(options.settle).await;
     failover::restart_exited(&mut replicas, &say);
 
-    // Stop the clients, let the daemon take what they last did, stop the replicas.
-    let _ = stop_tx.send(true);
-    for task in tasks {
-        task.await.context("a client task")?;
-    }
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let mut unexpected_exits = 0;
-    for replica in replicas.iter_mut() {
-        replica.check_alive();
-        unexpected_exits += replica.unexpected_exits;
-        replica.terminate(Duration::from_secs(10));
-    }
-    clients_pool.close().await;
-
-    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+    let (ledger, unexpected_exits) = clients.stop_with(&mut replicas).await?;
     let cancelled: Vec<String> = Vec::new();
     let audit = audit::audit(
         &admin,
