@@ -20,7 +20,8 @@
 //!    before the loss is still there.
 //!
 //! At the end it audits the database ([`matchmaker_testkit::audit`]) and checks what the
-//! clients were told against it, as `failover` does.
+//! clients were told against it, as `failover` does. Then the command runs the network
+//! partition ([`crate::partition`]), which needs no formation, on a server of its own.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,6 +35,7 @@ use matchmaker_testkit::audit;
 
 use crate::failover::{self, CLIENT_LOGIN, Clients, Ledger, Shared, check_ledger, fmt_secs};
 use crate::formation::{self, Formation};
+use crate::partition::{self, PartitionOptions};
 
 /// How long the formation may take to report a primary and a secondary again after the
 /// monitor or the nodes come back.
@@ -60,10 +62,40 @@ pub struct FailureModesOptions {
     /// Concurrent clients (each keeps a dozen players waiting).
     pub clients: usize,
     pub seed: u64,
-    /// Keep the formation, the replicas' logs and the config here; default: a temporary
-    /// directory, removed after a clean run. The `postgres` user must be able to enter it
-    /// when running as root.
+    /// How long one replica's route to the database stays cut, then every replica's
+    /// ([`crate::partition`]).
+    pub cut: Duration,
+    pub cut_all: Duration,
+    /// Run only the formation's failures, or only the partition.
+    pub only: Option<Failures>,
+    /// Keep the formation, the replicas' logs and the config here (the partition's in
+    /// its `partition` directory); default: a temporary directory, removed after a clean
+    /// run. The `postgres` user must be able to enter it when running as root.
     pub log_dir: Option<PathBuf>,
+}
+
+/// The failures of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failures {
+    /// The monitor lost, the standby paused, both data nodes lost: on a formation.
+    Formation,
+    /// Replicas cut off from a healthy database ([`crate::partition`]).
+    Partition,
+}
+
+impl FailureModesOptions {
+    /// The partition's share of the options.
+    pub fn partition(&self) -> PartitionOptions {
+        PartitionOptions {
+            warmup: self.warmup,
+            cut: self.cut,
+            cut_all: self.cut_all,
+            settle: self.settle,
+            clients: self.clients,
+            seed: self.seed,
+            log_dir: self.log_dir.as_ref().map(|dir| dir.join("partition")),
+        }
+    }
 }
 
 impl Default for FailureModesOptions {
@@ -79,6 +111,9 @@ impl Default for FailureModesOptions {
             replicas: 2,
             clients: 4,
             seed: 1,
+            cut: PartitionOptions::default().cut,
+            cut_all: PartitionOptions::default().cut_all,
+            only: None,
             log_dir: None,
         }
     }
@@ -96,13 +131,31 @@ pub fn run(options: FailureModesOptions) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .try_init();
     crate::run_beside_replicas(async move {
-        let report = failure_modes(&options, &exe, |line| println!("{line}")).await?;
-        report.print();
-        let violations = report.violation_count();
+        let mut failed = Vec::new();
+        if options.only != Some(Failures::Partition) {
+            let report = failure_modes(&options, &exe, |line| println!("{line}")).await?;
+            report.print();
+            if report.violation_count() > 0 {
+                failed.push((report.violation_count(), report.logs));
+            }
+        }
+        if options.only != Some(Failures::Formation) {
+            let say = |line| println!("{line}");
+            let report = partition::partition(&options.partition(), &exe, say).await?;
+            report.print();
+            if report.violation_count() > 0 {
+                failed.push((report.violation_count(), report.logs));
+            }
+        }
+        let violations: i64 = failed.iter().map(|(n, _)| n).sum();
+        let logs: Vec<String> = failed
+            .iter()
+            .map(|(_, l)| l.display().to_string())
+            .collect();
         anyhow::ensure!(
             violations == 0,
             "{violations} violations (logs: {})",
-            report.logs.display()
+            logs.join(", ")
         );
         Ok(())
     })
