@@ -425,6 +425,12 @@ impl FailureModesReport {
             "  longest client call so far, repeats included",
             format!("{:.1} s", n.longest_call.as_secs_f64()),
         );
+        self.print_totals();
+    }
+
+    /// The run's totals, the audit's and the violations.
+    fn print_totals(&self) {
+        let row = |name: &str, value: String| println!("  {name:<62} {value:>12}");
         let l = &self.ledger;
         row("time", format!("{:.1} s", self.elapsed.as_secs_f64()));
         row("client calls", l.calls.to_string());
@@ -542,7 +548,41 @@ pub async fn failure_modes(
     )
     .await?;
     let mut checks = check_ledger(&admin, &ledger).await?;
+    checks.extend(check_failures(&monitor, &pause, &nodes));
     checks.extend([
+        (
+            "replica exits we did not cause".into(),
+            i64::from(unexpected_exits),
+        ),
+        ("client calls unresolved".into(), ledger.unresolved as i64),
+    ]);
+    admin.close().await;
+    let report = FailureModesReport {
+        monitor,
+        pause,
+        nodes,
+        elapsed: started.elapsed(),
+        ledger,
+        audit,
+        checks,
+        settings,
+        logs: work.clone(),
+    };
+    let clean = report.violation_count() == 0;
+    drop(formation);
+    if clean && !keep {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(report)
+}
+
+/// The checks of the three failures: (name, count), all must be 0.
+fn check_failures(
+    monitor: &MonitorLoss,
+    pause: &StandbyPause,
+    nodes: &NodesLoss,
+) -> Vec<(String, i64)> {
+    vec![
         (
             "monitor lost: no round committed".to_string(),
             i64::from(monitor.rounds == 0),
@@ -611,30 +651,7 @@ pub async fn failure_modes(
             ),
             i64::from(nodes.healthy.is_none()),
         ),
-        (
-            "replica exits we did not cause".into(),
-            i64::from(unexpected_exits),
-        ),
-        ("client calls unresolved".into(), ledger.unresolved as i64),
-    ]);
-    admin.close().await;
-    let report = FailureModesReport {
-        monitor,
-        pause,
-        nodes,
-        elapsed: started.elapsed(),
-        ledger,
-        audit,
-        checks,
-        settings,
-        logs: work.clone(),
-    };
-    let clean = report.violation_count() == 0;
-    drop(formation);
-    if clean && !keep {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    Ok(report)
+    ]
 }
 
 // ---- 1. The monitor lost -------------------------------------------------------------------
