@@ -737,33 +737,15 @@ pub async fn failover(
     say: impl Fn(String),
 ) -> anyhow::Result<FailoverReport> {
     let started = Instant::now();
-    let (work, keep) = match &options.log_dir {
-        Some(dir) => (dir.clone(), true),
-        None => (
-            std::env::temp_dir().join(format!("matchmaker-failover-{}", std::process::id())),
-            false,
-        ),
-    };
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let mut formation = tokio::task::block_in_place(|| Formation::start(&work, keep))
-        .context("starting the pg_auto_failover formation")?;
-    say(format!(
-        "formation up in {:.1} s: monitor :{}, node1 :{} (primary), node2 :{} (standby); logs in {}",
-        started.elapsed().as_secs_f64(),
-        formation.monitor.port,
-        formation.nodes[0].port,
-        formation.nodes[1].port,
-        work.display()
-    ));
+    let (work, keep) = work_dir(options.log_dir.as_deref(), "failover")?;
+    let mut formation = start_formation(&work, keep, &say)?;
     let url = formation.url("postgres")?;
     let client_url = formation.url(CLIENT_LOGIN)?;
-    say(format!("DATABASE_URL={url}"));
-
     let admin = db::connect_with(&url, 4).await?;
-    prepare_database(&admin, options).await?;
+    prepare_database(&admin, options.clients).await?;
     let settings = replication_settings(&formation, &admin).await?;
-    let mut replicas = start_replicas(options, exe, &url, &work, &admin).await?;
-    let clients = Clients::start(&client_url, options).await?;
+    let mut replicas = start_replicas(options.replicas, exe, &url, &work, &admin).await?;
+    let clients = Clients::start(&client_url, options.clients, options.seed).await?;
     say(format!(
         "{} replicas and {} clients running; warming up for {:?}",
         options.replicas, options.clients, options.warmup
@@ -812,13 +794,49 @@ pub async fn failover(
     Ok(report)
 }
 
-/// The schema, the lease log, the clients' login and the table the write probe fills.
-async fn prepare_database(admin: &PgPool, options: &FailoverOptions) -> anyhow::Result<()> {
+/// The run's directory: `log_dir` (kept), or a temporary one named after the command
+/// (removed after a clean run); created. True: kept.
+pub(crate) fn work_dir(log_dir: Option<&Path>, command: &str) -> anyhow::Result<(PathBuf, bool)> {
+    let (work, keep) = match log_dir {
+        Some(dir) => (dir.to_path_buf(), true),
+        None => (
+            std::env::temp_dir().join(format!("matchmaker-{command}-{}", std::process::id())),
+            false,
+        ),
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    Ok((work, keep))
+}
+
+/// The pg_auto_failover formation in `work`, up; says where it listens.
+pub(crate) fn start_formation(
+    work: &Path,
+    keep: bool,
+    say: &impl Fn(String),
+) -> anyhow::Result<Formation> {
+    let started = Instant::now();
+    let formation = tokio::task::block_in_place(|| Formation::start(work, keep))
+        .context("starting the pg_auto_failover formation")?;
+    say(format!(
+        "formation up in {:.1} s: monitor :{}, node1 :{} (primary), node2 :{} (standby); logs in {}",
+        started.elapsed().as_secs_f64(),
+        formation.monitor.port,
+        formation.nodes[0].port,
+        formation.nodes[1].port,
+        work.display()
+    ));
+    say(format!("DATABASE_URL={}", formation.url("postgres")?));
+    Ok(formation)
+}
+
+/// The schema, the lease log, the login of `clients` clients and the table the write
+/// probe fills.
+pub(crate) async fn prepare_database(admin: &PgPool, clients: usize) -> anyhow::Result<()> {
     db::migrate(admin).await?;
     audit::install_lease_log(admin).await?;
     // Bounded, as a deployment bounds its client logins: the replicas refuse to start
     // beside an unbounded one. The clients' pool, and a spare for a reconnect.
-    let client_limit = options.clients * 2 + 2;
+    let client_limit = clients * 2 + 2;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "CREATE ROLE {CLIENT_LOGIN} LOGIN CONNECTION LIMIT {client_limit} IN ROLE matchmaker_client"
     )))
@@ -830,30 +848,64 @@ async fn prepare_database(admin: &PgPool, options: &FailoverOptions) -> anyhow::
     Ok(())
 }
 
-/// The daemon replicas on the failover config, once they hold every queue's lease.
-async fn start_replicas(
-    options: &FailoverOptions,
+/// `replicas` daemon replicas on `url` and the failover config, once they hold every
+/// queue's lease.
+pub(crate) async fn start_replicas(
+    replicas: u64,
     exe: &Path,
     url: &str,
     work: &Path,
     admin: &PgPool,
 ) -> anyhow::Result<Vec<Replica>> {
     let config = write_config(work, FAILOVER_CONFIG)?;
-    let replicas: Vec<Replica> = (1..=options.replicas)
-        .map(|i| {
-            Replica::start(ReplicaSpec {
-                exe: exe.to_path_buf(),
-                database_url: url.to_string(),
-                config: config.clone(),
-                name: format!("r{i}"),
-                clock_skew: None,
-                log_dir: work.to_path_buf(),
-            })
-        })
+    let replicas: Vec<Replica> = (1..=replicas)
+        .map(|i| Replica::start(replica_spec(exe, url, &config, &format!("r{i}"), work)))
         .collect::<Result<_, _>>()?;
-    if !wait_for_leaders(admin, &QUEUES, Duration::from_secs(60)).await {
+    await_leaders(replicas, admin).await
+}
+
+/// How to start replica `name` on `url` with `config`, logging into `work`.
+pub(crate) fn replica_spec(
+    exe: &Path,
+    url: &str,
+    config: &Path,
+    name: &str,
+    work: &Path,
+) -> ReplicaSpec {
+    ReplicaSpec {
+        exe: exe.to_path_buf(),
+        database_url: url.to_string(),
+        config: config.to_path_buf(),
+        name: name.to_string(),
+        clock_skew: None,
+        log_dir: work.to_path_buf(),
+    }
+}
+
+/// `replicas`, once they hold every queue's lease and have published every queue (the
+/// clients' enqueues refuse a queue not published yet).
+pub(crate) async fn await_leaders(
+    replicas: Vec<Replica>,
+    admin: &PgPool,
+) -> anyhow::Result<Vec<Replica>> {
+    let started = Instant::now();
+    let published = async {
+        while started.elapsed() < Duration::from_secs(60) {
+            let n: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM queues WHERE active AND queue = ANY($1)")
+                    .bind(&QUEUES[..])
+                    .fetch_one(admin)
+                    .await?;
+            if n == QUEUES.len() as i64 {
+                return Ok::<_, sqlx::Error>(true);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(false)
+    };
+    if !wait_for_leaders(admin, &QUEUES, Duration::from_secs(60)).await || !published.await? {
         anyhow::bail!(
-            "no replica took the leases within 60 s; log tail:\n{}",
+            "no replica took the leases and published the queues within 60 s; log tail:\n{}",
             replicas[0].log_tail(20)
         );
     }
@@ -861,25 +913,30 @@ async fn start_replicas(
 }
 
 /// The client tasks, their pool, their shared ledger and the switch that stops them.
-struct Clients {
+pub(crate) struct Clients {
     pool: PgPool,
-    ledger: Shared,
+    pub(crate) ledger: Shared,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Clients {
-    async fn start(client_url: &str, options: &FailoverOptions) -> anyhow::Result<Clients> {
+    /// `clients` clients on `client_url`, their answers drawn from `seed`.
+    pub(crate) async fn start(
+        client_url: &str,
+        clients: usize,
+        seed: u64,
+    ) -> anyhow::Result<Clients> {
         let ledger: Shared = Arc::default();
-        let pool = db::connect_with(client_url, options.clients as u32 * 2).await?;
+        let pool = db::connect_with(client_url, clients as u32 * 2).await?;
         let (stop, stop_rx) = watch::channel(false);
-        let tasks = (0..options.clients)
+        let tasks = (0..clients)
             .map(|i| {
                 tokio::spawn(client(
                     pool.clone(),
                     ledger.clone(),
                     i,
-                    options.seed,
+                    seed,
                     stop_rx.clone(),
                 ))
             })
@@ -894,7 +951,7 @@ impl Clients {
 
     /// Stop the clients, let the daemon take what they last did, stop the replicas.
     /// Returns the clients' ledger and the replica exits the run did not cause.
-    async fn stop_with(self, replicas: &mut [Replica]) -> anyhow::Result<(Ledger, u32)> {
+    pub(crate) async fn stop_with(self, replicas: &mut [Replica]) -> anyhow::Result<(Ledger, u32)> {
         let _ = self.stop.send(true);
         for task in self.tasks {
             task.await.context("a client task")?;

@@ -20,25 +20,22 @@
 //!    before the loss is still there.
 //!
 //! At the end it audits the database ([`matchmaker_testkit::audit`]) and checks what the
-//! clients were told against it, as `failover` does.
+//! clients were told against it, as `failover` does. Then the command runs the network
+//! partition ([`crate::partition`]), which needs no formation, on a server of its own.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, PgPool};
-use tokio::sync::watch;
 
 use matchmaker::db;
 use matchmaker_testkit::audit;
-use matchmaker_testkit::fleet::*;
 
-use crate::failover::{
-    self, CLIENT_LOGIN, FAILOVER_CONFIG, Ledger, QUEUES, Shared, check_ledger, fmt_secs,
-};
+use crate::failover::{self, CLIENT_LOGIN, Clients, Ledger, Shared, check_ledger, fmt_secs};
 use crate::formation::{self, Formation};
+use crate::partition::{self, PartitionOptions};
 
 /// How long the formation may take to report a primary and a secondary again after the
 /// monitor or the nodes come back.
@@ -65,10 +62,40 @@ pub struct FailureModesOptions {
     /// Concurrent clients (each keeps a dozen players waiting).
     pub clients: usize,
     pub seed: u64,
-    /// Keep the formation, the replicas' logs and the config here; default: a temporary
-    /// directory, removed after a clean run. The `postgres` user must be able to enter it
-    /// when running as root.
+    /// How long one replica's route to the database stays cut, then every replica's
+    /// ([`crate::partition`]).
+    pub cut: Duration,
+    pub cut_all: Duration,
+    /// Run only the formation's failures, or only the partition.
+    pub only: Option<Failures>,
+    /// Keep the formation, the replicas' logs and the config here (the partition's in
+    /// its `partition` directory); default: a temporary directory, removed after a clean
+    /// run. The `postgres` user must be able to enter it when running as root.
     pub log_dir: Option<PathBuf>,
+}
+
+/// The failures of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failures {
+    /// The monitor lost, the standby paused, both data nodes lost: on a formation.
+    Formation,
+    /// Replicas cut off from a healthy database ([`crate::partition`]).
+    Partition,
+}
+
+impl FailureModesOptions {
+    /// The partition's share of the options.
+    pub fn partition(&self) -> PartitionOptions {
+        PartitionOptions {
+            warmup: self.warmup,
+            cut: self.cut,
+            cut_all: self.cut_all,
+            settle: self.settle,
+            clients: self.clients,
+            seed: self.seed,
+            log_dir: self.log_dir.as_ref().map(|dir| dir.join("partition")),
+        }
+    }
 }
 
 impl Default for FailureModesOptions {
@@ -84,6 +111,9 @@ impl Default for FailureModesOptions {
             replicas: 2,
             clients: 4,
             seed: 1,
+            cut: PartitionOptions::default().cut,
+            cut_all: PartitionOptions::default().cut_all,
+            only: None,
             log_dir: None,
         }
     }
@@ -101,13 +131,31 @@ pub fn run(options: FailureModesOptions) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .try_init();
     crate::run_beside_replicas(async move {
-        let report = failure_modes(&options, &exe, |line| println!("{line}")).await?;
-        report.print();
-        let violations = report.violation_count();
+        let mut failed = Vec::new();
+        if options.only != Some(Failures::Partition) {
+            let report = failure_modes(&options, &exe, |line| println!("{line}")).await?;
+            report.print();
+            if report.violation_count() > 0 {
+                failed.push((report.violation_count(), report.logs));
+            }
+        }
+        if options.only != Some(Failures::Formation) {
+            let say = |line| println!("{line}");
+            let report = partition::partition(&options.partition(), &exe, say).await?;
+            report.print();
+            if report.violation_count() > 0 {
+                failed.push((report.violation_count(), report.logs));
+            }
+        }
+        let violations: i64 = failed.iter().map(|(n, _)| n).sum();
+        let logs: Vec<String> = failed
+            .iter()
+            .map(|(_, l)| l.display().to_string())
+            .collect();
         anyhow::ensure!(
             violations == 0,
             "{violations} violations (logs: {})",
-            report.logs.display()
+            logs.join(", ")
         );
         Ok(())
     })
@@ -377,6 +425,12 @@ impl FailureModesReport {
             "  longest client call so far, repeats included",
             format!("{:.1} s", n.longest_call.as_secs_f64()),
         );
+        self.print_totals();
+    }
+
+    /// The run's totals, the audit's and the violations.
+    fn print_totals(&self) {
+        let row = |name: &str, value: String| println!("  {name:<62} {value:>12}");
         let l = &self.ledger;
         row("time", format!("{:.1} s", self.elapsed.as_secs_f64()));
         row("client calls", l.calls.to_string());
@@ -414,76 +468,16 @@ pub async fn failure_modes(
     say: impl Fn(String),
 ) -> anyhow::Result<FailureModesReport> {
     let started = Instant::now();
-    let (work, keep) = match &options.log_dir {
-        Some(dir) => (dir.clone(), true),
-        None => (
-            std::env::temp_dir().join(format!("matchmaker-failure-modes-{}", std::process::id())),
-            false,
-        ),
-    };
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let mut formation = tokio::task::block_in_place(|| Formation::start(&work, keep))
-        .context("starting the pg_auto_failover formation")?;
-    say(format!(
-        "formation up in {:.1} s: monitor :{}, node1 :{} (primary), node2 :{} (standby); logs in {}",
-        started.elapsed().as_secs_f64(),
-        formation.monitor.port,
-        formation.nodes[0].port,
-        formation.nodes[1].port,
-        work.display()
-    ));
+    let (work, keep) = failover::work_dir(options.log_dir.as_deref(), "failure-modes")?;
+    let mut formation = failover::start_formation(&work, keep, &say)?;
     let url = formation.url("postgres")?;
     let client_url = formation.url(CLIENT_LOGIN)?;
-    say(format!("DATABASE_URL={url}"));
-
     let admin = db::connect_with(&url, 4).await?;
-    db::migrate(&admin).await?;
-    audit::install_lease_log(&admin).await?;
-    let client_limit = options.clients * 2 + 2;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE ROLE {CLIENT_LOGIN} LOGIN CONNECTION LIMIT {client_limit} IN ROLE matchmaker_client"
-    )))
-    .execute(&admin)
-    .await?;
-    sqlx::query("CREATE TABLE failover_probe (at timestamptz NOT NULL DEFAULT clock_timestamp())")
-        .execute(&admin)
-        .await?;
+    failover::prepare_database(&admin, options.clients).await?;
     let settings = failover::replication_settings(&formation, &admin).await?;
-
-    let config = write_config(&work, FAILOVER_CONFIG)?;
-    let mut replicas: Vec<Replica> = (1..=options.replicas)
-        .map(|i| {
-            Replica::start(ReplicaSpec {
-                exe: exe.to_path_buf(),
-                database_url: url.clone(),
-                config: config.clone(),
-                name: format!("r{i}"),
-                clock_skew: None,
-                log_dir: work.clone(),
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    if !wait_for_leaders(&admin, &QUEUES, Duration::from_secs(60)).await {
-        anyhow::bail!(
-            "no replica took the leases within 60 s; log tail:\n{}",
-            replicas[0].log_tail(20)
-        );
-    }
-
-    let ledger: Shared = Arc::default();
-    let clients_pool = db::connect_with(&client_url, options.clients as u32 * 2).await?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let tasks: Vec<_> = (0..options.clients)
-        .map(|i| {
-            tokio::spawn(failover::client(
-                clients_pool.clone(),
-                ledger.clone(),
-                i,
-                options.seed,
-                stop_rx.clone(),
-            ))
-        })
-        .collect();
+    let mut replicas = failover::start_replicas(options.replicas, exe, &url, &work, &admin).await?;
+    let clients = Clients::start(&client_url, options.clients, options.seed).await?;
+    let ledger = clients.ledger.clone();
     say(format!(
         "{} replicas and {} clients running; warming up for {:?}",
         options.replicas, options.clients, options.warmup
@@ -543,21 +537,7 @@ pub async fn failure_modes(
     tokio::time::sleep(options.settle).await;
     failover::restart_exited(&mut replicas, &say);
 
-    // Stop the clients, let the daemon take what they last did, stop the replicas.
-    let _ = stop_tx.send(true);
-    for task in tasks {
-        task.await.context("a client task")?;
-    }
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let mut unexpected_exits = 0;
-    for replica in replicas.iter_mut() {
-        replica.check_alive();
-        unexpected_exits += replica.unexpected_exits;
-        replica.terminate(Duration::from_secs(10));
-    }
-    clients_pool.close().await;
-
-    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+    let (ledger, unexpected_exits) = clients.stop_with(&mut replicas).await?;
     let cancelled: Vec<String> = Vec::new();
     let audit = audit::audit(
         &admin,
@@ -568,7 +548,41 @@ pub async fn failure_modes(
     )
     .await?;
     let mut checks = check_ledger(&admin, &ledger).await?;
+    checks.extend(check_failures(&monitor, &pause, &nodes));
     checks.extend([
+        (
+            "replica exits we did not cause".into(),
+            i64::from(unexpected_exits),
+        ),
+        ("client calls unresolved".into(), ledger.unresolved as i64),
+    ]);
+    admin.close().await;
+    let report = FailureModesReport {
+        monitor,
+        pause,
+        nodes,
+        elapsed: started.elapsed(),
+        ledger,
+        audit,
+        checks,
+        settings,
+        logs: work.clone(),
+    };
+    let clean = report.violation_count() == 0;
+    drop(formation);
+    if clean && !keep {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(report)
+}
+
+/// The checks of the three failures: (name, count), all must be 0.
+fn check_failures(
+    monitor: &MonitorLoss,
+    pause: &StandbyPause,
+    nodes: &NodesLoss,
+) -> Vec<(String, i64)> {
+    vec![
         (
             "monitor lost: no round committed".to_string(),
             i64::from(monitor.rounds == 0),
@@ -637,30 +651,7 @@ pub async fn failure_modes(
             ),
             i64::from(nodes.healthy.is_none()),
         ),
-        (
-            "replica exits we did not cause".into(),
-            i64::from(unexpected_exits),
-        ),
-        ("client calls unresolved".into(), ledger.unresolved as i64),
-    ]);
-    admin.close().await;
-    let report = FailureModesReport {
-        monitor,
-        pause,
-        nodes,
-        elapsed: started.elapsed(),
-        ledger,
-        audit,
-        checks,
-        settings,
-        logs: work.clone(),
-    };
-    let clean = report.violation_count() == 0;
-    drop(formation);
-    if clean && !keep {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    Ok(report)
+    ]
 }
 
 // ---- 1. The monitor lost -------------------------------------------------------------------

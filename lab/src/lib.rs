@@ -1,7 +1,8 @@
 //! The lab: a demo (`demo`), a load generator playing the simulated population
 //! (`simulate`, `sim`), fault injection (`soak`), a database failover and the other
 //! database failures (the monitor lost, a standby behind, both nodes lost) on a real
-//! pg_auto_failover formation (`failover`, `failure_modes`, `formation`), a measured peak
+//! pg_auto_failover formation (`failover`, `failure_modes`, `formation`), replicas cut
+//! off from the database by a network partition (`partition`, `route`), a measured peak
 //! evening (`peak`) and benchmarks (`bench`, `bench_db`), behind the `matchmaker-lab` binary. Each command
 //! takes plain options. It is built on the daemon's crate (`matchmaker`), which never
 //! imports it, and on the pure population (`matchmaker-population`); `fleet` (daemon
@@ -14,7 +15,9 @@ pub mod demo;
 pub mod failover;
 pub mod failure_modes;
 pub mod formation;
+pub mod partition;
 pub mod peak;
+pub mod route;
 pub mod sim;
 pub mod simulate;
 pub mod soak;

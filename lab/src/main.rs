@@ -37,9 +37,10 @@ enum Command {
     /// primary, synchronous standby): the primary's machine lost mid-round, then a
     /// switchover; timed, then audited.
     Failover(FailoverArgs),
-    /// The database failures other than a lost primary, on a real pg_auto_failover
-    /// formation under load: the monitor lost, replay paused on the standby, both data
-    /// nodes lost and started again; timed, then audited.
+    /// The database failures other than a lost primary, under load: on a real
+    /// pg_auto_failover formation the monitor lost, replay paused on the standby, both
+    /// data nodes lost and started again; then replicas cut off from the database by a
+    /// network partition; timed, then audited.
     FailureModes(FailureModesArgs),
     /// A measured peak evening: replicas, regions x modes of queues, a player base
     /// arriving by time of day; a table of lateness, waits, countdown error and load.
@@ -185,11 +186,29 @@ pub struct FailureModesArgs {
     /// Seed of the clients' answers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How long one replica's route to the database stays cut (the replica leading a
+    /// queue, in a network namespace of its own; needs root and iproute2).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub partition: Duration,
+    /// How long every replica's route stays cut, after that.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub partition_all: Duration,
+    /// Run only the formation's failures (monitor, standby, both nodes) or only the
+    /// partition.
+    #[arg(long, value_enum)]
+    pub only: Option<FailureKind>,
     /// Keep the formation's data and logs, the replicas' logs and the config in this
-    /// directory (the `postgres` user must be able to enter it when run as root).
-    /// Default: a temporary directory, removed after a clean run.
+    /// directory, the partition's in its `partition` directory (the `postgres` user must
+    /// be able to enter it when run as root). Default: a temporary directory, removed
+    /// after a clean run.
     #[arg(long)]
     pub log_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FailureKind {
+    Formation,
+    Partition,
 }
 
 impl From<FailureModesArgs> for lab::failure_modes::FailureModesOptions {
@@ -203,6 +222,12 @@ impl From<FailureModesArgs> for lab::failure_modes::FailureModesOptions {
             replicas: args.replicas,
             clients: args.clients,
             seed: args.seed,
+            cut: args.partition,
+            cut_all: args.partition_all,
+            only: args.only.map(|kind| match kind {
+                FailureKind::Formation => lab::failure_modes::Failures::Formation,
+                FailureKind::Partition => lab::failure_modes::Failures::Partition,
+            }),
             log_dir: args.log_dir,
         }
     }

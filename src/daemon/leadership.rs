@@ -100,12 +100,16 @@ pub async fn lead_fair_share(
             let c = config.borrow();
             (c.daemon.lease_ttl, c.daemon.lease_renew)
         };
-        let wait = match look(&db, &holder, &roster, clock.as_ref(), ttl, renew).await {
+        // A look that outlasts the lease TTL renews nothing it holds: give it up (a
+        // statement sent into a cut route would otherwise wait on TCP for minutes).
+        let looked =
+            db::answered_within(ttl, look(&db, &holder, &roster, clock.as_ref(), ttl, renew));
+        let wait = match looked.await {
             Ok(look) => {
                 // We joined, serve other queues, or handed queues over: the others
                 // rebalance now rather than at their next look.
                 if announced.as_ref() != Some(&look.serves) || !look.handed_over.is_empty() {
-                    notify(&db, &holder).await;
+                    let _ = tokio::time::timeout(ttl, notify(&db, &holder)).await;
                     announced = Some(look.serves.clone());
                 }
                 look.next_look

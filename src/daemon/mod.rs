@@ -105,7 +105,7 @@ const CLOCK_SAMPLE_EVERY: Duration = Duration::from_secs(10);
 /// One sample of the database's clock into `clock`; a failed read keeps the last offset.
 async fn align_clock(db: &PgPool, clock: &clock::DatabaseAligned) {
     let sent = clock.inner_now();
-    match db::database_now(db).await {
+    match db::answered_within(CLOCK_SAMPLE_EVERY, db::database_now(db)).await {
         Ok(database) => {
             let received = clock.inner_now();
             if clock.observe(sent, database, received) {
@@ -189,11 +189,16 @@ pub async fn run(
         )));
     }
     let roster = Arc::new(Roster::default());
+    let (ttl, renew) = {
+        let c = config_rx.borrow();
+        (c.daemon.lease_ttl, c.daemon.lease_renew)
+    };
     background.push(tokio::spawn(listen_enqueues(
         db.clone(),
         wake_tx.clone(),
         roster.clone(),
         options.holder.clone(),
+        (renew, ttl),
         stop_rx.clone(),
     )));
     let leadership = tokio::spawn(leadership::lead_fair_share(
@@ -225,7 +230,8 @@ pub async fn run(
         // Also every poll interval: a retire that failed (a worker's, or this one: an
         // enqueue held open past the lock timeout) is tried again until it succeeds.
         options.health.supervisor_pass(&names, poll);
-        if let Err(e) = db::queues::retire_unlisted(&db, &options.holder, &names, ttl).await {
+        let retire = db::queues::retire_unlisted(&db, &options.holder, &names, ttl);
+        if let Err(e) = db::answered_within(ttl, retire).await {
             metrics::record_error(ErrorKind::Retire);
             tracing::warn!(error = %e, "could not retire queues removed from the config; retrying in {poll:?}");
         }
@@ -255,13 +261,16 @@ pub async fn run(
     options.health.stopping();
     let _ = stop_tx.send(true);
     // Take nothing more, and leave: the others count one replica fewer from now on.
+    // Each write bounded: cut off from the database, the replica still stops (the rows
+    // it would delete expire by themselves).
+    let ttl = config_rx.borrow().daemon.lease_ttl;
     let _ = leadership.await;
-    leadership::leave(&db, &options.holder).await;
+    let _ = tokio::time::timeout(ttl, leadership::leave(&db, &options.holder)).await;
     for (_, handle) in workers {
         let _ = handle.await;
     }
     // Our leases are released: the others take them now rather than at their next look.
-    leadership::notify(&db, &options.holder).await;
+    let _ = tokio::time::timeout(ttl, leadership::notify(&db, &options.holder)).await;
     for handle in background {
         handle.abort();
     }
@@ -323,10 +332,16 @@ async fn queue_task(
         if *stop.borrow() {
             break;
         }
-        let (poll, queue_config) = {
+        let (poll, queue_config, step_limit) = {
             let c = config_rx.borrow_and_update();
             match c.queues.get(&queue) {
-                Some(q) => (c.daemon.poll_interval, Arc::new(q.clone())),
+                // A step past a lease TTL beyond its solve is waiting on a connection that
+                // answers no more (a cut route); the next step starts on a new one.
+                Some(q) => (
+                    c.daemon.poll_interval,
+                    Arc::new(q.clone()),
+                    c.daemon.lease_ttl + q.round.budget,
+                ),
                 None => {
                     tracing::info!(queue, "queue removed from the config; stopping its worker");
                     removed = true;
@@ -335,7 +350,7 @@ async fn queue_task(
             }
         };
         worker.set_config(queue_config);
-        let step = worker.step().await;
+        let step = db::answered_within(step_limit, worker.step()).await;
         let role = match (&step, worker.lease_handle().current().await) {
             (Err(e), _) => QueueRole::Failing(e.to_string()),
             (Ok(StepOutcome::Standby), _) | (Ok(_), None) => QueueRole::Standby,
@@ -387,11 +402,12 @@ async fn queue_task(
     }
     roster.unregister(&queue);
     pruner.abort();
-    if removed && let Err(e) = worker.retire().await {
+    let ttl = config.borrow().daemon.lease_ttl;
+    if removed && let Err(e) = db::answered_within(ttl, worker.retire()).await {
         metrics::record_error(ErrorKind::Retire);
         tracing::warn!(queue, error = %e, "could not retire the removed queue; retried at the next reload or start");
     }
-    if let Err(e) = worker.release().await {
+    if let Err(e) = db::answered_within(ttl, worker.release()).await {
         tracing::warn!(queue, error = %e, "could not release the lease; it expires by itself");
     }
     // No longer this replica's figures.
@@ -417,14 +433,19 @@ pub const LISTEN_CONNECTIONS: u32 = 1;
 
 /// LISTEN for enqueues and wake the queue's worker, and for other replicas' leadership
 /// changes and wake the leadership loop. On connection loss it reconnects; meanwhile the
-/// workers and the leadership loop poll.
+/// workers and the leadership loop poll. `probe`: after this long without a notification
+/// the session must answer a no-op LISTEN within the second duration, or it is taken for
+/// lost: a session whose route was cut waits for notifications forever otherwise (the
+/// server drops its end, [`db::DEAD_PEER_TIMEOUT`], and nothing tells this end).
 async fn listen_enqueues(
     db: PgPool,
     wake: broadcast::Sender<String>,
     roster: Arc<Roster>,
     holder: String,
+    probe: (Duration, Duration),
     mut stop: watch::Receiver<bool>,
 ) {
+    let (probe_every, probe_limit) = probe;
     loop {
         let mut listener = match PgListener::connect_with(&db).await {
             Ok(l) => l,
@@ -439,11 +460,11 @@ async fn listen_enqueues(
         };
         // One channel at a time, the enqueues last: tests (and operators) see the
         // listener's session idle in `LISTEN "matchmaker_enqueue"` once both are set up.
-        let listened = match listener.listen(LEADERSHIP_CHANNEL).await {
-            Ok(()) => listener.listen(ENQUEUE_CHANNEL).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = listened {
+        let listened = db::answered_within(probe_limit, async {
+            listener.listen(LEADERSHIP_CHANNEL).await?;
+            Ok::<_, db::DbError>(listener.listen(ENQUEUE_CHANNEL).await?)
+        });
+        if let Err(e) = listened.await {
             metrics::record_error(ErrorKind::Listen);
             tracing::warn!(error = %e, "LISTEN failed; polling");
             tokio::select! {
@@ -462,6 +483,21 @@ async fn listen_enqueues(
                     }
                     Ok(n) => { let _ = wake.send(n.payload().to_string()); }
                     Err(e) => {
+                        metrics::record_error(ErrorKind::Listen);
+                        tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
+                        break;
+                    }
+                },
+                _ = tokio::time::sleep(probe_every) => {
+                    // The same statement the session last ran: it stays idle in it.
+                    let again = format!(r#"LISTEN "{ENQUEUE_CHANNEL}""#);
+                    let probe = async {
+                        sqlx::raw_sql(sqlx::AssertSqlSafe(again))
+                            .execute(&mut listener)
+                            .await
+                            .map_err(db::DbError::from)
+                    };
+                    if let Err(e) = db::answered_within(probe_limit, probe).await {
                         metrics::record_error(ErrorKind::Listen);
                         tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
                         break;

@@ -70,6 +70,13 @@ pub enum DbError {
     },
     #[error("{}", describe_sql_error(.0))]
     Sql(sqlx::Error),
+    /// The database did not answer within the time a pass of the daemon may wait (see
+    /// [`answered_within`]): the connection is taken for lost.
+    #[error(
+        "no answer from the database within {waited:?}: the connection is taken for lost \
+         (a cut network route, a lost host); the next attempt opens a new one"
+    )]
+    Unanswered { waited: Duration },
     /// A stored record this build cannot use (a round without a snapshot, a snapshot of an
     /// unknown format); the message says which and why.
     #[error("{0}")]
@@ -200,6 +207,54 @@ pub async fn connect(url: &str) -> Result<PgPool, DbError> {
 /// its queue, and those clients, for as long as it stays frozen.
 pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long the server goes on with one of our sessions whose peer stopped acknowledging
+/// at the TCP level (a cut network route, a lost host) before it drops it, with its
+/// transaction and locks: the server's `tcp_user_timeout` (data sent and not
+/// acknowledged) and about its keepalive probing (a session idle meanwhile: probes after
+/// [`KEEPALIVE_IDLE`], every [`KEEPALIVE_INTERVAL`], [`KEEPALIVE_COUNT`] of them).
+/// Without them the server retransmits to a vanished daemon for about 15 minutes and
+/// keeps its idle sessions, and their connection slots, for hours (the kernel's
+/// defaults). A healthy peer acknowledges within milliseconds, however busy.
+pub const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A session idle this long gets keepalive probes (`tcp_keepalives_idle`)...
+pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
+/// ...this far apart (`tcp_keepalives_interval`)...
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// ...and is dropped after this many go unanswered (`tcp_keepalives_count`).
+pub const KEEPALIVE_COUNT: u32 = 5;
+
+/// The session settings of our connections (PostgreSQL's, sent at connect): the server
+/// ends a transaction left idle and a session whose peer vanished; with `limits`, every
+/// statement and lock wait is bounded too (the daemon's pool, [`connect_limited`]). The
+/// socket settings are ignored on a Unix-domain socket.
+fn session_settings(limits: Option<&SessionLimits>) -> Vec<(String, String)> {
+    let ms = |d: Duration| d.as_millis().max(1).to_string();
+    let idle_in_transaction = limits.map_or(IDLE_IN_TRANSACTION_TIMEOUT, |l| {
+        l.idle_in_transaction_timeout
+    });
+    let mut settings = vec![
+        (
+            "idle_in_transaction_session_timeout",
+            ms(idle_in_transaction),
+        ),
+        ("tcp_user_timeout", ms(DEAD_PEER_TIMEOUT)),
+        ("tcp_keepalives_idle", KEEPALIVE_IDLE.as_secs().to_string()),
+        (
+            "tcp_keepalives_interval",
+            KEEPALIVE_INTERVAL.as_secs().to_string(),
+        ),
+        ("tcp_keepalives_count", KEEPALIVE_COUNT.to_string()),
+    ];
+    if let Some(limits) = limits {
+        settings.push(("lock_timeout", ms(limits.lock_timeout)));
+        settings.push(("statement_timeout", ms(limits.statement_timeout)));
+    }
+    settings
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
 /// Connect a pool of at most `max_connections` to `url`: one host, or a multi-host URL
 /// whose pool follows the host that fits `target_session_attrs` ([`target`]).
 pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbError> {
@@ -208,14 +263,27 @@ pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgPool, DbE
         error,
     };
     let target = std::sync::Arc::new(target::DbTarget::parse(url).map_err(connect_error)?);
-    let session = vec![(
-        "idle_in_transaction_session_timeout".to_string(),
-        IDLE_IN_TRANSACTION_TIMEOUT.as_millis().to_string(),
-    )];
     target
-        .pool(max_connections, session)
+        .pool(max_connections, session_settings(None))
         .await
         .map_err(connect_error)
+}
+
+/// `work` (one pass of a loop of the daemon: a look, a step, a retire) if it ends within
+/// `limit`, else [`DbError::Unanswered`] and `work` is dropped. The driver sets no socket
+/// timeouts, so a statement sent into a cut network route waits on TCP's retransmissions,
+/// which back off to two minutes apart, and one whose answer was lost waits forever;
+/// past `limit` the pass is given up instead, and the next one opens a new connection.
+/// Nothing half-done remains: the server rolls back the abandoned transaction
+/// ([`IDLE_IN_TRANSACTION_TIMEOUT`]) or drops the session ([`DEAD_PEER_TIMEOUT`]).
+pub async fn answered_within<T, E: From<DbError>>(
+    limit: Duration,
+    work: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    match tokio::time::timeout(limit, work).await {
+        Ok(result) => result,
+        Err(_) => Err(DbError::Unanswered { waited: limit }.into()),
+    }
 }
 
 /// Bounds on every statement of a daemon connection (PostgreSQL session settings).
@@ -236,15 +304,7 @@ pub const LIMITED_POOL_CONNECTIONS: u32 = 10;
 /// A second pool on the same database as `base`, with `limits` set on every connection;
 /// it moves with `base` when a failover moves `base` to another host.
 pub async fn connect_limited(base: &PgPool, limits: &SessionLimits) -> Result<PgPool, DbError> {
-    let ms = |d: Duration| d.as_millis().max(1).to_string();
-    let limits = [
-        ("lock_timeout", ms(limits.lock_timeout)),
-        ("statement_timeout", ms(limits.statement_timeout)),
-        (
-            "idle_in_transaction_session_timeout",
-            ms(limits.idle_in_transaction_timeout),
-        ),
-    ];
+    let limits = session_settings(Some(limits));
     let limited = move |options: &PgConnectOptions| options.clone().options(limits.clone());
     let switched = target::Switch::default();
     let pool = switched
@@ -413,6 +473,57 @@ mod tests {
         );
         assert_eq!(redact("postgres://u:p?w@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn every_session_asks_the_server_to_drop_a_vanished_peer() {
+        let has = |settings: &[(String, String)], name: &str, value: &str| {
+            settings.iter().any(|(k, v)| k == name && v == value)
+        };
+        for settings in [
+            session_settings(None),
+            session_settings(Some(&SessionLimits {
+                lock_timeout: Duration::from_secs(2),
+                statement_timeout: Duration::from_secs(60),
+                idle_in_transaction_timeout: Duration::from_secs(5),
+            })),
+        ] {
+            assert!(has(&settings, "tcp_user_timeout", "10000"), "{settings:?}");
+            assert!(has(&settings, "tcp_keepalives_idle", "5"), "{settings:?}");
+            assert!(
+                has(&settings, "tcp_keepalives_interval", "1"),
+                "{settings:?}"
+            );
+            assert!(has(&settings, "tcp_keepalives_count", "5"), "{settings:?}");
+            assert!(
+                has(&settings, "idle_in_transaction_session_timeout", "5000"),
+                "{settings:?}"
+            );
+        }
+        let limited = session_settings(Some(&SessionLimits {
+            lock_timeout: Duration::from_millis(1500),
+            statement_timeout: Duration::from_secs(30),
+            idle_in_transaction_timeout: Duration::from_secs(5),
+        }));
+        assert!(has(&limited, "lock_timeout", "1500"));
+        assert!(has(&limited, "statement_timeout", "30000"));
+        assert!(
+            !session_settings(None)
+                .iter()
+                .any(|(k, _)| k == "statement_timeout")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pass_the_database_never_answers_is_given_up_at_its_limit() {
+        let limit = Duration::from_millis(20);
+        let never = std::future::pending::<Result<(), DbError>>();
+        match answered_within(limit, never).await {
+            Err(DbError::Unanswered { waited }) => assert_eq!(waited, limit),
+            other => panic!("{other:?}"),
+        }
+        let answered = async { Ok::<_, DbError>(7) };
+        assert_eq!(answered_within(limit, answered).await.unwrap(), 7);
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct ReplicaSpec {
 #[derive(Debug)]
 pub struct Replica {
     spec: ReplicaSpec,
+    /// The network namespace it runs in (`ip netns exec`), if not the lab's own.
+    netns: Option<String>,
     incarnation: u32,
     child: Option<Child>,
     /// Exits we did not cause (a crash), seen by [`Replica::check_alive`].
@@ -43,8 +45,20 @@ pub struct Replica {
 impl Replica {
     /// Start the first incarnation.
     pub fn start(spec: ReplicaSpec) -> std::io::Result<Replica> {
+        Replica::start_with(spec, None)
+    }
+
+    /// Start the first incarnation inside the network namespace `netns` (`ip netns exec`,
+    /// which execs the binary: the child's pid is the daemon's), and every restart there.
+    /// The lab cuts such a replica's route to the database without touching the others'.
+    pub fn start_in_netns(spec: ReplicaSpec, netns: &str) -> std::io::Result<Replica> {
+        Replica::start_with(spec, Some(netns.to_string()))
+    }
+
+    fn start_with(spec: ReplicaSpec, netns: Option<String>) -> std::io::Result<Replica> {
         let mut replica = Replica {
             spec,
+            netns,
             incarnation: 0,
             child: None,
             unexpected_exits: 0,
@@ -85,7 +99,14 @@ impl Replica {
             .append(true)
             .open(self.log_path())?;
         writeln!(log, "==== {holder} ====")?;
-        let mut command = Command::new(&self.spec.exe);
+        let mut command = match &self.netns {
+            Some(netns) => {
+                let mut ip = Command::new("ip");
+                ip.args(["netns", "exec", netns]).arg(&self.spec.exe);
+                ip
+            }
+            None => Command::new(&self.spec.exe),
+        };
         command
             .arg("run")
             .arg("--no-migrate")
@@ -344,6 +365,7 @@ mod tests {
         };
         let replica = Replica {
             spec,
+            netns: None,
             incarnation: 3,
             child: None,
             unexpected_exits: 0,

@@ -1,11 +1,13 @@
 //! The lab's tests, one binary: the simulator against a running daemon, the demo, a
-//! database failover and the other database failures on a real formation, the peak
-//! evening, `bench`, README's local trial and the binary's command line.
+//! database failover and the other database failures on a real formation, replicas cut
+//! off by a network partition, the peak evening, `bench`, README's local trial and the
+//! binary's command line.
 
 mod bench;
 mod cli;
 mod failover;
 mod failure_modes;
+mod partition;
 mod peak;
 mod servers;
 mod sim;
