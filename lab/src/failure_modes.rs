@@ -41,6 +41,10 @@ use crate::partition::{self, PartitionOptions};
 /// monitor or the nodes come back.
 pub const HEALTHY_BOUND: Duration = Duration::from_secs(120);
 
+/// How long after both nodes are started again every client may wait for an answer: the
+/// clients' pool waits 30 s for a connection, then the call is repeated.
+pub const CLIENTS_BACK_BOUND: Duration = Duration::from_secs(60);
+
 /// How long the first round may take after the first write on a restarted primary: a
 /// lease TTL (5 s in the run's config), a round and the watcher's probes.
 pub const ROUND_AFTER_WRITE_BOUND: Duration = Duration::from_secs(15);
@@ -263,7 +267,9 @@ pub struct NodesLoss {
     /// How long the monitor kept the primary in `wait_primary` (commits not waiting for a
     /// standby) after the restart, if it did.
     pub wait_primary: Option<Duration>,
-    /// From the loss until the formation was healthy again.
+    /// From the restart until every client had a call answered again.
+    pub clients_back: Option<Duration>,
+    /// From the loss until the formation was healthy and the clients answered again.
     pub calls: Calls,
     /// The longest client call of the run so far, repeats included.
     pub longest_call: Duration,
@@ -403,6 +409,10 @@ impl FailureModesReport {
             fmt_secs(n.healthy),
         );
         row(
+            "  restart -> every client answered again",
+            fmt_secs(n.clients_back),
+        );
+        row(
             "  primary in wait_primary (commits not waiting for a standby)",
             n.wait_primary.map_or("no".into(), |d| fmt_secs(Some(d))),
         );
@@ -521,6 +531,7 @@ pub async fn failure_modes(
         &ledger,
         options.nodes_outage,
         options.replicas,
+        options.clients,
     )
     .await?;
     say(format!(
@@ -650,6 +661,13 @@ fn check_failures(
                 HEALTHY_BOUND.as_secs()
             ),
             i64::from(nodes.healthy.is_none()),
+        ),
+        (
+            format!(
+                "both nodes back: clients not answered within {} s",
+                CLIENTS_BACK_BOUND.as_secs()
+            ),
+            i64::from(nodes.clients_back.is_none()),
         ),
     ]
 }
@@ -897,6 +915,7 @@ async fn lose_both_nodes(
     ledger: &Shared,
     outage: Duration,
     replicas: u64,
+    clients: usize,
 ) -> anyhow::Result<NodesLoss> {
     let primary = tokio::task::block_in_place(|| formation.writable_node())
         .context("no node of the formation takes writes")?;
@@ -935,6 +954,7 @@ async fn lose_both_nodes(
         .await
         .map(|_| back.elapsed());
     let wait_primary = wait_primary_window(&formation.monitor_url(), at).await;
+    let clients_back = answered_since(ledger, calls_before, clients as u64, back).await;
     let calls = calls_now(ledger).since(calls_before);
     let (rounds_kept, matches_kept): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM rounds WHERE round_id <= $1),
@@ -958,9 +978,28 @@ async fn lose_both_nodes(
         listening,
         healthy,
         wait_primary,
+        clients_back,
         calls,
         longest_call: ledger.lock().unwrap().longest_call,
     })
+}
+
+/// Until `n` client calls have been answered since `before` (each client's call in flight
+/// when the nodes were lost, or its next one): the time since `since`; at most
+/// [`CLIENTS_BACK_BOUND`].
+async fn answered_since(
+    ledger: &Shared,
+    before: Calls,
+    n: u64,
+    since: Instant,
+) -> Option<Duration> {
+    while since.elapsed() < CLIENTS_BACK_BOUND {
+        if calls_now(ledger).since(before).calls >= n {
+            return Some(since.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
 }
 
 /// From the monitor's events since `since`: from when it first assigned a node
