@@ -32,7 +32,9 @@ use crate::sim::peak_figures::{
     WaitRow,
 };
 use crate::sim::population::{Population, PopulationSpec};
+use crate::sim::rating_figures::RatingFigures;
 use crate::sim::simulator::{MeetSpec, SimError, SimReport, SimulatorOptions, run_simulator};
+use matchmaker::db::report::{ReportWindow, ResultStats};
 use matchmaker::db::{self, local_pg::LocalPostgres};
 use matchmaker_testkit::fleet::{Replica, ReplicaSpec, wait_for_leaders, write_config};
 
@@ -106,6 +108,9 @@ pub struct PeakOutcome {
     pub elapsed: Duration,
     /// The wait estimate against the waits that followed (see [`EstimateError`]).
     pub estimate: EstimateError,
+    /// The rated 3v3 queues: ratings against true skills, and results against
+    /// predictions.
+    pub ratings: RatingFigures,
 }
 
 /// How far `player_status.estimated_wait_s` was from the wait that followed: every
@@ -256,6 +261,7 @@ impl PeakOutcome {
                 format!("{:.1}%", 100.0 * within),
             ));
         }
+        rows.extend(self.ratings.rows());
         rows.extend(self.load.iter().cloned());
         rows.iter()
             .map(|(k, v)| format!("  {k:<50} {v}\n"))
@@ -438,7 +444,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let load_started = Instant::now();
     let sampler = tokio::spawn(sample_countdowns(db.clone(), stop_rx.clone()));
     let estimates = tokio::spawn(sample_estimates(db.clone(), stop_rx));
-    let (report, report_5v5, sim_error) = run_simulators(&db, &plans, options).await?;
+    let sims = run_simulators(&db, &plans, options).await?;
     let load_time = load_started.elapsed();
     let _ = stop_tx.send(true);
     let samples = sampler.await.context("the countdown sampler")??;
@@ -450,7 +456,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let after = DbLoad::read(&db).await?;
     let backend_cpu = backend_cpu_secs(&db).await?;
     let (replica_exits, replica_cpu) = stop_replicas(&mut replicas);
-    if let Some(e) = sim_error {
+    if let Some(e) = sims.error {
         return Err(e);
     }
 
@@ -467,6 +473,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let waits = read_waits(&db, &timing, &per_match).await?;
     let placements = read_placements(&db).await?;
     let estimate = estimate_error(&db, &estimates).await?;
+    let ratings = rating_figures(&db, &plans, &sims.rated, since).await?;
     let figures = PeakFigures::measure(&rounds, &samples, &waits, &placements, &timing);
     let fleet = match (fleet_spec, fleet_report) {
         (Some(spec), Some(report)) => {
@@ -499,13 +506,44 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
         load,
         queues: plans.len(),
         distinct_players,
-        sims: report,
-        sims_5v5: report_5v5,
+        sims: sims.all,
+        sims_5v5: sims.by_5v5,
         fleet,
         replica_exits,
         elapsed: started.elapsed(),
         estimate,
+        ratings,
     })
+}
+
+/// The rated queues' figures: the simulators' ratings beside their true skills, and the
+/// report's results of those queues since `since`.
+async fn rating_figures(
+    db: &PgPool,
+    plans: &[QueuePlan],
+    rated: &SimReport,
+    since: DateTime<Utc>,
+) -> anyhow::Result<RatingFigures> {
+    let mut conn = db.acquire().await?;
+    let to: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&mut *conn)
+        .await?;
+    let window = ReportWindow {
+        queue: None,
+        from: since,
+        to,
+    };
+    let rated_queues: Vec<&str> = plans
+        .iter()
+        .filter(|p| p.mode == Mode::PeerToPeer3v3)
+        .map(|p| p.queue.as_str())
+        .collect();
+    let results: Vec<ResultStats> = db::report::result_stats(&mut conn, &window)
+        .await?
+        .into_iter()
+        .filter(|r| rated_queues.contains(&r.queue.as_str()))
+        .collect();
+    Ok(RatingFigures::measure(rated, &results))
 }
 
 /// The replicas on the evening's config, once they lead every queue.
@@ -541,14 +579,24 @@ async fn start_replicas(
     Ok(replicas)
 }
 
-/// A simulator a queue, all at once, until each has played its evening: their merged
-/// report, the 5v5 queues' own reports, and the first simulator's error (named by its
-/// queue) if any failed.
+/// What the evening's simulators report.
+struct EveningSims {
+    /// Every queue's, merged.
+    all: SimReport,
+    /// The 5v5 queues', each apart.
+    by_5v5: Vec<(String, SimReport)>,
+    /// The rated queues', merged.
+    rated: SimReport,
+    /// The first simulator's error (named by its queue), if any failed.
+    error: Option<anyhow::Error>,
+}
+
+/// A simulator a queue, all at once, until each has played its evening.
 async fn run_simulators(
     db: &PgPool,
     plans: &[QueuePlan],
     options: &PeakOptions,
-) -> anyhow::Result<(SimReport, Vec<(String, SimReport)>, Option<anyhow::Error>)> {
+) -> anyhow::Result<EveningSims> {
     let mut sims = Vec::new();
     for (k, plan) in plans.iter().enumerate() {
         let db = db.clone();
@@ -558,23 +606,30 @@ async fn run_simulators(
             run_simulator(&db, &population, &sim_options, None, std::future::pending()).await
         }));
     }
-    let mut report = SimReport::default();
-    let mut report_5v5 = Vec::new();
-    let mut sim_error = None;
+    let mut out = EveningSims {
+        all: SimReport::default(),
+        by_5v5: Vec::new(),
+        rated: SimReport::default(),
+        error: None,
+    };
     for (sim, plan) in sims.into_iter().zip(plans) {
         match sim.await.context("a simulator task")? {
             Ok(r) => {
                 if plan.mode == Mode::Dedicated5v5 {
-                    report_5v5.push((plan.queue.clone(), r.clone()));
+                    out.by_5v5.push((plan.queue.clone(), r.clone()));
                 }
-                merge(&mut report, r)
+                if r.rating_pool.is_some() {
+                    merge(&mut out.rated, r.clone());
+                }
+                merge(&mut out.all, r)
             }
             Err(e) => {
-                sim_error.get_or_insert(anyhow::Error::from(e).context(plan.queue.clone()));
+                out.error
+                    .get_or_insert(anyhow::Error::from(e).context(plan.queue.clone()));
             }
         }
     }
-    Ok((report, report_5v5, sim_error))
+    Ok(out)
 }
 
 /// Stop the replicas: the exits the run did not cause, and the CPU seconds they used.
@@ -731,6 +786,14 @@ fn merge(total: &mut SimReport, r: SimReport) {
     total.matches += r.matches;
     total.waits_secs.extend(r.waits_secs);
     total.cleaned_up += r.cleaned_up;
+    total.accepted += r.accepted;
+    total.results_reported += r.results_reported;
+    total.results_refused += r.results_refused;
+    total.true_gaps.extend(r.true_gaps);
+    total.ratings.extend(r.ratings);
+    if total.rating_pool.is_none() {
+        total.rating_pool = r.rating_pool;
+    }
     if total.first_refusal.is_none() {
         total.first_refusal = r.first_refusal;
     }

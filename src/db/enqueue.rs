@@ -21,6 +21,25 @@ use sqlx::PgExecutor;
 use super::DbError;
 use matchmaker_optimizer::Player;
 
+/// The skill an entry plays at: the one the client sends, or (on a rated queue,
+/// `skill => NULL`) the player's stored rating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Skill {
+    #[default]
+    Claimed,
+    Rated,
+}
+
+impl Skill {
+    /// `skill` and `skill_sigma` as sent: NULL for a rated entry.
+    fn of(self, p: &Player) -> (Option<f64>, Option<f64>) {
+        match self {
+            Skill::Claimed => (Some(p.skill), p.skill_sigma),
+            Skill::Rated => (None, None),
+        }
+    }
+}
+
 /// Enqueue one solo player through `enqueue()`; returns the entry id. A refusal comes back
 /// as the function's message (field, value, rule), SQLSTATE 22023.
 pub async fn enqueue<'e>(
@@ -28,15 +47,26 @@ pub async fn enqueue<'e>(
     queue: &str,
     player: &Player,
 ) -> Result<i64, DbError> {
+    enqueue_with(db, queue, player, Skill::Claimed).await
+}
+
+/// [`enqueue`], at the claimed skill or the stored rating.
+pub async fn enqueue_with<'e>(
+    db: impl PgExecutor<'e>,
+    queue: &str,
+    player: &Player,
+    skill: Skill,
+) -> Result<i64, DbError> {
+    let (skill, sigma) = skill.of(player);
     let id = sqlx::query_scalar(include_str!("sql/enqueue_player.sql"))
         .bind(queue)
         .bind(&player.id)
-        .bind(player.skill)
+        .bind(skill)
         .bind(sqlx::types::Json(&player.latencies))
         .bind(sqlx::types::Json(&player.peer_pings))
         .bind(&player.roles)
         .bind(player.side)
-        .bind(player.skill_sigma)
+        .bind(sigma)
         .bind(sqlx::types::Json(&player.attributes))
         .fetch_one(db)
         .await?;
@@ -45,10 +75,16 @@ pub async fn enqueue<'e>(
 
 /// One party member as `enqueue_party()` takes it.
 pub fn member_json(p: &Player) -> serde_json::Value {
+    member_json_with(p, Skill::Claimed)
+}
+
+/// [`member_json`], at the claimed skill or the stored rating.
+pub fn member_json_with(p: &Player, skill: Skill) -> serde_json::Value {
+    let (skill, sigma) = skill.of(p);
     let mut m = json!({
         "player_id": p.id,
-        "skill": p.skill,
-        "skill_sigma": p.skill_sigma,
+        "skill": skill,
+        "skill_sigma": sigma,
         "latencies": p.latencies,
         "peer_pings": p.peer_pings,
         "roles": p.roles,
@@ -67,7 +103,19 @@ pub async fn enqueue_party<'e>(
     party_id: &str,
     members: &[Player],
 ) -> Result<Vec<(String, i64)>, DbError> {
-    let members: Vec<serde_json::Value> = members.iter().map(member_json).collect();
+    enqueue_party_with(db, queue, party_id, members, Skill::Claimed).await
+}
+
+/// [`enqueue_party`], at the claimed skills or the stored ratings.
+pub async fn enqueue_party_with<'e>(
+    db: impl PgExecutor<'e>,
+    queue: &str,
+    party_id: &str,
+    members: &[Player],
+    skill: Skill,
+) -> Result<Vec<(String, i64)>, DbError> {
+    let members: Vec<serde_json::Value> =
+        members.iter().map(|p| member_json_with(p, skill)).collect();
     Ok(
         sqlx::query_as("SELECT player_id, entry_id FROM enqueue_party($1, $2, $3)")
             .bind(queue)

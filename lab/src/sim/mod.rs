@@ -7,4 +7,5 @@ pub use matchmaker_population::{population, shown_countdown, world};
 pub mod game_servers;
 pub mod peak;
 pub mod peak_figures;
+pub mod rating_figures;
 pub mod simulator;

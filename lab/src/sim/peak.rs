@@ -6,11 +6,18 @@
 //! Each region's queues get the players living nearest to it (by measured RTT), so a
 //! region's arrivals follow its own time of day: at 20:00 UTC Europe is busy and Tokyo
 //! asleep. Half of a region's players play its 3v3, half its 5v5.
+//!
+//! The 3v3 queues are ranked: they share one built-in rating pool ([`RATING_POOL`],
+//! Weng-Lin), their players enqueue without a skill and play at the rating their reported
+//! results gave them. The 5v5 queues take the skill the players send.
 
 use std::time::Duration;
 
 use crate::sim::population::Population;
 use crate::sim::world::World;
+
+/// The rating pool of the evening's 3v3 queues.
+pub const RATING_POOL: &str = "ranked_3v3";
 
 /// A match format of the evening.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +173,11 @@ pub fn config_toml(plans: &[QueuePlan], spec: &EveningSpec, solver_threads: usiz
     for plan in plans {
         let q = &plan.queue;
         let (network, weights) = match plan.mode {
-            Mode::PeerToPeer3v3 => ("peer_to_peer", ""),
+            // Beta as the simulators' results have it: the game's own randomness.
+            Mode::PeerToPeer3v3 => (
+                "peer_to_peer",
+                "\n[queues.{q}.rating]\nsystem = \"weng_lin\"\npool = \"{pool}\"\nbeta = 125\n",
+            ),
             // Nobody hosts on a dedicated server.
             Mode::Dedicated5v5 => ("dedicated", "\n[queues.{q}.weights]\ntwo_hosts = 0.0\n"),
         };
@@ -176,7 +187,7 @@ pub fn config_toml(plans: &[QueuePlan], spec: &EveningSpec, solver_threads: usiz
              threads = 1\n",
             plan.mode.team_size(),
             ms(plan.max_wait),
-            weights.replace("{q}", q),
+            weights.replace("{q}", q).replace("{pool}", RATING_POOL),
             ms(plan.every),
             ms(spec.budget),
         ));
@@ -247,6 +258,11 @@ mod tests {
             assert_eq!(q.model.max_wait, plan.max_wait);
             assert_eq!(q.round.target_pool, None, "rounds follow the schedule");
             assert_eq!(q.servers, None, "no fleet: no servers table");
+            let pool = q.rating.as_ref().map(|r| r.pool_name(&plan.queue));
+            match plan.mode {
+                Mode::PeerToPeer3v3 => assert_eq!(pool, Some(RATING_POOL)),
+                Mode::Dedicated5v5 => assert_eq!(pool, None),
+            }
         }
         // With a fleet, the 5v5 queues (dedicated servers) require servers.
         let spec = EveningSpec {

@@ -61,6 +61,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::sim::population::{CityPicker, Population, PopulationSpec, Profile, activity};
+use matchmaker::db::enqueue::Skill;
 use matchmaker::db::{self, DbError};
 use matchmaker_optimizer::{Attribute, Player};
 
@@ -276,6 +277,23 @@ pub struct SimReport {
     /// the players' true skills; and reports refused (a match another client reported).
     pub results_reported: u64,
     pub results_refused: u64,
+    /// The queue's rating pool when it is rated (`queue_catalog.rating_pool`): then the
+    /// simulator enqueues with `skill => NULL` and the players play at their ratings.
+    pub rating_pool: Option<String>,
+    /// Per two-team match whose result was reported, in the order reported: seconds
+    /// since the start, and how far the first team's true chance to win (from the
+    /// players' true skills) was from 50%.
+    pub true_gaps: Vec<(f64, f64)>,
+    /// On a rated queue, at the end: each of our players with a rating (`player_ratings`).
+    pub ratings: Vec<RatedPlayer>,
+}
+
+/// A player's true skill beside the rating the queue's results gave them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatedPlayer {
+    pub true_skill: f64,
+    pub rating: f64,
+    pub matches: i64,
 }
 
 impl SimReport {
@@ -425,6 +443,7 @@ pub async fn run_simulator(
     let mut sim = Simulation::new(population, &options);
     sim.keep_alive_every = catalog.keep_alive_every;
     sim.max_avoids = catalog.max_avoids;
+    sim.report.rating_pool = catalog.rating_pool.clone();
     // A previous run with the same prefix may have left players queued (killed run).
     sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
 
@@ -450,6 +469,7 @@ pub async fn run_simulator(
         }
     }
     sim.report.cleaned_up += cancel_prefix(db, &options.queue, &sim.prefix).await?;
+    sim.read_ratings(db).await?;
     if let Some(tx) = &progress {
         tx.send_replace(sim.progress(Instant::now().duration_since(started)));
     }
@@ -464,6 +484,8 @@ pub struct CatalogQueue {
     pub roles: Vec<String>,
     /// The newest avoids of a player the queue honours.
     pub max_avoids: usize,
+    /// A rated queue's rating pool: its players may enqueue with `skill => NULL`.
+    pub rating_pool: Option<String>,
 }
 
 impl CatalogQueue {
@@ -479,24 +501,25 @@ impl CatalogQueue {
 
 /// The queue's row in `queue_catalog` (`None`: not published, or retired).
 async fn read_catalog(db: &PgPool, queue: &str) -> Result<Option<CatalogQueue>, SimError> {
-    let row: Option<(Option<f64>, i32, Vec<String>, i32)> = sqlx::query_as(
+    let row: Option<(Option<f64>, i32, Vec<String>, i32, Option<String>)> = sqlx::query_as(
         "SELECT extract(epoch FROM keep_alive_every)::float8, max_party_size, roles,
-                max_avoids
+                max_avoids, rating_pool
            FROM queue_catalog WHERE queue = $1",
     )
     .bind(queue)
     .fetch_optional(db)
     .await?;
-    Ok(
-        row.map(|(secs, max_party_size, roles, max_avoids)| CatalogQueue {
+    Ok(row.map(
+        |(secs, max_party_size, roles, max_avoids, rating_pool)| CatalogQueue {
             max_avoids: usize::try_from(max_avoids).unwrap_or(0),
+            rating_pool,
             keep_alive_every: secs
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .map_or(DEFAULT_KEEP_ALIVE_EVERY, Duration::from_secs_f64),
             max_party_size: usize::try_from(max_party_size).unwrap_or(1),
             roles,
-        }),
-    )
+        },
+    ))
 }
 
 /// Waits until `queue_catalog` lists the queue (the daemon publishes a queue when its
@@ -620,6 +643,8 @@ struct Simulation<'p> {
     playing: Vec<(Instant, i64)>,
     /// Draws the results (apart from `rng`, like `meet_rng`).
     result_rng: Xoshiro256PlusPlus,
+    /// When the run began (the results' times count from it).
+    began: Instant,
 }
 
 impl<'p> Simulation<'p> {
@@ -686,6 +711,7 @@ impl<'p> Simulation<'p> {
             report: SimReport::default(),
             playing: Vec::new(),
             result_rng: Xoshiro256PlusPlus::seed_from_u64(options.seed ^ 0x7265_7375),
+            began: Instant::now(),
             attributes,
             avoids: HashMap::new(),
             max_avoids: matchmaker_optimizer::AvoidParams::default().max_per_player,
@@ -842,11 +868,18 @@ impl<'p> Simulation<'p> {
             })
             .collect();
         let queue = self.options.queue.as_str();
+        // A rated queue plays its players at their ratings, learned from the results.
+        let skill = match self.report.rating_pool {
+            Some(_) => Skill::Rated,
+            None => Skill::Claimed,
+        };
         let enqueued: Result<Vec<(String, i64)>, DbError> = match &self.groups[group].party_id {
-            None => db::enqueue::enqueue(db, queue, &players[0])
+            None => db::enqueue::enqueue_with(db, queue, &players[0], skill)
                 .await
                 .map(|id| vec![(players[0].id.clone(), id)]),
-            Some(party_id) => db::enqueue::enqueue_party(db, queue, party_id, &players).await,
+            Some(party_id) => {
+                db::enqueue::enqueue_party_with(db, queue, party_id, &players, skill).await
+            }
         };
         let enqueued = match enqueued.map_err(|e| (refusal(&e), e)) {
             Ok(rows) => rows,
@@ -1139,6 +1172,10 @@ impl<'p> Simulation<'p> {
                 continue;
             }
             let p = matchmaker_optimizer::rating::win_probabilities(&teams, RESULT_BETA);
+            if p.len() == 2 {
+                let at = now.duration_since(self.began).as_secs_f64();
+                self.report.true_gaps.push((at, (p[0] - 0.5).abs()));
+            }
             // The winner drawn by its chance; the others ranked 2.
             let mut draw: f64 = self.result_rng.random();
             let winner = p
@@ -1165,6 +1202,33 @@ impl<'p> Simulation<'p> {
                 Err(e) => return Err(e.into()),
             }
         }
+        Ok(())
+    }
+
+    /// On a rated queue: each of our players' rating beside their true skill.
+    async fn read_ratings(&mut self, db: &PgPool) -> Result<(), SimError> {
+        let Some(pool) = &self.report.rating_pool else {
+            return Ok(());
+        };
+        let rows: Vec<(String, f64, i32)> = sqlx::query_as(
+            "SELECT player_id, rating, matches FROM player_ratings
+              WHERE pool = $1 AND starts_with(player_id, $2)",
+        )
+        .bind(pool)
+        .bind(&self.prefix)
+        .fetch_all(db)
+        .await?;
+        self.report.ratings = rows
+            .into_iter()
+            .filter_map(|(id, rating, matches)| {
+                let &k = self.by_id.get(&id)?;
+                Some(RatedPlayer {
+                    true_skill: self.profiles[k].skill,
+                    rating,
+                    matches: i64::from(matches),
+                })
+            })
+            .collect();
         Ok(())
     }
 
@@ -1359,6 +1423,7 @@ mod tests {
             max_party_size: 2,
             roles: vec!["tank".into(), "healer".into()],
             max_avoids: 10,
+            rating_pool: None,
         };
         let mut spec = PopulationSpec::default();
         catalog.fit(&mut spec);

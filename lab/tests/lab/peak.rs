@@ -10,7 +10,7 @@
 //! round, apart from players no matchmaker could place: shown apart) is printed, not
 //! asserted: with 15-20 s waits a round 0.3 s late decides it for a player who reached
 //! max_wait just after the previous round started; `matchmaker-lab peak` measures it
-//! (README).
+//! (README). The 3v3 queues are rated: their results must have moved ratings.
 
 use std::time::Duration;
 
@@ -87,5 +87,26 @@ async fn a_scaled_down_peak_evening_meets_its_targets() {
         f.rounds_by_trigger.get("max_wait").copied().unwrap_or(0),
         0,
         "no round before its announced tick: {table}"
+    );
+    // The 3v3 queues are rated: their players enqueued without a skill, played at their
+    // ratings, and the results the simulators reported moved those ratings.
+    let r = &outcome.ratings;
+    assert_eq!(r.pool.as_deref(), Some("ranked_3v3"), "{table}");
+    let (rated, entries_3v3): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE rated), count(*) FROM queue_entries
+          WHERE queue LIKE '%\\_3v3'",
+    )
+    .fetch_one(&tdb.pool)
+    .await
+    .unwrap();
+    assert!(
+        entries_3v3 > 0 && rated == entries_3v3,
+        "{rated} of {entries_3v3} 3v3 entries play at their rating"
+    );
+    assert!(r.reported > 0, "results reported: {table}");
+    let predicted: i64 = r.calibration.iter().map(|b| b.matches).sum();
+    assert!(
+        predicted > 0 && predicted <= r.reported,
+        "reported matches with a prediction: {table}"
     );
 }
