@@ -27,7 +27,9 @@
 //!   it (`accept_match`); when a match of its players ends, the simulator reports its
 //!   result (`report_result`), drawn from the players' true skills (the population's),
 //!   so a rated queue's ratings learn them and the report can hold predictions to
-//!   outcomes.
+//!   outcomes. On a rated queue (`queue_catalog.rating_pool`) the players enqueue with
+//!   `skill => NULL` and play at their ratings; at the end the report holds each
+//!   player's rating beside their true skill.
 //! - **Matches**: the simulator polls `player_status` for its queued players; a matched
 //!   group plays for a simulated match duration, then queues again (`requeue_share`) or
 //!   leaves. Returning players are what makes the opponent-variation factor matter; the
@@ -501,7 +503,9 @@ impl CatalogQueue {
 
 /// The queue's row in `queue_catalog` (`None`: not published, or retired).
 async fn read_catalog(db: &PgPool, queue: &str) -> Result<Option<CatalogQueue>, SimError> {
-    let row: Option<(Option<f64>, i32, Vec<String>, i32, Option<String>)> = sqlx::query_as(
+    /// keep_alive_every (s), max_party_size, roles, max_avoids, rating_pool.
+    type Row = (Option<f64>, i32, Vec<String>, i32, Option<String>);
+    let row: Option<Row> = sqlx::query_as(
         "SELECT extract(epoch FROM keep_alive_every)::float8, max_party_size, roles,
                 max_avoids, rating_pool
            FROM queue_catalog WHERE queue = $1",
