@@ -28,6 +28,16 @@ pub struct DaemonConfig {
     /// The longest any one statement of the daemon may run (read at start).
     #[serde(with = "humantime_serde")]
     pub statement_timeout: Duration,
+    /// The longest a queue's step (snapshot, solve, commit) may wait on the database
+    /// beyond its round's budget before it is given up and the next step opens a new
+    /// connection. Absent: `lease_ttl`. Raise it for pools whose database work alone
+    /// outlasts a lease TTL; read at every step.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub step_timeout: Option<Duration>,
     /// Serve `/metrics`, `/healthz` and `/readyz` on this address (`IP:PORT`; port 0: any
     /// free port, logged). `run --metrics-addr` overrides it. Absent: not served. Read at
     /// start: a reload that changes it logs that it takes effect at the next restart.
@@ -54,9 +64,18 @@ impl Default for DaemonConfig {
             lease_renew: Duration::from_secs(5),
             lock_timeout: Duration::from_secs(2),
             statement_timeout: Duration::from_secs(60),
+            step_timeout: None,
             metrics_addr: None,
             solver_threads: None,
             check_login_limits: true,
         }
+    }
+}
+
+impl DaemonConfig {
+    /// How long a queue's step may take in all, given its round's `budget`:
+    /// `step_timeout` (or `lease_ttl`) beyond the solve.
+    pub fn step_limit(&self, budget: Duration) -> Duration {
+        self.step_timeout.unwrap_or(self.lease_ttl) + budget
     }
 }

@@ -40,6 +40,9 @@ impl Config {
         if d.statement_timeout < Duration::from_secs(1) {
             return Err(invalid("daemon.statement_timeout", "must be at least 1s"));
         }
+        if d.step_timeout.is_some_and(|t| t < Duration::from_secs(1)) {
+            return Err(invalid("daemon.step_timeout", "must be at least 1s"));
+        }
         if d.solver_threads == Some(0) {
             return Err(invalid("daemon.solver_threads", "must be at least 1"));
         }

@@ -335,12 +335,13 @@ async fn queue_task(
         let (poll, queue_config, step_limit) = {
             let c = config_rx.borrow_and_update();
             match c.queues.get(&queue) {
-                // A step past a lease TTL beyond its solve is waiting on a connection that
-                // answers no more (a cut route); the next step starts on a new one.
+                // A step past `step_timeout` (a lease TTL) beyond its solve is waiting on a
+                // connection that answers no more (a cut route); the next step starts on
+                // a new one.
                 Some(q) => (
                     c.daemon.poll_interval,
                     Arc::new(q.clone()),
-                    c.daemon.lease_ttl + q.round.budget,
+                    c.daemon.step_limit(q.round.budget),
                 ),
                 None => {
                     tracing::info!(queue, "queue removed from the config; stopping its worker");

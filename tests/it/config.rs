@@ -1,6 +1,8 @@
 //! The config file: the shipped default is valid; bad values are refused naming queue
 //! and key.
 
+use std::time::Duration;
+
 use matchmaker::config::{Config, ConfigError};
 
 fn err(toml: &str) -> String {
@@ -98,6 +100,10 @@ fn bad_values_are_refused_naming_queue_and_key() {
             "[daemon]\nlease_ttl = \"5s\"\nlease_renew = \"10s\"\n[queues.a]\n",
             "daemon.lease_renew",
         ),
+        (
+            "[daemon]\nstep_timeout = \"500ms\"\n[queues.a]\n",
+            "daemon.step_timeout",
+        ),
     ];
     // A queue name past the 52 characters of its notification channel.
     let long = format!("default_queue = \"{0}\"\n[queues.{0}]\n", "q".repeat(53));
@@ -119,6 +125,19 @@ fn bad_values_are_refused_naming_queue_and_key() {
         Config::from_toml_str("queues = ["),
         Err(ConfigError::Toml(_))
     ));
+}
+
+#[test]
+fn a_step_is_given_up_past_the_step_timeout_or_a_lease_ttl_beyond_its_budget() {
+    let round = "[queues.a.round]\nbudget = \"2s\"\n";
+    let c = Config::from_toml_str(&format!("[daemon]\nlease_ttl = \"20s\"\n{round}")).unwrap();
+    let budget = c.queues["a"].round.budget;
+    assert_eq!(c.daemon.step_limit(budget), Duration::from_secs(22));
+    let c = Config::from_toml_str(&format!(
+        "[daemon]\nlease_ttl = \"20s\"\nstep_timeout = \"2m\"\n{round}"
+    ))
+    .unwrap();
+    assert_eq!(c.daemon.step_limit(budget), Duration::from_secs(122));
 }
 
 #[test]
