@@ -12,11 +12,17 @@
 //! than [`MAX_COMBINATIONS`]) takes the nearest candidates one by one, each into the open
 //! team with the least total skill that has room (the seed's rule), and scores that fill.
 //!
-//! Bounded work: at most [`MAX_CANDIDATES`] parties per session (the nearest by mean skill
-//! to the session's members, ties by pool order, i.e. the oldest first) and at most
+//! A big format's session (`QueueModel::is_big`) takes the greedy fill and is judged by
+//! the lobby path's score and rules (`lobby_fill`).
+//!
+//! Bounded work: at most [`MAX_CANDIDATES`] parties per session (in a big format, that
+//! many more than its open slots), the nearest by mean skill to the session's members,
+//! ties by pool order (the oldest first), and at most
 //! `MAX_COMBINATIONS` scored fills. Sessions are filled one after another in the order
 //! given (the oldest request first); a party used by one is gone for the next and for the
 //! round's search. Deterministic: no randomness, every tie broken by input order.
+
+mod lobby_fill;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -152,13 +158,6 @@ fn fill_one(
     model: &QueueModel,
     limits: &BackfillLimits,
 ) -> Result<(Fill, Vec<usize>), String> {
-    if model.is_big() {
-        return Err(format!(
-            "backfill does not serve big formats ({} players per match): its fills are \
-             scored by the exhaustive split, which a lobby of that size does not have",
-            model.players_per_match()
-        ));
-    }
     check_format(s, model)?;
     // A session on a map of the pool is scored on that map alone. A map the pool no
     // longer lists (a reload retired it) is no map.
@@ -219,7 +218,7 @@ fn fill_one(
     let n: usize = s.teams.iter().map(Vec::len).sum();
     let mean = s.teams.iter().flatten().map(|p| p.skill).sum::<f64>() / n as f64;
     fit.sort_by(|a, b| (a.skill - mean).abs().total_cmp(&(b.skill - mean).abs()));
-    fit.truncate(MAX_CANDIDATES);
+    fit.truncate(candidates_for(s, model));
 
     let mut last_error = None;
     // A candidate the core refuses as malformed is dropped and the rest tried again.
@@ -241,6 +240,16 @@ fn fill_one(
         "the candidates cannot be scored: {}",
         last_error.unwrap_or_default()
     ))
+}
+
+/// Parties considered for `s`: [`MAX_CANDIDATES`], and in a big format as many more as
+/// it has open slots (a 32v32 that lost ten players needs ten solos at least).
+fn candidates_for(s: &Session, model: &QueueModel) -> usize {
+    if model.is_big() {
+        MAX_CANDIDATES + s.open.iter().sum::<usize>()
+    } else {
+        MAX_CANDIDATES
+    }
 }
 
 /// The queue's model with the session's map as its whole pool: the maps factor then
@@ -392,8 +401,12 @@ fn choose(
         PoolError::Player { ref id, .. } => Choice::Malformed(id.clone(), e.to_string()),
         other => Choice::Unfilled(format!("the session cannot be scored: {other}")),
     })?;
+    let at = Placed::find(s, &mini, &ix, fit)?;
+    if model.is_big() {
+        return lobby_fill::choose(s, pool, fit, model, limits, &ix, &at);
+    }
     let sc = Scorer::new(&ix, model);
-    let fills = Fills::place(s, &mini, &sc, fit)?;
+    let fills = Fills { sc: &sc, at };
     let search = fills.search(s, model);
     let Some((score, plan)) = search.best else {
         return Err(Choice::Unfilled(fills.no_fill_reason(
@@ -445,14 +458,18 @@ fn session_pool(s: &Session, pool: &Pool, fit: &[Candidate]) -> Pool {
     }
 }
 
-/// The session's fixed units on their teams and the candidates as units, scored
-/// together.
-struct Fills<'a> {
-    sc: &'a Scorer<'a>,
+/// The session's fixed units on their teams and the candidates as units.
+struct Placed {
     base_units: Vec<u32>,
     base_teams: Vec<u8>,
     /// (unit, size, skill, index into the candidates); a rejected party has none.
     cand_units: Vec<(u32, usize, f64, usize)>,
+}
+
+/// The session's fills, scored with the small formats' match score.
+struct Fills<'a> {
+    sc: &'a Scorer<'a>,
+    at: Placed,
 }
 
 /// What the search of one method found.
@@ -465,16 +482,15 @@ struct Search {
     any_exact: bool,
 }
 
-impl<'a> Fills<'a> {
+impl Placed {
     /// Find the units of `mini` (the session's pool): the members first, on their
     /// teams, then the candidates in order.
-    fn place(
+    fn find(
         s: &Session,
         mini: &Pool,
-        sc: &'a Scorer<'a>,
+        ix: &IndexedPool,
         fit: &[Candidate],
-    ) -> Result<Fills<'a>, Choice> {
-        let ix = sc.ix;
+    ) -> Result<Placed, Choice> {
         let unit_of_source = |source: usize| -> Option<u32> {
             ix.source
                 .iter()
@@ -514,21 +530,22 @@ impl<'a> Fills<'a> {
                 "no queued party can play in this queue's format".into(),
             ));
         }
-        Ok(Fills {
-            sc,
+        Ok(Placed {
             base_units,
             base_teams,
             cand_units,
         })
     }
+}
 
+impl Fills<'_> {
     /// The completed session with `assign`'s (candidate, team) pairs, if valid: its
     /// evaluation and units.
     fn score(&self, assign: &[(usize, usize)]) -> Option<(MatchEval, Vec<u32>)> {
-        let mut units = self.base_units.clone();
-        let mut teams = self.base_teams.clone();
+        let mut units = self.at.base_units.clone();
+        let mut teams = self.at.base_teams.clone();
         for &(c, t) in assign {
-            units.push(self.cand_units[c].0);
+            units.push(self.at.cand_units[c].0);
             teams.push(t as u8);
         }
         self.sc
@@ -545,7 +562,7 @@ impl<'a> Fills<'a> {
         let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
         let mut any_exact = false;
         if method == Method::Combination {
-            let sizes: Vec<usize> = self.cand_units.iter().map(|c| c.1).collect();
+            let sizes: Vec<usize> = self.at.cand_units.iter().map(|c| c.1).collect();
             let mut plans = Vec::new();
             let complete = fill_vertically(&sizes, &s.open, MAX_COMBINATIONS, &mut plans);
             if complete {
@@ -563,7 +580,7 @@ impl<'a> Fills<'a> {
             }
         }
         if method == Method::Greedy {
-            let plan = greedy_fill(&self.cand_units, s);
+            let plan = greedy_fill(&self.at.cand_units, s);
             if let Some(plan) = plan {
                 any_exact = true;
                 evaluated += 1;
@@ -582,7 +599,7 @@ impl<'a> Fills<'a> {
 
     /// Why no fill was made: every exact fill broke a hard rule, or none was exact.
     fn no_fill_reason(&self, s: &Session, model: &QueueModel, any_exact: bool) -> String {
-        let n = self.cand_units.len();
+        let n = self.at.cand_units.len();
         if !any_exact {
             return format!(
                 "no combination of the {n} nearest queued parties fills the open slots {:?} exactly (parties stay whole)",
@@ -616,7 +633,7 @@ impl<'a> Fills<'a> {
         let mut added = vec![Vec::new(); model.teams];
         let mut taken = Vec::new();
         for &(c, t) in plan {
-            let ci = self.cand_units[c].3;
+            let ci = self.at.cand_units[c].3;
             for &i in &fit[ci].members {
                 added[t].push(pool.players[i].id.clone());
                 taken.push(i);
@@ -1033,6 +1050,117 @@ mod tests {
             f.outcome.teams,
             vec![vec!["weak".to_string()], vec!["strong".to_string()]]
         );
+    }
+
+    fn big(teams: usize, team_size: usize) -> QueueModel {
+        QueueModel {
+            teams,
+            team_size,
+            network: Network::Dedicated,
+            ..QueueModel::default()
+        }
+    }
+
+    fn squad(prefix: &str, n: usize, skill: f64) -> Vec<Player> {
+        (0..n).map(|i| p(&format!("{prefix}{i}"), skill)).collect()
+    }
+
+    #[test]
+    fn a_big_lobby_takes_the_nearest_into_its_weaker_team() {
+        let model = big(2, 16);
+        assert!(model.is_big());
+        let s = Session {
+            id: "16v16".into(),
+            teams: vec![squad("a", 15, 1560.0), squad("b", 14, 1440.0)],
+            open: vec![1, 2],
+            map: None,
+        };
+        let pl = pool(vec![
+            p("far", 2600.0),
+            p("n1", 1520.0),
+            p("n2", 1480.0),
+            in_party(p("t1", 1500.0), "trio"),
+            in_party(p("t2", 1500.0), "trio"),
+            in_party(p("t3", 1500.0), "trio"),
+            p("n3", 1530.0),
+        ]);
+        let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert_eq!(out.unfilled, vec![]);
+        let f = &out.fills[0];
+        assert_eq!(f.method, Method::Greedy);
+        // the three nearest solos (the trio has no room); the strongest into the weaker
+        // team, which has two open slots
+        let mut teams = f.outcome.teams.clone();
+        teams.iter_mut().for_each(|t| t.sort());
+        assert_eq!(
+            teams,
+            vec![vec!["n2".to_string()], vec!["n1".into(), "n3".into()]]
+        );
+        assert_eq!(f.outcome.region.as_deref(), Some("eu"));
+        let factors = &f.outcome.factors;
+        assert!(factors.contains_key("equal_teams") && factors.contains_key("equal_players"));
+        assert!(f.outcome.score > 0.0 && f.outcome.score <= 1.0);
+        let rest: Vec<&str> = out.rest.players.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(rest, ["far", "t1", "t2", "t3"]);
+    }
+
+    #[test]
+    fn a_battle_royale_squad_is_refilled_by_a_party_that_fits_it() {
+        // 5 squads of 4: a big format (20 players); squad 4 lost two players
+        let model = big(5, 4);
+        let mut teams: Vec<Vec<Player>> = (0..4)
+            .map(|k| squad(&format!("s{k}_"), 4, 1500.0))
+            .collect();
+        teams.push(squad("s4_", 2, 1500.0));
+        let s = Session {
+            id: "br".into(),
+            teams,
+            open: vec![0, 0, 0, 0, 2],
+            map: None,
+        };
+        let pl = pool(vec![
+            in_party(p("x1", 1500.0), "three"),
+            in_party(p("x2", 1500.0), "three"),
+            in_party(p("x3", 1500.0), "three"),
+            in_party(p("d1", 1510.0), "duo"),
+            in_party(p("d2", 1490.0), "duo"),
+        ]);
+        let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert_eq!(out.unfilled, vec![]);
+        let f = &out.fills[0].outcome;
+        let empty = Vec::<String>::new();
+        assert_eq!(
+            f.teams[..4],
+            [empty.clone(), empty.clone(), empty.clone(), empty]
+        );
+        assert_eq!(f.teams[4], ["d1", "d2"]);
+        // a battle royale scores no team gap
+        assert!(!f.factors.contains_key("equal_teams"));
+    }
+
+    #[test]
+    fn a_big_lobby_fill_keeps_the_floors_and_says_why() {
+        let mut model = big(2, 16);
+        model.floors = vec![crate::model::FloorStep {
+            after: std::time::Duration::ZERO,
+            max_team_gap: Some(50.0),
+            ..Default::default()
+        }];
+        let s = Session {
+            id: "16v16".into(),
+            teams: vec![squad("a", 16, 1800.0), squad("b", 15, 1500.0)],
+            open: vec![0, 1],
+            map: None,
+        };
+        let pl = pool(vec![p("n", 1600.0)]);
+        let out = fill_sessions(&[s], &pl, &model, &BackfillLimits::default()).unwrap();
+        assert_eq!(out.fills, vec![]);
+        assert!(
+            out.unfilled[0].reason.contains("max_team_gap"),
+            "{:?}",
+            out.unfilled
+        );
+        assert_eq!(out.rest.players.len(), 1);
     }
 
     #[test]

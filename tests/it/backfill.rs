@@ -3,7 +3,8 @@
 //! a player is refilled by the leader's immediate backfill round (the schedule far away)
 //! with the close candidate, not the far one, its members untouched; parties stay whole;
 //! a scheduled round fills and forms new matches from one pool; a cancel during the round
-//! drops the fill; an expired request says why; malformed requests are refused readably
+//! drops the fill; a 16v16 session is refilled through the lobby path; an expired
+//! request says why; malformed requests are refused readably
 //! and write nothing; a login neither sees nor cancels another login's request. Players
 //! are enqueued by a client login, requests made by a game server's login
 //! (matchmaker_server).
@@ -825,4 +826,82 @@ async fn on_a_rated_queue_members_without_a_skill_play_at_their_ratings() {
     let status = backfill_status(&server, id).await.unwrap();
     assert_eq!(status.0, "filled", "{status:?}");
     assert_eq!(status.2, vec!["strong".to_string()]);
+}
+
+/// A 16v16 session that lost three players is refilled through the lobby path: the
+/// three nearest solos, the strongest of them on the weaker team, the far player left
+/// queued, the fill's score the completed lobby's.
+#[tokio::test]
+async fn a_16v16_session_is_refilled_by_the_nearest_players() {
+    const BIG: &str = "[queues.big]\nteams = 2\nteam_size = 16\nnetwork = \"dedicated\"\n\
+                       [queues.big.round]\nevery = \"10m\"\nbudget = \"50ms\"\nseed = 7\n\
+                       [queues.big.tickets]\nregions = [\"eu\"]\n";
+    let tdb = fresh_db().await;
+    let Leader {
+        clock, mut worker, ..
+    } = leader(&tdb.pool, BIG, "big", "bf").await;
+    let (_, client) = client_login(&tdb, 2).await;
+    let (_, server) = server_login(&tdb, 2).await;
+    for (id, skill) in [
+        ("far", 2600.0),
+        ("n1", 1520.0),
+        ("n2", 1480.0),
+        ("n3", 1530.0),
+    ] {
+        enqueue(&client, "big", id, skill).latency("eu", 30.0).await;
+    }
+    let member = |id: String, team: i32, skill: f64| json!({"player_id": id, "team": team, "skill": skill, "latencies": {"eu": 30}});
+    let members: Vec<Value> = (0..15)
+        .map(|i| member(format!("a{i}"), 0, 1560.0))
+        .chain((0..14).map(|i| member(format!("b{i}"), 1, 1440.0)))
+        .collect();
+    let id = request_backfill(
+        &server,
+        "big",
+        "conquest-1",
+        &json!(members),
+        &[1, 2],
+        "30 seconds",
+    )
+    .await
+    .unwrap();
+    clock.advance(secs(1));
+    let report = match worker.step().await.unwrap() {
+        StepOutcome::Ran(r) if r.trigger == RoundTrigger::Backfill => r,
+        other => panic!("expected an immediate backfill round, got {other:?}"),
+    };
+    assert_eq!(report.backfilled, 1, "{report:?}");
+    let (st, reason, mut filled_by) = backfill_status(&server, id).await.unwrap();
+    assert_eq!(st, "filled", "{reason:?}");
+    filled_by.sort();
+    assert_eq!(filled_by, ["n1", "n2", "n3"]);
+    let placed: Vec<(String, String, Option<i32>)> = sqlx::query_as(
+        "SELECT player_id, status, team FROM player_status WHERE queue = 'big' ORDER BY player_id",
+    )
+    .fetch_all(&client)
+    .await
+    .unwrap();
+    let placed: Vec<(&str, &str, Option<i32>)> = placed
+        .iter()
+        .map(|(p, s, t)| (p.as_str(), s.as_str(), *t))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("far", "queued", None),
+            ("n1", "matched", Some(1)),
+            ("n2", "matched", Some(0)),
+            ("n3", "matched", Some(1)),
+        ]
+    );
+    let (score, region): (f64, Option<String>) = sqlx::query_as(
+        "SELECT m.score, m.region FROM matches m JOIN match_players mp USING (match_id)
+          WHERE mp.player_id = 'n1'",
+    )
+    .fetch_one(&tdb.pool)
+    .await
+    .unwrap();
+    assert!(score > 0.0 && score <= 1.0, "{score}");
+    assert_eq!(region.as_deref(), Some("eu"));
+    assert_nobody_matched_twice(&tdb.pool).await;
 }

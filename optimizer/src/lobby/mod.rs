@@ -240,6 +240,12 @@ pub fn finish_lobby(
         teams.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
         teams
     };
+    judge(ctx, teams, eval)
+}
+
+/// Score a lobby on fixed teams and judge the rules only teams show (`eval`: the
+/// lobby's evaluation, valid).
+pub fn judge(ctx: &Ctx, teams: Vec<Vec<u32>>, eval: &Eval) -> Result<Finished, Broken> {
     let factors = ctx.factors(&teams, eval);
     let score = ctx.score(&factors);
     if let Some(b) = ctx.judge_split(&teams, score) {
