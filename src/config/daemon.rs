@@ -78,4 +78,10 @@ impl DaemonConfig {
     pub fn step_limit(&self, budget: Duration) -> Duration {
         self.step_timeout.unwrap_or(self.lease_ttl) + budget
     }
+
+    /// How long one batch of the retention pruner may wait on the database: its
+    /// statements' own bound (`statement_timeout`) and a step's wait beyond it.
+    pub fn prune_batch_limit(&self) -> Duration {
+        self.statement_timeout + self.step_limit(Duration::ZERO)
+    }
 }

@@ -21,7 +21,10 @@ use tokio::sync::watch;
 
 use super::lease::LeaseHandle;
 use crate::config::Config;
-use crate::db::retention::{self, QueuePruner};
+use crate::db::{
+    self,
+    retention::{self, QueuePruner},
+};
 
 /// Between two batches: the server's other sessions get it to themselves for a moment.
 pub const BATCH_PAUSE: Duration = Duration::from_millis(20);
@@ -45,12 +48,16 @@ pub async fn prune_while_leading(
             _ = tokio::time::sleep(wait) => {}
         }
         // Read at every pass: a reload applies from the next one.
-        let (retention, keep) = {
+        let (retention, keep, limit) = {
             let c = config.borrow();
             let Some(q) = c.queues.get(&queue) else {
                 return;
             };
-            (c.retention.clone(), q.history_matches())
+            (
+                c.retention.clone(),
+                q.history_matches(),
+                c.daemon.prune_batch_limit(),
+            )
         };
         wait = retention.interval;
         if lease.current().await.is_none() {
@@ -58,13 +65,15 @@ pub async fn prune_while_leading(
         }
         let mut pruner = match retention.horizon {
             None => QueuePruner::call_buckets_only(&queue, retention.batch_size),
-            Some(horizon) => match retention::cutoff(&db, horizon, None).await {
-                Ok(cutoff) => QueuePruner::new(&queue, cutoff, keep, retention.batch_size),
-                Err(e) => {
-                    tracing::warn!(queue, error = %e, "retention: reading the clock failed; next pass in {wait:?}");
-                    continue;
+            Some(horizon) => {
+                match db::answered_within(limit, retention::cutoff(&db, horizon, None)).await {
+                    Ok(cutoff) => QueuePruner::new(&queue, cutoff, keep, retention.batch_size),
+                    Err(e) => {
+                        tracing::warn!(queue, error = %e, "retention: reading the clock failed; next pass in {wait:?}");
+                        continue;
+                    }
                 }
-            },
+            }
         };
         // For the log: without a horizon, nothing has a cutoff.
         let (horizon, cutoff) = match retention.horizon {
@@ -72,7 +81,7 @@ pub async fn prune_while_leading(
             None => ("none".to_string(), "none".to_string()),
         };
         let started = std::time::Instant::now();
-        let result = retention::prune_queue(&db, &mut pruner, BATCH_PAUSE, || {
+        let result = retention::prune_queue(&db, &mut pruner, BATCH_PAUSE, limit, || {
             let (stop, lease) = (stop.clone(), lease.clone());
             async move {
                 let stopped = *stop.borrow();
@@ -98,8 +107,9 @@ pub async fn prune_while_leading(
                 "history pruned"
             ),
             Ok(_) => tracing::debug!(queue, %cutoff, "retention: nothing past the horizon"),
-            // A batch that failed (a lock or statement timeout) rolled back alone; the
-            // batches before it stay done, and the next pass goes on from there.
+            // A batch that failed (a lock or statement timeout, or no answer within
+            // `limit`) rolled back alone; the batches before it stay done, and the next
+            // pass goes on from there.
             Err(e) => {
                 tracing::warn!(queue, error = %e, "retention: a batch failed; next pass in {wait:?}")
             }

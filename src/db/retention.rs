@@ -412,11 +412,15 @@ const CALL_BUCKETS: SingleBatch = SingleBatch {
 
 /// Prune one queue completely: every batch its own transaction, a short pause between
 /// batches (other sessions get the server between them). `keep_going` is asked before
-/// each batch (the daemon stops when it loses the lease or shuts down).
+/// each batch (the daemon stops when it loses the lease or shuts down). A batch not
+/// answered within `batch_limit` (a cut route: see [`super::answered_within`]) ends the
+/// pass with [`DbError::Unanswered`]; the server rolls it back, the batches before it
+/// stay done.
 pub async fn prune_queue<F: Future<Output = bool>>(
     db: &PgPool,
     pruner: &mut QueuePruner,
     pause: Duration,
+    batch_limit: Duration,
     mut keep_going: impl FnMut() -> F,
 ) -> Result<Pruned, DbError> {
     let mut total = Pruned::default();
@@ -424,12 +428,16 @@ pub async fn prune_queue<F: Future<Output = bool>>(
         if !keep_going().await {
             return Ok(total);
         }
-        let mut tx = db.begin().await?;
-        let Some(pruned) = pruner.next_batch(&mut tx).await? else {
+        let batch = super::answered_within(batch_limit, async {
+            let mut tx = db.begin().await?;
+            let pruned = pruner.next_batch(&mut tx).await?;
             tx.commit().await?;
+            Ok::<_, DbError>(pruned)
+        })
+        .await?;
+        let Some(pruned) = batch else {
             return Ok(total);
         };
-        tx.commit().await?;
         total.add(pruned);
         if !pause.is_zero() {
             tokio::time::sleep(pause).await;

@@ -153,6 +153,7 @@ async fn prune_queues(
                 db,
                 &mut pruner,
                 crate::daemon::retention::BATCH_PAUSE,
+                config.daemon.prune_batch_limit(),
                 || async { true },
             )
             .await?

@@ -343,9 +343,13 @@ async fn the_snapshot_gives_each_player_their_newest_avoids_of_pooled_players() 
     // Retention deletes the expired avoid, and only it.
     let cutoff = chrono::Utc::now() - chrono::Duration::days(1);
     let mut pruner = db::retention::QueuePruner::new("q", cutoff, 1, 100);
-    let pruned = db::retention::prune_queue(db, &mut pruner, std::time::Duration::ZERO, || {
-        std::future::ready(true)
-    })
+    let pruned = db::retention::prune_queue(
+        db,
+        &mut pruner,
+        std::time::Duration::ZERO,
+        std::time::Duration::from_secs(60),
+        || std::future::ready(true),
+    )
     .await
     .unwrap();
     assert_eq!(pruned.avoids, 1);

@@ -188,9 +188,15 @@ async fn retention_keeps_what_recent_matches_names() {
         .await
         .unwrap();
     let mut pruner = QueuePruner::new("q", cutoff, config.history_matches(), 3);
-    let pruned = retention::prune_queue(db, &mut pruner, Duration::ZERO, || async { true })
-        .await
-        .unwrap();
+    let pruned = retention::prune_queue(
+        db,
+        &mut pruner,
+        Duration::ZERO,
+        Duration::from_secs(60),
+        || async { true },
+    )
+    .await
+    .unwrap();
     assert!(pruned.matches > 0, "{pruned:?}");
     assert_eq!(count(db, "SELECT count(*) FROM matches").await, named);
     assert_recent_matches_agree(db, 2).await;

@@ -29,7 +29,7 @@ fn config(extra: &str) -> Arc<QueueConfig> {
 /// One pass over `queue`, every batch committed.
 async fn prune(db: &sqlx::PgPool, queue: &str, cutoff: DateTime<Utc>, keep: usize) -> Pruned {
     let mut pruner = QueuePruner::new(queue, cutoff, keep, 3);
-    retention::prune_queue(db, &mut pruner, Duration::ZERO, || async { true })
+    retention::prune_queue(db, &mut pruner, Duration::ZERO, DAY, || async { true })
         .await
         .unwrap()
 }
@@ -693,7 +693,7 @@ async fn refilled_enqueue_buckets_go_and_draining_ones_stay() {
 
     // Without a horizon (a daemon that keeps all history): the buckets only, in batches.
     let mut pruner = QueuePruner::call_buckets_only("q", 2);
-    let pruned = retention::prune_queue(db, &mut pruner, Duration::ZERO, || async { true })
+    let pruned = retention::prune_queue(db, &mut pruner, Duration::ZERO, DAY, || async { true })
         .await
         .unwrap();
     assert_eq!((pruned.call_buckets, pruned.batches), (3, 2), "{pruned:?}");
@@ -710,4 +710,59 @@ async fn refilled_enqueue_buckets_go_and_draining_ones_stay() {
     let pruned = prune(db, "q", t0() - chrono::Duration::days(10), 1).await;
     assert_eq!(pruned.call_buckets, 1, "{pruned:?}");
     assert_eq!(left().await, [(written.1, "q".to_string())]);
+}
+
+/// A batch the database does not answer within its limit (here: it waits on a table
+/// lock, on a pool without `lock_timeout`, as a statement sent into a cut route waits)
+/// ends the pass with `Unanswered` and deletes nothing; the next pass deletes it all.
+#[tokio::test]
+async fn a_batch_not_answered_within_its_limit_is_given_up_and_the_next_pass_finishes() {
+    let tdb = fresh_db().await;
+    let db = &tdb.pool;
+    let q = config("[queues.q.limits]\nenqueue_rate = 10.0\nenqueue_burst = 1000.0");
+    db::queues::publish_queue(db, "q", q.as_ref(), "test")
+        .await
+        .unwrap();
+    for pid in 1..=3 {
+        sqlx::query(
+            "INSERT INTO call_buckets (login, pid, queue, tokens, at)
+             VALUES ('gone', $1, 'q', 0, now() - interval '300 seconds')",
+        )
+        .bind(pid)
+        .execute(db)
+        .await
+        .unwrap();
+    }
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM call_buckets")
+            .fetch_one(db)
+            .await
+            .unwrap()
+    };
+    let mut holder = db.begin().await.unwrap();
+    sqlx::query("LOCK TABLE call_buckets IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let limit = Duration::from_millis(500);
+    let started = Instant::now();
+    let mut pruner = QueuePruner::call_buckets_only("q", 2);
+    let given_up =
+        retention::prune_queue(db, &mut pruner, Duration::ZERO, limit, || async { true }).await;
+    let waited = started.elapsed();
+    assert!(
+        matches!(given_up, Err(db::DbError::Unanswered { waited }) if waited == limit),
+        "{given_up:?}"
+    );
+    assert!(waited < Duration::from_secs(5), "gave up after {waited:?}");
+    holder.rollback().await.unwrap();
+    // The abandoned batch is rolled back: nothing deleted.
+    assert_eq!(count().await, 3);
+
+    let mut pruner = QueuePruner::call_buckets_only("q", 2);
+    let pruned = retention::prune_queue(db, &mut pruner, Duration::ZERO, limit, || async { true })
+        .await
+        .unwrap();
+    assert_eq!(pruned.call_buckets, 3, "{pruned:?}");
+    assert_eq!(count().await, 0);
 }

@@ -352,7 +352,7 @@ fn small_queues_do_not_take_the_lobby_path() {
 }
 
 #[test]
-fn servers_place_big_lobbies_and_backfill_refuses_them() {
+fn servers_place_big_lobbies_and_backfill_fills_them() {
     use matchmaker_optimizer::backfill::{BackfillLimits, Session, fill_sessions};
     use matchmaker_optimizer::servers::{Supply, place_on_servers};
 
@@ -384,10 +384,10 @@ fn servers_place_big_lobbies_and_backfill_refuses_them() {
         ..pool.clone()
     };
     let filled = fill_sessions(&[session], &rest, &model, &BackfillLimits::default()).unwrap();
-    assert!(filled.fills.is_empty());
-    assert!(
-        filled.unfilled[0].reason.contains("big formats"),
-        "{}",
-        filled.unfilled[0].reason
-    );
+    assert_eq!(filled.unfilled, vec![]);
+    let fill = &filled.fills[0].outcome;
+    assert_eq!((fill.teams[0].len(), fill.teams[1].len()), (1, 0));
+    assert!(fill.score > 0.0 && fill.score <= 1.0);
+    assert!(fill.region.is_some());
+    assert_eq!(filled.rest.players.len(), rest.players.len() - 1);
 }
