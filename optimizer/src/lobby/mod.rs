@@ -25,7 +25,7 @@ pub mod score;
 pub mod squads;
 pub mod teams;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use rand::SeedableRng;
@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use crate::deadline::{Budget, Deadline, StopReason};
 use crate::index::IndexedPool;
 use crate::left_over::{LeftOver, LeftOverKind};
-use crate::model::QueueModel;
+use crate::model::{AvoidScope, QueueModel};
 use crate::round::{MatchOutcome, RoundOutcome, SolveStats};
 use crate::solver::{SolveOptions, Strategy, next_streams};
 
@@ -438,6 +438,27 @@ pub fn explain_left_over(
     let count_by = |key: &[u32], k: u32| key.iter().filter(|&&x| x == k).count();
     let placed = outcome.matches.len();
     let left = outcome.unmatched.len();
+    let lobbies: Vec<HashSet<u32>> = outcome
+        .matches
+        .iter()
+        .map(|l| {
+            l.teams
+                .iter()
+                .flatten()
+                .filter_map(|id| index.get(id.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    // Match scope: every lobby of the round holds someone the player may not meet.
+    let avoided_everywhere = |p: usize| {
+        model.avoids.scope == AvoidScope::Match
+            && !m.avoids.is_empty()
+            && !m.avoids[p].is_empty()
+            && !lobbies.is_empty()
+            && lobbies
+                .iter()
+                .all(|l| m.avoids[p].iter().any(|o| l.contains(o)))
+    };
     outcome
         .unmatched
         .iter()
@@ -473,6 +494,13 @@ pub fn explain_left_over(
                         "crossplay off: not enough compatible players for a lobby of {size}: {} on {}",
                         count_by(&m.platform, k),
                         m.platform_names[k as usize]
+                    ),
+                )
+            } else if avoided_everywhere(pi) {
+                (
+                    LeftOverKind::Avoided,
+                    format!(
+                        "each of the round's {placed} lobbies holds a player they avoid or who avoids them"
                     ),
                 )
             } else if ctx.floor_in_force(&[p]).is_some() {

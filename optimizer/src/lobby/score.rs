@@ -194,10 +194,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// The meeting rules over a lobby: the `same` filter, crossplay, avoids. With
-    /// `team` (each player's team, same order) a team-scope avoid of a two-team format
-    /// only counts on one team; without it every avoid in the lobby counts (the
-    /// formation search's view, and squad formats, where a squad is too small a unit to
-    /// keep two players of a lobby of 25 squads apart reliably).
+    /// `team` (each player's team or squad, same order) a team-scope avoid only counts
+    /// within one team or squad; without it (the formation search's view, before the
+    /// split) only match-scope avoids count, and the split keeps the rest apart.
     pub fn meet_rule(&self, players: &[u32], team: Option<&[u8]>) -> Option<Broken> {
         let m = &self.ix.meet;
         if !m.any() {
@@ -227,7 +226,7 @@ impl<'a> Ctx<'a> {
             }
         }
         if !m.avoids.is_empty() {
-            let team_scope = self.two_teams && self.model.avoids.scope == AvoidScope::Team;
+            let team_scope = self.model.avoids.scope == AvoidScope::Team;
             let mut sorted: Vec<(u32, u8)> = players
                 .iter()
                 .enumerate()

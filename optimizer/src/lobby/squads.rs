@@ -12,6 +12,7 @@
 //! order, so squadmates are of similar skill.
 
 use super::score::Ctx;
+use crate::model::AvoidScope;
 
 /// Bin of each unit (same order) when `sizes` fill `bins` bins of `cap` exactly.
 pub fn pack(sizes: &[usize], bins: usize, cap: usize) -> Option<Vec<u8>> {
@@ -125,7 +126,54 @@ pub fn form_squads(ctx: &Ctx, units: &[u32]) -> Option<Vec<Vec<u32>>> {
             squads[b].push(next.next()?);
         }
     }
+    if ctx.model.avoids.scope == AvoidScope::Team && !ix.meet.avoids.is_empty() {
+        separate_avoids(ctx, &mut squads)?;
+    }
     Some(squads)
+}
+
+/// Team-scope avoids in a squad format keep two players out of one squad (they may meet
+/// in the lobby): a squad holding such a pair swaps one of its solos for the solo of
+/// another squad nearest in skill that leaves both squads without one. None when no swap
+/// does (the pair is in parties, or every swap makes another pair).
+fn separate_avoids(ctx: &Ctx, squads: &mut [Vec<u32>]) -> Option<()> {
+    let ix = ctx.ix;
+    let solo = |u: u32| ix.units[u as usize].size() == 1;
+    let skill = |u: u32| ix.units[u as usize].skill;
+    for b in 0..squads.len() {
+        if at_peace(ctx, &squads[b]) {
+            continue;
+        }
+        let mut swaps: Vec<(f64, usize, usize, usize)> = Vec::new();
+        for (i, &s) in squads[b].iter().enumerate().filter(|(_, u)| solo(**u)) {
+            for (c, other) in squads.iter().enumerate().filter(|(c, _)| *c != b) {
+                for (j, &t) in other.iter().enumerate().filter(|(_, u)| solo(**u)) {
+                    swaps.push(((skill(s) - skill(t)).abs(), i, c, j));
+                }
+            }
+        }
+        swaps.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let found = swaps.into_iter().find(|&(_, i, c, j)| {
+            let (mut mine, mut theirs) = (squads[b].clone(), squads[c].clone());
+            std::mem::swap(&mut mine[i], &mut theirs[j]);
+            at_peace(ctx, &mine) && at_peace(ctx, &theirs)
+        })?;
+        let (_, i, c, j) = found;
+        let t = squads[c][j];
+        squads[c][j] = squads[b][i];
+        squads[b][i] = t;
+    }
+    Some(())
+}
+
+/// No two players of `squad` (units) avoid one another.
+fn at_peace(ctx: &Ctx, squad: &[u32]) -> bool {
+    let players = super::lobbies::players(ctx, squad);
+    let m = &ctx.ix.meet;
+    players
+        .iter()
+        .enumerate()
+        .all(|(k, &a)| players[k + 1..].iter().all(|&b| !m.avoid(a, b)))
 }
 
 /// First come, first fit: each unit, in the order given, into the first squad with room

@@ -216,8 +216,11 @@ fn a_party_larger_than_a_squad_is_refused_with_a_reason() {
 
 #[test]
 fn avoids_and_crossplay_hold_in_big_lobbies() {
-    for scope in [AvoidScope::Match, AvoidScope::Team] {
-        let mut model = big(2, 16);
+    let cases = [(2, 16), (25, 4)]
+        .into_iter()
+        .flat_map(|f| [(f, AvoidScope::Match), (f, AvoidScope::Team)]);
+    for ((teams, team_size), scope) in cases {
+        let mut model = big(teams, team_size);
         model.filters.crossplay = Some("platform".into());
         model.avoids.scope = scope;
         let mut pool = pool(400, 3, 5);
@@ -241,6 +244,8 @@ fn avoids_and_crossplay_hold_in_big_lobbies() {
         check_shape(&pool, &model, &out);
         assert!(!out.matches.is_empty());
         let by_id: HashMap<&str, _> = pool.players.iter().map(|p| (p.id.as_str(), p)).collect();
+        // pairs of players one of whom avoids the other, in one lobby on two teams
+        let mut opponents = 0;
         for m in &out.matches {
             let team: HashMap<&str, usize> = m
                 .teams
@@ -261,12 +266,66 @@ fn avoids_and_crossplay_hold_in_big_lobbies() {
                     if let Some(&tb) = team.get(b.as_str()) {
                         assert!(
                             scope == AvoidScope::Team && ta != tb,
-                            "{a} avoids {b} ({scope:?})"
+                            "{a} avoids {b} ({scope:?}, {teams} x {team_size})"
                         );
+                        opponents += 1;
                     }
                 }
             }
         }
+        // team scope keeps them off one team or squad only: they still meet
+        assert_eq!(
+            opponents > 0,
+            scope == AvoidScope::Team,
+            "{opponents} ({scope:?}, {teams} x {team_size})"
+        );
+    }
+}
+
+/// Twenty solos for five squads of four: the two strongest, squadmates by skill, avoid
+/// each other. Team scope puts them in different squads of the one lobby; match scope
+/// leaves nineteen players, no lobby, and with a twenty-first player one of the two is
+/// left over, told why.
+#[test]
+fn a_team_scope_avoid_splits_squadmates_and_a_match_scope_one_splits_lobbies() {
+    for scope in [AvoidScope::Team, AvoidScope::Match] {
+        let mut model = big(5, 4);
+        model.avoids.scope = scope;
+        let mut pool = pool(20, 1, 3);
+        for (i, p) in pool.players.iter_mut().enumerate() {
+            p.party = None;
+            p.skill = 1500.0 + 10.0 * i as f64;
+            p.latencies = [("eu".to_string(), 30.0)].into();
+        }
+        let (a, b) = (pool.players[19].id.clone(), pool.players[18].id.clone());
+        pool.players[19].avoids = vec![b.clone()];
+        let out = solve(&pool, &model, &restarts(1)).unwrap();
+        check_shape(&pool, &model, &out);
+        if scope == AvoidScope::Match {
+            assert!(out.matches.is_empty(), "{:?}", out.matches);
+            // one more player: a lobby without one of the two, who is told why
+            let mut more = pool.clone();
+            let mut extra = more.players[0].clone();
+            extra.id = "extra".into();
+            more.players.push(extra);
+            let out = solve(&more, &model, &restarts(1)).unwrap();
+            check_shape(&more, &model, &out);
+            assert_eq!((out.matches.len(), out.unmatched.len()), (1, 1));
+            assert!(out.unmatched[0] == a || out.unmatched[0] == b);
+            let left = explain_left_over(&more, &model, &out).unwrap();
+            assert!(
+                left[0].reason.contains("lobbies holds a player they avoid"),
+                "{:?}",
+                left[0]
+            );
+            continue;
+        }
+        let [m] = out.matches.as_slice() else {
+            panic!("one lobby: {:?}", out.matches)
+        };
+        let squad_of = |id: &str| m.teams.iter().position(|t| t.iter().any(|x| x == id));
+        assert!(squad_of(&a).is_some() && squad_of(&b).is_some());
+        assert_ne!(squad_of(&a), squad_of(&b), "{:?}", m.teams);
     }
 }
 
