@@ -7,14 +7,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rand::{RngExt, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
-
 use matchmaker_optimizer::model::MapParams;
 use matchmaker_optimizer::{
     Attribute, Budget, FloorStep, LeftOverKind, Network, PastMatch, Pool, QueueModel, RoundOutcome,
     SolveOptions, explain_left_over, solve,
 };
+use matchmaker_population::map_choices::add_map_choices;
 use matchmaker_population::population::{Population, PopulationSpec};
 
 use crate::contract::{player, pool_of, quick};
@@ -50,7 +48,7 @@ fn names(list: &[usize]) -> Attribute {
 
 /// A realistic pool whose players veto up to two maps (one map is widely disliked),
 /// some prefer one to three, and each has played three matches, on a map each, in the
-/// last hour. Party members share their vetoes.
+/// last hour (`map_choices::add_map_choices`).
 fn pool_with_choices(players: usize, seed: u64) -> Pool {
     static POPULATION: std::sync::OnceLock<Population> = std::sync::OnceLock::new();
     let spec = PopulationSpec {
@@ -63,57 +61,7 @@ fn pool_with_choices(players: usize, seed: u64) -> Pool {
     let mut pool = POPULATION
         .get_or_init(Population::realistic)
         .generate_pool(&spec, seed);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6d61_7073);
-    let mut party_vetoes: HashMap<String, Vec<usize>> = HashMap::new();
-    for p in &mut pool.players {
-        let draw = |rng: &mut Xoshiro256PlusPlus| {
-            let mut v = Vec::new();
-            if rng.random_bool(0.4) {
-                v.push(6); // the map many dislike
-            }
-            if rng.random_bool(0.5) {
-                let m = rng.random_range(0..6);
-                v.push(m);
-            }
-            v.truncate(2);
-            v
-        };
-        let vetoes = match &p.party {
-            Some(x) => party_vetoes
-                .entry(x.clone())
-                .or_insert_with(|| draw(&mut rng))
-                .clone(),
-            None => draw(&mut rng),
-        };
-        if !vetoes.is_empty() {
-            p.attributes.insert("veto".into(), names(&vetoes));
-        }
-        if rng.random_bool(0.5) {
-            let liked: Vec<usize> = (0..rng.random_range(1..=3))
-                .map(|_| rng.random_range(0..7))
-                .filter(|m| !vetoes.contains(m))
-                .collect();
-            if !liked.is_empty() {
-                p.attributes.insert("maps".into(), names(&liked));
-            }
-        }
-    }
-    // three past matches of six players each, everyone once per match
-    let now = pool.now.expect("generated pools have a clock");
-    let ids: Vec<String> = pool.players.iter().map(|p| p.id.clone()).collect();
-    for back in 1..=3 {
-        let mut order = ids.clone();
-        for i in (1..order.len()).rev() {
-            order.swap(i, rng.random_range(0..=i));
-        }
-        for six in order.chunks(6) {
-            pool.history.push(PastMatch {
-                teams: vec![six[..six.len() / 2].to_vec(), six[six.len() / 2..].to_vec()],
-                at: now - chrono::Duration::minutes(15 * back),
-                map: Some(MAPS[rng.random_range(0..7)].to_string()),
-            });
-        }
-    }
+    add_map_choices(&mut pool, &MAPS, seed ^ 0x6d61_7073);
     pool
 }
 
