@@ -473,7 +473,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
     let waits = read_waits(&db, &timing, &per_match).await?;
     let placements = read_placements(&db).await?;
     let estimate = estimate_error(&db, &estimates).await?;
-    let ratings = rating_figures(&db, &plans, &sims.rated, since).await?;
+    let ratings = rating_figures(&db, &sims.rated_queues, &sims.rated, since).await?;
     let figures = PeakFigures::measure(&rounds, &samples, &waits, &placements, &timing);
     let fleet = match (fleet_spec, fleet_report) {
         (Some(spec), Some(report)) => {
@@ -520,7 +520,7 @@ pub async fn run_peak(url: &str, options: &PeakOptions) -> anyhow::Result<PeakOu
 /// report's results of those queues since `since`.
 async fn rating_figures(
     db: &PgPool,
-    plans: &[QueuePlan],
+    rated_queues: &[String],
     rated: &SimReport,
     since: DateTime<Utc>,
 ) -> anyhow::Result<RatingFigures> {
@@ -533,15 +533,10 @@ async fn rating_figures(
         from: since,
         to,
     };
-    let rated_queues: Vec<&str> = plans
-        .iter()
-        .filter(|p| p.mode == Mode::PeerToPeer3v3)
-        .map(|p| p.queue.as_str())
-        .collect();
     let results: Vec<ResultStats> = db::report::result_stats(&mut conn, &window)
         .await?
         .into_iter()
-        .filter(|r| rated_queues.contains(&r.queue.as_str()))
+        .filter(|r| rated_queues.contains(&r.queue))
         .collect();
     Ok(RatingFigures::measure(rated, &results))
 }
@@ -587,6 +582,8 @@ struct EveningSims {
     by_5v5: Vec<(String, SimReport)>,
     /// The rated queues', merged.
     rated: SimReport,
+    /// The rated queues (their simulators found a `rating_pool` in the catalog).
+    rated_queues: Vec<String>,
     /// The first simulator's error (named by its queue), if any failed.
     error: Option<anyhow::Error>,
 }
@@ -610,6 +607,7 @@ async fn run_simulators(
         all: SimReport::default(),
         by_5v5: Vec::new(),
         rated: SimReport::default(),
+        rated_queues: Vec::new(),
         error: None,
     };
     for (sim, plan) in sims.into_iter().zip(plans) {
@@ -619,6 +617,7 @@ async fn run_simulators(
                     out.by_5v5.push((plan.queue.clone(), r.clone()));
                 }
                 if r.rating_pool.is_some() {
+                    out.rated_queues.push(plan.queue.clone());
                     merge(&mut out.rated, r.clone());
                 }
                 merge(&mut out.all, r)
