@@ -536,6 +536,26 @@ impl Placed {
             cand_units,
         })
     }
+
+    /// The players `plan`'s (candidate, team) pairs add, per team of `teams`, and their
+    /// indices in `pool`.
+    fn added(
+        &self,
+        plan: &[(usize, usize)],
+        pool: &Pool,
+        fit: &[Candidate],
+        teams: usize,
+    ) -> (Vec<Vec<String>>, Vec<usize>) {
+        let mut added = vec![Vec::new(); teams];
+        let mut taken = Vec::new();
+        for &(c, t) in plan {
+            for &i in &fit[self.cand_units[c].3].members {
+                added[t].push(pool.players[i].id.clone());
+                taken.push(i);
+            }
+        }
+        (added, taken)
+    }
 }
 
 impl Fills<'_> {
@@ -630,15 +650,7 @@ impl Fills<'_> {
         let (eval, units) = self.score(plan).expect("scored above");
         let detail = sc.describe(&units, &eval);
         let id = |p: u32| ix.ids[p as usize].clone();
-        let mut added = vec![Vec::new(); model.teams];
-        let mut taken = Vec::new();
-        for &(c, t) in plan {
-            let ci = self.at.cand_units[c].3;
-            for &i in &fit[ci].members {
-                added[t].push(pool.players[i].id.clone());
-                taken.push(i);
-            }
-        }
+        let (added, taken) = self.at.added(plan, pool, fit, model.teams);
         let added_ids: HashSet<&String> = added.iter().flatten().collect();
         let p2p = model.network == Network::PeerToPeer;
         let outcome = MatchOutcome {

@@ -4,8 +4,7 @@
 //! lobby path judges its own (`lobby::judge`: skill spread, ping at the lobby's region,
 //! for two teams `equal_teams` and `premades`; the meeting rules and the floor in force).
 //!
-//! One fill is scored: a lobby's open slots take many parties, and the lobby factors
-//! move little with which of the nearest take them.
+//! One fill is scored, as the small formats' greedy method scores one.
 
 use super::{BackfillLimits, Candidate, Choice, Fill, Placed, Session, greedy_fill};
 use crate::index::IndexedPool;
@@ -54,14 +53,7 @@ pub(super) fn choose(
             done.score, limits.min_score
         )));
     }
-    let mut added = vec![Vec::new(); model.teams];
-    let mut taken = Vec::new();
-    for &(c, t) in &plan {
-        for &i in &fit[at.cand_units[c].3].members {
-            added[t].push(pool.players[i].id.clone());
-            taken.push(i);
-        }
-    }
+    let (added, taken) = at.added(&plan, pool, fit, model.teams);
     let f = &done.factors;
     let values = [f.equal_teams, f.equal_players, f.premades, f.enemy_ping];
     let outcome = MatchOutcome {
