@@ -34,7 +34,7 @@ use matchmaker::db;
 use matchmaker_testkit::audit;
 use matchmaker_testkit::fleet::*;
 
-use crate::formation::{self, Formation};
+use crate::formation::{self, Formation, Timeouts};
 
 /// The bound: the first round on the new primary within a minute of the loss (a
 /// lease TTL plus the formation's failover time, about 50 s with pg_auto_failover's
@@ -55,6 +55,8 @@ pub struct FailoverOptions {
     /// Concurrent clients (each keeps a dozen players waiting).
     pub clients: usize,
     pub seed: u64,
+    /// pg_auto_failover's timeouts for the formation.
+    pub timeouts: Timeouts,
     /// Keep the formation, the replicas' logs and the config here; default: a temporary
     /// directory, removed after a clean run. The `postgres` user must be able to enter it
     /// when running as root.
@@ -69,6 +71,7 @@ impl Default for FailoverOptions {
             replicas: 2,
             clients: 4,
             seed: 1,
+            timeouts: Timeouts::default(),
             log_dir: None,
         }
     }
@@ -161,6 +164,8 @@ pub struct Ledger {
     pub failed_attempts: u64,
     /// Calls still failing after [`RETRY_FOR`], or refused for another reason.
     pub unresolved: u64,
+    /// What each unresolved call was, and its error.
+    pub unresolved_calls: Vec<String>,
     pub last_error: Option<String>,
     /// The longest a call took to succeed, retries included.
     pub longest_call: Duration,
@@ -235,7 +240,9 @@ where
 fn unresolved(ledger: &Shared, what: &str, e: &sqlx::Error) {
     let mut l = ledger.lock().unwrap();
     l.unresolved += 1;
-    l.last_error = Some(format!("{what}: {}", db::describe_sql_error(e)));
+    let call = format!("{what}: {}", db::describe_sql_error(e));
+    l.unresolved_calls.push(call.clone());
+    l.last_error = Some(call);
 }
 
 /// One waiting player of a client.
@@ -726,6 +733,9 @@ impl FailoverReport {
         if let Some(e) = &l.last_error {
             println!("  last client error: {e}");
         }
+        for call in &l.unresolved_calls {
+            println!("  unresolved call: {call}");
+        }
     }
 }
 
@@ -738,12 +748,13 @@ pub async fn failover(
 ) -> anyhow::Result<FailoverReport> {
     let started = Instant::now();
     let (work, keep) = work_dir(options.log_dir.as_deref(), "failover")?;
-    let mut formation = start_formation(&work, keep, &say)?;
+    let mut formation = start_formation(&work, keep, options.timeouts, &say)?;
     let url = formation.url("postgres")?;
     let client_url = formation.url(CLIENT_LOGIN)?;
     let admin = db::connect_with(&url, 4).await?;
     prepare_database(&admin, options.clients).await?;
-    let settings = replication_settings(&formation, &admin).await?;
+    let mut settings = replication_settings(&formation, &admin).await?;
+    settings.extend(timeout_settings(options.timeouts));
     let mut replicas = start_replicas(options.replicas, exe, &url, &work, &admin).await?;
     let clients = Clients::start(&client_url, options.clients, options.seed).await?;
     say(format!(
@@ -812,10 +823,11 @@ pub(crate) fn work_dir(log_dir: Option<&Path>, command: &str) -> anyhow::Result<
 pub(crate) fn start_formation(
     work: &Path,
     keep: bool,
+    timeouts: Timeouts,
     say: &impl Fn(String),
 ) -> anyhow::Result<Formation> {
     let started = Instant::now();
-    let formation = tokio::task::block_in_place(|| Formation::start(work, keep))
+    let formation = tokio::task::block_in_place(|| Formation::start_with(work, keep, timeouts))
         .context("starting the pg_auto_failover formation")?;
     say(format!(
         "formation up in {:.1} s: monitor :{}, node1 :{} (primary), node2 :{} (standby); logs in {}",
@@ -1133,6 +1145,25 @@ pub(crate) fn restart_exited(replicas: &mut [Replica], say: &impl Fn(String)) {
 }
 
 /// What the formation promises about commits, from the primary.
+/// The formation's failover timeouts, as the report prints them.
+pub(crate) fn timeout_settings(timeouts: Timeouts) -> Vec<(String, String)> {
+    let secs = |d: Duration| format!("{} s", d.as_secs_f64());
+    vec![
+        (
+            "pgautofailover.node_considered_unhealthy_timeout".into(),
+            secs(timeouts.unhealthy),
+        ),
+        (
+            "pgautofailover.primary_demote_timeout".into(),
+            secs(timeouts.demote),
+        ),
+        (
+            "keepers' timeout.network_partition_timeout".into(),
+            secs(timeouts.network_partition),
+        ),
+    ]
+}
+
 pub(crate) async fn replication_settings(
     formation: &Formation,
     admin: &PgPool,

@@ -4,7 +4,7 @@
 //! `ready` and `duel` queues, simulated clients enqueueing, polling, answering ready
 //! checks and reporting results, each call repeated while the database is unavailable).
 //!
-//! Three failures, one after the other, on one formation:
+//! Five failures, one after the other, on one formation:
 //!
 //! 1. **The monitor is lost**: its `pg_autoctl run` and its postmaster SIGKILLed. The run
 //!    counts the rounds and matches committed and the client calls made while it is away,
@@ -14,7 +14,10 @@
 //!    run times commits on the primary before and during the pause (a synchronous commit
 //!    waits for the standby's flush, not its replay), counts the rounds committed, reads
 //!    how stale the standby is, resumes replay and times until the standby caught up.
-//! 3. **Both data nodes are lost**: both machines (keeper, postmaster, backends) SIGKILLed,
+//! 3. **The standby stops flushing**: its WAL receiver stopped, then its whole machine
+//!    ([`crate::standby_freeze`]); the run times how long commits on the primary wait and
+//!    whether the monitor drops the standby from the quorum.
+//! 4. **Both data nodes are lost**: both machines (keeper, postmaster, backends) SIGKILLed,
 //!    then both started again. The run times the first write, the first round and the
 //!    replicas' LISTEN sessions after the restart, and checks that every round committed
 //!    before the loss is still there.
@@ -34,8 +37,9 @@ use matchmaker::db;
 use matchmaker_testkit::audit;
 
 use crate::failover::{self, CLIENT_LOGIN, Clients, Ledger, Shared, check_ledger, fmt_secs};
-use crate::formation::{self, Formation};
+use crate::formation::{self, Formation, Freeze, Timeouts};
 use crate::partition::{self, PartitionOptions};
+use crate::standby_freeze::{StandbyFreeze, freeze_standby};
 
 /// How long the formation may take to report a primary and a secondary again after the
 /// monitor or the nodes come back.
@@ -57,6 +61,9 @@ pub struct FailureModesOptions {
     pub monitor_outage: Duration,
     /// How long replay stays paused on the standby.
     pub standby_pause: Duration,
+    /// How long the standby's WAL receiver, then its whole machine, stay stopped.
+    pub receiver_freeze: Duration,
+    pub machine_freeze: Duration,
     /// How long both data nodes stay lost.
     pub nodes_outage: Duration,
     /// Load after each failure before the next one.
@@ -110,6 +117,9 @@ impl Default for FailureModesOptions {
             // primary that reaches no monitor asks whether its standby is still there.
             monitor_outage: Duration::from_secs(30),
             standby_pause: Duration::from_secs(20),
+            receiver_freeze: Duration::from_secs(20),
+            // Longer than the monitor's node_considered_unhealthy_timeout (20 s).
+            machine_freeze: Duration::from_secs(40),
             nodes_outage: Duration::from_secs(20),
             settle: Duration::from_secs(15),
             replicas: 2,
@@ -186,7 +196,7 @@ impl Calls {
         }
     }
 
-    fn since(self, before: Calls) -> Calls {
+    pub(crate) fn since(self, before: Calls) -> Calls {
         Calls {
             calls: self.calls - before.calls,
             retried_calls: self.retried_calls - before.retried_calls,
@@ -196,7 +206,7 @@ impl Calls {
     }
 }
 
-fn calls_now(ledger: &Shared) -> Calls {
+pub(crate) fn calls_now(ledger: &Shared) -> Calls {
     Calls::of(&ledger.lock().unwrap())
 }
 
@@ -280,6 +290,8 @@ pub struct NodesLoss {
 pub struct FailureModesReport {
     pub monitor: MonitorLoss,
     pub pause: StandbyPause,
+    pub receiver: StandbyFreeze,
+    pub machine: StandbyFreeze,
     pub nodes: NodesLoss,
     pub elapsed: Duration,
     pub ledger: Ledger,
@@ -385,6 +397,8 @@ impl FailureModesReport {
             "  replay resumed -> standby caught up",
             p.caught_up.map_or("never".into(), ms),
         );
+        self.receiver.print(&row);
+        self.machine.print(&row);
         let n = &self.nodes;
         println!(
             "  both nodes lost for {:.0} s (primary {}), then started again:",
@@ -467,10 +481,13 @@ impl FailureModesReport {
         if let Some(e) = &l.last_error {
             println!("  last client error: {e}");
         }
+        for call in &l.unresolved_calls {
+            println!("  unresolved call: {call}");
+        }
     }
 }
 
-/// The whole run: formation, schema, replicas, clients, the three failures, the audit.
+/// The whole run: formation, schema, replicas, clients, the failures, the audit.
 /// `say` gets a line per step.
 pub async fn failure_modes(
     options: &FailureModesOptions,
@@ -479,7 +496,7 @@ pub async fn failure_modes(
 ) -> anyhow::Result<FailureModesReport> {
     let started = Instant::now();
     let (work, keep) = failover::work_dir(options.log_dir.as_deref(), "failure-modes")?;
-    let mut formation = failover::start_formation(&work, keep, &say)?;
+    let mut formation = failover::start_formation(&work, keep, Timeouts::default(), &say)?;
     let url = formation.url("postgres")?;
     let client_url = formation.url(CLIENT_LOGIN)?;
     let admin = db::connect_with(&url, 4).await?;
@@ -525,6 +542,31 @@ pub async fn failure_modes(
     tokio::time::sleep(options.settle).await;
     failover::restart_exited(&mut replicas, &say);
 
+    let mut frozen = Vec::new();
+    for (part, freeze) in [
+        (Freeze::WalReceiver, options.receiver_freeze),
+        (Freeze::Machine, options.machine_freeze),
+    ] {
+        let report = freeze_standby(&formation, &admin, &replicas, &ledger, part, freeze).await?;
+        say(format!(
+            "{} stopped for {:.0} s: a commit waited {}, wait_primary after {}, {} rounds \
+             (as long before: {}); first round {} after the thaw",
+            report.what(),
+            report.frozen_for.as_secs_f64(),
+            fmt_secs(report.commit_waited),
+            report
+                .wait_primary
+                .map_or("never".into(), |d| fmt_secs(Some(d))),
+            report.rounds,
+            report.rounds_before,
+            fmt_secs(report.first_round)
+        ));
+        frozen.push(report);
+        tokio::time::sleep(options.settle).await;
+        failover::restart_exited(&mut replicas, &say);
+    }
+    let (receiver, machine) = (frozen.remove(0), frozen.remove(0));
+
     let nodes = lose_both_nodes(
         &mut formation,
         &admin,
@@ -560,6 +602,8 @@ pub async fn failure_modes(
     .await?;
     let mut checks = check_ledger(&admin, &ledger).await?;
     checks.extend(check_failures(&monitor, &pause, &nodes));
+    checks.extend(receiver.checks());
+    checks.extend(machine.checks());
     checks.extend([
         (
             "replica exits we did not cause".into(),
@@ -571,6 +615,8 @@ pub async fn failure_modes(
     let report = FailureModesReport {
         monitor,
         pause,
+        receiver,
+        machine,
         nodes,
         elapsed: started.elapsed(),
         ledger,
@@ -587,7 +633,7 @@ pub async fn failure_modes(
     Ok(report)
 }
 
-/// The checks of the three failures: (name, count), all must be 0.
+/// The checks of the monitor, pause and nodes failures: (name, count), all must be 0.
 fn check_failures(
     monitor: &MonitorLoss,
     pause: &StandbyPause,
@@ -747,7 +793,7 @@ async fn probe_write(url: &str) -> anyhow::Result<Duration> {
 }
 
 /// Rounds committed and matches created in (from, until], by the database's clock.
-async fn committed_between(
+pub(crate) async fn committed_between(
     db: &PgPool,
     from: DateTime<Utc>,
     until: DateTime<Utc>,
@@ -764,7 +810,7 @@ async fn committed_between(
 
 /// Until the monitor says both data nodes reported to it after `since`, one as primary
 /// and one as secondary (reported and assigned), both healthy; None after `timeout`.
-async fn wait_for_healthy(
+pub(crate) async fn wait_for_healthy(
     monitor_url: &str,
     since: DateTime<Utc>,
     timeout: Duration,

@@ -5,7 +5,9 @@
 //! A node's whole machine can be lost ([`Formation::lose_machine`]: its keeper, its
 //! postmaster and every backend stopped at once, then SIGKILLed) and brought back
 //! ([`Formation::start_node`]: the keeper rejoins it as a standby, rewinding it if it has
-//! to); the monitor performs a controlled switchover ([`Formation::switchover`]).
+//! to), or frozen and thawed ([`Formation::freeze`]: the machine or only its WAL receiver
+//! stopped, answering nothing while its connections stay open); the monitor performs a
+//! controlled switchover ([`Formation::switchover`]).
 //!
 //! PostgreSQL refuses to run as root, so as root every command runs as the `postgres`
 //! system user (`runuser`), as [`matchmaker::db::local_pg`] does, in a directory that user
@@ -23,6 +25,62 @@ use anyhow::Context;
 /// The Debian/Ubuntu package that holds `pg_autoctl` and the monitor's extension.
 pub const PACKAGE_HINT: &str = "install pg_auto_failover: apt-get install -y \
      postgresql-15-auto-failover (or the package for the local PostgreSQL major version)";
+
+/// pg_auto_failover's timeouts that make up a failover's time. The defaults are
+/// pg_auto_failover's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// The monitor's `pgautofailover.node_considered_unhealthy_timeout`: a node whose
+    /// keeper has not reported for this long (and that fails its health checks) is
+    /// unhealthy, and a primary's standby is promoted.
+    pub unhealthy: Duration,
+    /// The monitor's `pgautofailover.primary_demote_timeout`: how long the promoted
+    /// standby waits for the lost primary to have demoted itself before it takes writes.
+    pub demote: Duration,
+    /// The keepers' `timeout.network_partition_timeout`: a primary that reaches neither
+    /// the monitor nor its standby for this long demotes itself.
+    pub network_partition: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            unhealthy: Duration::from_secs(20),
+            demote: Duration::from_secs(30),
+            network_partition: Duration::from_secs(20),
+        }
+    }
+}
+
+impl Timeouts {
+    /// The new primary must not take writes before an isolated old one has stopped.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.demote > self.network_partition,
+            "the demote timeout ({:?}) must be longer than the keepers' network partition \
+             timeout ({:?}), or an old primary cut off from the monitor may still take writes \
+             once the standby is promoted",
+            self.demote,
+            self.network_partition
+        );
+        anyhow::ensure!(
+            self.unhealthy >= Duration::from_secs(1)
+                && self.network_partition >= Duration::from_secs(1),
+            "pg_auto_failover's timeouts are at least 1 s"
+        );
+        Ok(())
+    }
+}
+
+/// What of a node [`Formation::freeze`] stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freeze {
+    /// Only its WAL receiver: a standby that receives and flushes nothing more, its
+    /// server answering otherwise (a stalled disk or network under the receiver).
+    WalReceiver,
+    /// Its keeper, postmaster and every backend: a machine that answers nothing.
+    Machine,
+}
 
 /// One PostgreSQL node of the formation (or the monitor).
 #[derive(Debug)]
@@ -112,6 +170,13 @@ impl Formation {
     /// `node1` (the primary), then `node2` (its synchronous standby); returns once the
     /// monitor reports them primary and secondary. Blocking (about 15 s).
     pub fn start(parent: &Path, keep: bool) -> anyhow::Result<Formation> {
+        Self::start_with(parent, keep, Timeouts::default())
+    }
+
+    /// [`start`](Self::start), with `timeouts` set on the monitor and in each keeper's
+    /// configuration before the keeper first runs.
+    pub fn start_with(parent: &Path, keep: bool, timeouts: Timeouts) -> anyhow::Result<Formation> {
+        timeouts.validate()?;
         let (pg_autoctl, pg_ctl) = Self::find_binaries()?;
         let as_postgres = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
         let dir = parent.join(format!("formation-{}", std::process::id()));
@@ -162,6 +227,7 @@ impl Formation {
             ],
         )?;
         formation.run_monitor()?;
+        formation.set_monitor_timeouts(timeouts)?;
         let monitor_uri = format!(
             "postgres://autoctl_node@127.0.0.1:{}/pg_auto_failover?sslmode=prefer",
             formation.monitor.port
@@ -201,6 +267,17 @@ impl Formation {
                     &monitor_uri,
                 ],
             )?;
+            formation.autoctl(
+                &name,
+                &[
+                    "config",
+                    "set",
+                    "--pgdata",
+                    &pgdata,
+                    "timeout.network_partition_timeout",
+                    &timeouts.network_partition.as_secs().to_string(),
+                ],
+            )?;
             formation.start_node(i)?;
             if i == 0 {
                 formation.wait_for_states(&[("node1", "single")], Duration::from_secs(60))?;
@@ -211,6 +288,22 @@ impl Formation {
             Duration::from_secs(120),
         )?;
         Ok(formation)
+    }
+
+    /// `ALTER SYSTEM` on the monitor, then a reload (its settings are in milliseconds).
+    fn set_monitor_timeouts(&self, timeouts: Timeouts) -> anyhow::Result<()> {
+        for (name, value) in [
+            ("node_considered_unhealthy_timeout", timeouts.unhealthy),
+            ("primary_demote_timeout", timeouts.demote),
+        ] {
+            let sql = format!(
+                "ALTER SYSTEM SET pgautofailover.{name} TO {}",
+                value.as_millis()
+            );
+            self.psql(&self.monitor_url(), &sql)?;
+        }
+        self.psql(&self.monitor_url(), "SELECT pg_reload_conf()")?;
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -334,6 +427,33 @@ impl Formation {
         signal_all(&tree, "-STOP");
         signal_all(&tree, "-KILL");
         let _ = child.wait();
+    }
+
+    /// Stop (SIGSTOP) a node's whole machine, or only its WAL receiver: the processes
+    /// stopped, for [`thaw`](Self::thaw). Its connections stay open and unanswered.
+    pub fn freeze(&self, node: usize, part: Freeze) -> Vec<u32> {
+        let Some(child) = &self.nodes[node].run else {
+            return Vec::new();
+        };
+        let tree = process_tree(child.id());
+        let stopped: Vec<u32> = match part {
+            Freeze::Machine => tree,
+            // Its process title: "postgres: <cluster>: walreceiver streaming <lsn>".
+            Freeze::WalReceiver => tree
+                .into_iter()
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("walreceiver"))
+                })
+                .collect(),
+        };
+        signal_all(&stopped, "-STOP");
+        stopped
+    }
+
+    /// Let processes stopped by [`freeze`](Self::freeze) run again.
+    pub fn thaw(pids: &[u32]) {
+        signal_all(pids, "-CONT");
     }
 
     /// Start a node's keeper (`pg_autoctl run`), which starts its PostgreSQL: a node whose
@@ -503,6 +623,8 @@ impl Formation {
     /// process tree if it has not exited within `grace`.
     fn stop(child: &mut Child, grace: Duration) {
         let tree = process_tree(child.id());
+        // A frozen process handles no SIGTERM until it runs again.
+        signal_all(&tree, "-CONT");
         // runuser passes SIGTERM on to pg_autoctl; signal pg_autoctl too in case.
         signal_all(&tree[..tree.len().min(2)], "-TERM");
         let deadline = Instant::now() + grace;

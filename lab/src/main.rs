@@ -140,6 +140,18 @@ pub struct FailoverArgs {
     /// Seed of the clients' answers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The monitor's pgautofailover.node_considered_unhealthy_timeout: a node silent this
+    /// long is unhealthy.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub unhealthy_timeout: Duration,
+    /// The monitor's pgautofailover.primary_demote_timeout: the promoted standby takes
+    /// writes after this long (longer than --partition-timeout).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub demote_timeout: Duration,
+    /// The keepers' timeout.network_partition_timeout: a primary that reaches neither
+    /// the monitor nor its standby this long demotes itself.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub partition_timeout: Duration,
     /// Keep the formation's data and logs, the replicas' logs and the config in this
     /// directory (the `postgres` user must be able to enter it when run as root).
     /// Default: a temporary directory, removed after a clean run.
@@ -155,6 +167,11 @@ impl From<FailoverArgs> for lab::failover::FailoverOptions {
             replicas: args.replicas,
             clients: args.clients,
             seed: args.seed,
+            timeouts: lab::formation::Timeouts {
+                unhealthy: args.unhealthy_timeout,
+                demote: args.demote_timeout,
+                network_partition: args.partition_timeout,
+            },
             log_dir: args.log_dir,
         }
     }
@@ -171,6 +188,14 @@ pub struct FailureModesArgs {
     /// How long replay stays paused on the standby.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub standby_pause: Duration,
+    /// How long the standby's WAL receiver stays stopped (SIGSTOP): a standby that
+    /// flushes nothing more.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub receiver_freeze: Duration,
+    /// How long the standby's whole machine stays stopped (SIGSTOP): a standby that
+    /// answers nothing.
+    #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
+    pub machine_freeze: Duration,
     /// How long both data nodes stay lost before both are started again.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub nodes_outage: Duration,
@@ -217,6 +242,8 @@ impl From<FailureModesArgs> for lab::failure_modes::FailureModesOptions {
             warmup: args.warmup,
             monitor_outage: args.monitor_outage,
             standby_pause: args.standby_pause,
+            receiver_freeze: args.receiver_freeze,
+            machine_freeze: args.machine_freeze,
             nodes_outage: args.nodes_outage,
             settle: args.settle,
             replicas: args.replicas,

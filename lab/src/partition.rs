@@ -263,6 +263,9 @@ impl PartitionReport {
         if let Some(e) = &l.last_error {
             println!("  last client error: {e}");
         }
+        for call in &l.unresolved_calls {
+            println!("  unresolved call: {call}");
+        }
     }
 }
 

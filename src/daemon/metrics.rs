@@ -91,6 +91,8 @@ pub enum ErrorKind {
     Retire,
     /// The schema lacks this binary's migrations.
     Schema,
+    /// A step was given up while this login's commits waited for the synchronous standby.
+    StandbyWait,
 }
 
 impl ErrorKind {
@@ -105,6 +107,7 @@ impl ErrorKind {
             ErrorKind::ConfigRefused => "config_refused",
             ErrorKind::Retire => "retire",
             ErrorKind::Schema => "schema",
+            ErrorKind::StandbyWait => "standby_wait",
         }
     }
 
@@ -142,7 +145,7 @@ pub fn record_solver_cores_released(cores: &SolverCores) {
 }
 
 /// Every kind, so that `rate()` sees each counter from 0 rather than from its first error.
-const ALL_KINDS: [ErrorKind; 9] = [
+const ALL_KINDS: [ErrorKind; 10] = [
     ErrorKind::RoundDb,
     ErrorKind::RoundCore,
     ErrorKind::SolverThread,
@@ -152,6 +155,7 @@ const ALL_KINDS: [ErrorKind; 9] = [
     ErrorKind::ConfigRefused,
     ErrorKind::Retire,
     ErrorKind::Schema,
+    ErrorKind::StandbyWait,
 ];
 
 /// Install the Prometheus recorder as the process's `metrics` recorder and describe every

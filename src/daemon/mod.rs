@@ -377,6 +377,9 @@ async fn queue_task(
             Err(e) => {
                 metrics::record_error(ErrorKind::of_round(&e));
                 tracing::error!(queue, error = %format!("{e:#}"), "round failed");
+                if matches!(e, outcome::RoundError::Db(db::DbError::Unanswered { .. })) {
+                    name_a_held_commit(&runner.db, &queue).await;
+                }
                 None
             }
         };
@@ -506,5 +509,20 @@ async fn listen_enqueues(
                 }
             }
         }
+    }
+}
+
+/// After a step the database did not answer: if this login's commits wait for a
+/// synchronous standby, say so, so that the log names the standby rather than the route.
+async fn name_a_held_commit(db: &PgPool, queue: &str) {
+    if let Ok(held @ 1..) = db::sync_standby::commits_waiting_for_standby(db).await {
+        metrics::record_error(ErrorKind::StandbyWait);
+        tracing::warn!(
+            queue,
+            sessions = held,
+            "commits are waiting for the synchronous standby to flush them: the primary \
+             holds them until the standby streams again or the HA manager drops it from the \
+             quorum (see docs/operations.md, \"The standby stops flushing\")"
+        );
     }
 }

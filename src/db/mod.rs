@@ -26,6 +26,7 @@ pub mod round_snapshot;
 pub mod servers;
 pub mod snapshot;
 pub mod status;
+pub mod sync_standby;
 pub mod target;
 pub mod tickets;
 

@@ -1,9 +1,11 @@
 //! `matchmaker-lab failure-modes`, shortened: on a real pg_auto_failover formation
 //! (monitor, primary, synchronous standby) under two daemon replicas and client load, the
 //! monitor is lost and rounds, matches and client calls go on against the primary; replay
-//! is paused on the standby and commits go on; both data nodes are lost and started again
+//! is paused on the standby and commits go on; the standby's WAL receiver is stopped
+//! and commits wait until it runs again, then its machine is stopped and commits wait
+//! until the monitor drops it from the quorum; both data nodes are lost and started again
 //! and rounds resume with nothing committed before lost. What the clients were told is
-//! audited after all three.
+//! audited after all of them.
 //!
 //! It needs `pg_autoctl` (Debian: `postgresql-15-auto-failover`) and fails, naming the
 //! package, without it.
@@ -16,7 +18,7 @@ use matchmaker_lab::formation::Formation;
 use crate::support::TIMING;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_monitor_a_paused_standby_and_both_nodes_restarted_lose_nothing_and_rounds_go_on() {
+async fn a_lost_monitor_a_lagging_or_frozen_standby_and_both_nodes_restarted_lose_nothing() {
     if let Err(e) = Formation::find_binaries() {
         panic!("the failure modes test runs a real pg_auto_failover formation: {e:#}");
     }
@@ -26,6 +28,10 @@ async fn a_lost_monitor_a_paused_standby_and_both_nodes_restarted_lose_nothing_a
         // Past the keepers' network_partition_timeout (20 s).
         monitor_outage: Duration::from_secs(25),
         standby_pause: Duration::from_secs(10),
+        receiver_freeze: Duration::from_secs(10),
+        // Past the monitor's node_considered_unhealthy_timeout (20 s) and its health
+        // checks.
+        machine_freeze: Duration::from_secs(40),
         nodes_outage: Duration::from_secs(10),
         settle: Duration::from_secs(6),
         ..FailureModesOptions::default()
@@ -61,6 +67,41 @@ async fn a_lost_monitor_a_paused_standby_and_both_nodes_restarted_lose_nothing_a
         "the paused standby was not behind: {pause:?}"
     );
     assert!(pause.caught_up.is_some(), "the standby never caught up");
+
+    // A standby that stops flushing holds every commit: the monitor does not drop one
+    // whose node stays healthy, and drops one that stops answering after its timeout.
+    let receiver = &report.receiver;
+    let held = receiver
+        .commit_waited
+        .expect("a commit came back after the thaw");
+    assert!(
+        held + Duration::from_secs(1) >= receiver.frozen_for && receiver.rounds == 0,
+        "commits went on while the standby's WAL receiver was stopped: {receiver:?}"
+    );
+    assert!(
+        receiver.wait_primary.is_none(),
+        "the monitor dropped a standby whose node stayed healthy: {receiver:?}"
+    );
+    assert!(
+        receiver.named_in_logs > 0,
+        "no replica said the standby held its commits: {receiver:?}"
+    );
+    let machine = &report.machine;
+    let (held, dropped) = (
+        machine.commit_waited.expect("a commit came back"),
+        machine.wait_primary,
+    );
+    assert!(
+        dropped.is_some() && held < machine.frozen_for && machine.rounds > 0,
+        "the monitor did not drop the frozen standby from the quorum before the thaw: {machine:?}"
+    );
+    for frozen in [receiver, machine] {
+        assert!(
+            frozen.first_round.is_some() && frozen.healthy.is_some(),
+            "no round or no healthy formation after {} was thawed: {frozen:?}",
+            frozen.what()
+        );
+    }
 
     let nodes = &report.nodes;
     assert_eq!(
