@@ -64,6 +64,10 @@ pub struct FailureModesOptions {
     /// How long the standby's WAL receiver, then its whole machine, stay stopped.
     pub receiver_freeze: Duration,
     pub machine_freeze: Duration,
+    /// The WAL receiver is stopped a second time, as long as the first, and this long
+    /// after the stop the operator takes the way out: the standby dropped from the
+    /// synchronous quorum (`pg_autoctl set node replication-quorum false`).
+    pub way_out_after: Duration,
     /// How long both data nodes stay lost.
     pub nodes_outage: Duration,
     /// Load after each failure before the next one.
@@ -120,6 +124,7 @@ impl Default for FailureModesOptions {
             receiver_freeze: Duration::from_secs(20),
             // Longer than the monitor's node_considered_unhealthy_timeout (20 s).
             machine_freeze: Duration::from_secs(40),
+            way_out_after: Duration::from_secs(5),
             nodes_outage: Duration::from_secs(20),
             settle: Duration::from_secs(15),
             replicas: 2,
@@ -292,6 +297,8 @@ pub struct FailureModesReport {
     pub pause: StandbyPause,
     pub receiver: StandbyFreeze,
     pub machine: StandbyFreeze,
+    /// The receiver stopped again, and the standby dropped from the quorum.
+    pub way_out: StandbyFreeze,
     pub nodes: NodesLoss,
     pub elapsed: Duration,
     pub ledger: Ledger,
@@ -399,6 +406,7 @@ impl FailureModesReport {
         );
         self.receiver.print(&row);
         self.machine.print(&row);
+        self.way_out.print(&row);
         let n = &self.nodes;
         println!(
             "  both nodes lost for {:.0} s (primary {}), then started again:",
@@ -543,11 +551,19 @@ pub async fn failure_modes(
     failover::restart_exited(&mut replicas, &say);
 
     let mut frozen = Vec::new();
-    for (part, freeze) in [
-        (Freeze::WalReceiver, options.receiver_freeze),
-        (Freeze::Machine, options.machine_freeze),
+    for (part, freeze, way_out) in [
+        (Freeze::WalReceiver, options.receiver_freeze, None),
+        (Freeze::Machine, options.machine_freeze, None),
+        (
+            Freeze::WalReceiver,
+            options.receiver_freeze,
+            Some(options.way_out_after),
+        ),
     ] {
-        let report = freeze_standby(&formation, &admin, &replicas, &ledger, part, freeze).await?;
+        let report = freeze_standby(
+            &formation, &admin, &replicas, &ledger, part, freeze, way_out,
+        )
+        .await?;
         say(format!(
             "{} stopped for {:.0} s: a commit waited {}, wait_primary after {}, {} rounds \
              (as long before: {}); first round {} after the thaw",
@@ -565,7 +581,7 @@ pub async fn failure_modes(
         tokio::time::sleep(options.settle).await;
         failover::restart_exited(&mut replicas, &say);
     }
-    let (receiver, machine) = (frozen.remove(0), frozen.remove(0));
+    let (receiver, machine, way_out) = (frozen.remove(0), frozen.remove(0), frozen.remove(0));
 
     let nodes = lose_both_nodes(
         &mut formation,
@@ -604,6 +620,7 @@ pub async fn failure_modes(
     checks.extend(check_failures(&monitor, &pause, &nodes));
     checks.extend(receiver.checks());
     checks.extend(machine.checks());
+    checks.extend(way_out.checks());
     checks.extend([
         (
             "replica exits we did not cause".into(),
@@ -617,6 +634,7 @@ pub async fn failure_modes(
         pause,
         receiver,
         machine,
+        way_out,
         nodes,
         elapsed: started.elapsed(),
         ledger,

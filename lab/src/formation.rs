@@ -513,6 +513,20 @@ impl Formation {
         .map(|_| ())
     }
 
+    /// `pg_autoctl set node replication-quorum` on node `i`: whether the primary's
+    /// commits wait for it. Returns once the monitor has the new setting. Blocking.
+    pub fn set_replication_quorum(&self, i: usize, quorum: bool) -> anyhow::Result<()> {
+        self.autoctl_output(&[
+            "set",
+            "node",
+            "replication-quorum",
+            if quorum { "true" } else { "false" },
+            "--pgdata",
+            &self.nodes[i].pgdata.display().to_string(),
+        ])
+        .map(|_| ())
+    }
+
     /// `pg_autoctl <args>` run to its end, its output appended to `<name>.log`.
     fn autoctl(&self, name: &str, args: &[&str]) -> anyhow::Result<()> {
         let log = self.dir.join(format!("{name}.log"));

@@ -196,6 +196,11 @@ pub struct FailureModesArgs {
     /// answers nothing.
     #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
     pub machine_freeze: Duration,
+    /// The WAL receiver is stopped a second time, as long as the first, and this long
+    /// after the stop the standby is dropped from the synchronous quorum (`pg_autoctl
+    /// set node replication-quorum false`, the way out); it is put back after the thaw.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub way_out_after: Duration,
     /// How long both data nodes stay lost before both are started again.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub nodes_outage: Duration,
@@ -244,6 +249,7 @@ impl From<FailureModesArgs> for lab::failure_modes::FailureModesOptions {
             standby_pause: args.standby_pause,
             receiver_freeze: args.receiver_freeze,
             machine_freeze: args.machine_freeze,
+            way_out_after: args.way_out_after,
             nodes_outage: args.nodes_outage,
             settle: args.settle,
             replicas: args.replicas,

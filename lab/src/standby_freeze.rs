@@ -8,6 +8,11 @@
 //! visible meanwhile, reads from the monitor whether and when it dropped the standby from
 //! the quorum (`wait_primary`), and after the thaw times the first round and the
 //! formation's return to primary and secondary.
+//!
+//! The way out of a stalled receiver is the operator's: drop the standby from the
+//! synchronous quorum (`pg_autoctl set node replication-quorum false`), and the primary
+//! stops waiting for it. A run can take it mid-freeze and time the held commit's return;
+//! the standby is put back in the quorum after the thaw.
 
 use std::time::{Duration, Instant};
 
@@ -31,12 +36,18 @@ const GIVEN_UP_AFTER: Duration = Duration::from_secs(10);
 /// How long after the thaw a commit started at the freeze may still wait.
 const COMMIT_AFTER_THAW_BOUND: Duration = Duration::from_secs(60);
 
+/// How long after the way out a commit held by the standby may still wait.
+const WAY_OUT_BOUND: Duration = Duration::from_secs(15);
+
 /// The standby frozen, then thawed.
 #[derive(Debug, Clone)]
 pub struct StandbyFreeze {
     pub part: Freeze,
     pub standby: String,
     pub frozen_for: Duration,
+    /// From the freeze until the standby was out of the synchronous quorum (the
+    /// operator's way out), if the run took it.
+    pub way_out: Option<Duration>,
     /// From the freeze until a commit on the primary started then came back; None if it
     /// had not within [`COMMIT_AFTER_THAW_BOUND`] of the thaw.
     pub commit_waited: Option<Duration>,
@@ -59,10 +70,16 @@ pub struct StandbyFreeze {
 
 impl StandbyFreeze {
     pub fn what(&self) -> &'static str {
-        match self.part {
-            Freeze::WalReceiver => "the standby's WAL receiver",
-            Freeze::Machine => "the standby's machine",
+        match (self.part, self.way_out) {
+            (Freeze::WalReceiver, None) => "the standby's WAL receiver",
+            (Freeze::WalReceiver, Some(_)) => "the standby's WAL receiver, with the way out",
+            (Freeze::Machine, _) => "the standby's machine",
         }
+    }
+
+    /// From the way out until the held commit came back.
+    pub fn way_out_to_commit(&self) -> Option<Duration> {
+        Some(self.commit_waited?.saturating_sub(self.way_out?))
     }
 
     pub fn print(&self, row: &impl Fn(&str, String)) {
@@ -76,6 +93,16 @@ impl StandbyFreeze {
             "  a commit on the primary started at the freeze, waited",
             fmt_secs(self.commit_waited),
         );
+        if let Some(way_out) = self.way_out {
+            row(
+                "  freeze -> the standby out of the quorum",
+                fmt_secs(Some(way_out)),
+            );
+            row(
+                "  out of the quorum -> the held commit returned",
+                fmt_secs(self.way_out_to_commit()),
+            );
+        }
         row(
             "  freeze -> the monitor assigns wait_primary",
             self.wait_primary.map_or("no".into(), |d| fmt_secs(Some(d))),
@@ -102,7 +129,7 @@ impl StandbyFreeze {
     /// This failure's checks: (name, count), all must be 0.
     pub fn checks(&self) -> Vec<(String, i64)> {
         let what = self.what();
-        vec![
+        let mut checks = vec![
             (
                 format!(
                     "{what} thawed: a commit still waiting {} s later",
@@ -128,12 +155,23 @@ impl StandbyFreeze {
                 ),
                 i64::from(self.healthy.is_none()),
             ),
-        ]
+        ];
+        if self.way_out.is_some() {
+            checks.push((
+                format!(
+                    "{what}: a commit still held {} s after the way out",
+                    WAY_OUT_BOUND.as_secs()
+                ),
+                i64::from(self.way_out_to_commit().is_none_or(|d| d > WAY_OUT_BOUND)),
+            ));
+        }
+        checks
     }
 }
 
 /// Stop `part` of the standby for `freeze` while the load runs, then let it run again;
-/// time what waited.
+/// time what waited. With `way_out_after`, the standby is dropped from the synchronous
+/// quorum that long into the freeze, and put back after the thaw.
 pub async fn freeze_standby(
     formation: &Formation,
     admin: &PgPool,
@@ -141,7 +179,14 @@ pub async fn freeze_standby(
     ledger: &Shared,
     part: Freeze,
     freeze: Duration,
+    way_out_after: Option<Duration>,
 ) -> anyhow::Result<StandbyFreeze> {
+    if let Some(after) = way_out_after {
+        anyhow::ensure!(
+            after < freeze,
+            "the way out ({after:?} after the stop) must come before the thaw ({freeze:?})"
+        );
+    }
     let primary = tokio::task::block_in_place(|| formation.writable_node())
         .context("no node of the formation takes writes")?;
     let standby = 1 - primary;
@@ -177,6 +222,12 @@ pub async fn freeze_standby(
         let _ = probe.close().await;
         done
     });
+    let mut way_out = None;
+    if let Some(after) = way_out_after {
+        tokio::time::sleep(after.saturating_sub(frozen.elapsed())).await;
+        tokio::task::block_in_place(|| formation.set_replication_quorum(standby, false))?;
+        way_out = Some(frozen.elapsed());
+    }
     tokio::time::sleep(freeze.saturating_sub(frozen.elapsed())).await;
     let rounds = visible_rounds(&mut on_primary).await? - rounds_at_freeze;
     let calls = calls_now(ledger).since(calls_before);
@@ -191,6 +242,9 @@ pub async fn freeze_standby(
         .ok()
         .and_then(|joined| joined.ok())
         .and_then(|done| done.ok());
+    if way_out.is_some() {
+        tokio::task::block_in_place(|| formation.set_replication_quorum(standby, true))?;
+    }
     let first_round = failover::first_round_after(admin.clone(), thaw_at).await;
     let healthy = wait_for_healthy(&formation.monitor_url(), thaw_at, HEALTHY_BOUND)
         .await
@@ -201,6 +255,7 @@ pub async fn freeze_standby(
         part,
         standby: formation.nodes[standby].name.clone(),
         frozen_for,
+        way_out,
         commit_waited,
         wait_primary,
         rounds_before,

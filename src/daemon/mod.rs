@@ -521,8 +521,9 @@ async fn name_a_held_commit(db: &PgPool, queue: &str) {
             queue,
             sessions = held,
             "commits are waiting for the synchronous standby to flush them: the primary \
-             holds them until the standby streams again or the HA manager drops it from the \
-             quorum (see docs/operations.md, \"The standby stops flushing\")"
+             holds them until the standby streams again or leaves the synchronous quorum \
+             (pg_autoctl set node replication-quorum false; see docs/operations.md, \
+             \"The standby stops flushing\")"
         );
     }
 }

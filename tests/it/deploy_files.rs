@@ -26,20 +26,25 @@ fn pinned(image: &str) -> bool {
     tag == "local" || dated || dotted
 }
 
+/// The single-database stack and the formation's.
+const COMPOSE_FILES: [&str; 2] = ["deploy/compose.yaml", "deploy/compose.ha.yaml"];
+
 #[test]
 fn compose_and_dockerfile_images_are_pinned() {
-    let compose = read("deploy/compose.yaml");
-    let images: Vec<&str> = compose
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("image:"))
-        .map(str::trim)
-        .collect();
-    assert!(images.len() >= 4, "compose images found: {images:?}");
-    for image in &images {
-        assert!(
-            pinned(image),
-            "compose image {image} is not pinned to a version"
-        );
+    for file in COMPOSE_FILES {
+        let compose = read(file);
+        let images: Vec<&str> = compose
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("image:"))
+            .map(str::trim)
+            .collect();
+        assert!(images.len() >= 3, "{file} images found: {images:?}");
+        for image in &images {
+            assert!(
+                pinned(image),
+                "{file} image {image} is not pinned to a version"
+            );
+        }
     }
     let dockerfile = read("deploy/Dockerfile");
     let froms: Vec<&str> = dockerfile
@@ -59,13 +64,14 @@ fn compose_and_dockerfile_images_are_pinned() {
 
 #[test]
 fn compose_does_not_publish_postgresql_on_a_host_port() {
-    let compose = read("deploy/compose.yaml");
-    for line in compose.lines().map(str::trim) {
-        if line.starts_with("- \"") && line.contains(':') {
-            assert!(
-                !line.trim_end_matches('"').ends_with(":5432"),
-                "compose publishes PostgreSQL: {line}"
-            );
+    for file in COMPOSE_FILES {
+        for line in read(file).lines().map(str::trim) {
+            if line.starts_with("- \"") && line.contains(':') {
+                assert!(
+                    !line.trim_end_matches('"').ends_with(":5432"),
+                    "{file} publishes PostgreSQL: {line}"
+                );
+            }
         }
     }
 }
@@ -90,20 +96,37 @@ fn logins(initdb: &str) -> HashMap<String, String> {
 
 #[test]
 fn each_compose_process_logs_in_as_the_role_it_needs() {
-    let compose = read("deploy/compose.yaml");
     let initdb = read("deploy/initdb/10-roles.sql");
     let logins = logins(&initdb);
-    let users: Vec<String> = compose
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("DATABASE_URL: postgres://"))
-        .map(|rest| rest.split(':').next().unwrap().to_string())
-        .collect();
-    // The shared daemon settings, the migration, the simulated players, in file order.
-    assert_eq!(
-        users,
-        ["mm_daemon", "matchmaker_owner", "mm_backend"],
-        "DATABASE_URL logins in compose.yaml"
-    );
+    for file in COMPOSE_FILES {
+        let compose = read(file);
+        let urls: Vec<&str> = compose
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("DATABASE_URL: postgres://"))
+            .collect();
+        let users: Vec<&str> = urls.iter().map(|u| u.split(':').next().unwrap()).collect();
+        // The shared daemon settings, the migration, the simulated players, in file order.
+        assert_eq!(
+            users,
+            ["mm_daemon", "matchmaker_owner", "mm_backend"],
+            "DATABASE_URL logins in {file}"
+        );
+        assert!(
+            !compose.contains("POSTGRES_USER"),
+            "the image's superuser is `postgres`, used only by initdb"
+        );
+        if file.ends_with("ha.yaml") {
+            // Every process follows the primary over TLS, whichever node it is.
+            for url in &urls {
+                assert!(
+                    url.contains("@node1:5432,node2:5432/")
+                        && url.contains("target_session_attrs=read-write")
+                        && url.contains("sslmode=require"),
+                    "{file}: {url}"
+                );
+            }
+        }
+    }
     assert_eq!(logins["mm_daemon"], "matchmaker_daemon");
     assert_eq!(logins["mm_backend"], "matchmaker_client");
     assert_eq!(logins["mm_ops"], "matchmaker_ops");
@@ -115,10 +138,8 @@ fn each_compose_process_logs_in_as_the_role_it_needs() {
     for power in ["SUPERUSER", "CREATEROLE", "CREATEDB"] {
         assert!(!owner.contains(power), "owner has {power}: {owner}");
     }
-    assert!(
-        !compose.contains("POSTGRES_USER"),
-        "the image's superuser is `postgres`, used only by initdb"
-    );
+    // A committed match is on the standby before the round's commit returns.
+    assert!(initdb.contains("ALTER ROLE mm_daemon SET synchronous_commit = on;"));
 }
 
 /// The rows of deploy/README.md's "Database roles" table: role -> its "may" cell.
@@ -329,4 +350,25 @@ fn the_compose_logins_leave_both_replicas_their_connections() {
         logins,
     };
     assert_eq!(slots.check(), Ok(SlotsKept::ByLimits), "{slots:?}");
+}
+
+/// deploy/compose.ha.yaml's formation members run deploy/pgaf/start.sh; with no
+/// container engine here, deploy/pgaf/check.sh runs that script on this machine and
+/// checks the formation it makes with this build's `matchmaker` (TLS, the roles, the
+/// multi-host URL across a switchover).
+#[test]
+fn the_compose_formation_members_form_a_formation_the_matchmaker_uses() {
+    let script = format!("{}/deploy/pgaf/check.sh", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_matchmaker"))
+        .output()
+        .expect("run deploy/pgaf/check.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("formation check passed"),
+        "{script} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -3,7 +3,8 @@
 //! monitor is lost and rounds, matches and client calls go on against the primary; replay
 //! is paused on the standby and commits go on; the standby's WAL receiver is stopped
 //! and commits wait until it runs again, then its machine is stopped and commits wait
-//! until the monitor drops it from the quorum; both data nodes are lost and started again
+//! until the monitor drops it from the quorum; the receiver stopped again, dropping the
+//! standby from the quorum (the operator's way out) releases them; both data nodes are lost and started again
 //! and rounds resume with nothing committed before lost. What the clients were told is
 //! audited after all of them.
 //!
@@ -32,6 +33,7 @@ async fn a_lost_monitor_a_lagging_or_frozen_standby_and_both_nodes_restarted_los
         // Past the monitor's node_considered_unhealthy_timeout (20 s) and its health
         // checks.
         machine_freeze: Duration::from_secs(40),
+        way_out_after: Duration::from_secs(4),
         nodes_outage: Duration::from_secs(10),
         settle: Duration::from_secs(6),
         ..FailureModesOptions::default()
@@ -95,7 +97,17 @@ async fn a_lost_monitor_a_lagging_or_frozen_standby_and_both_nodes_restarted_los
         dropped.is_some() && held < machine.frozen_for && machine.rounds > 0,
         "the monitor did not drop the frozen standby from the quorum before the thaw: {machine:?}"
     );
-    for frozen in [receiver, machine] {
+    // The way out of a stalled receiver: the standby dropped from the quorum releases
+    // the held commits, and rounds go on before the receiver runs again.
+    let way_out = &report.way_out;
+    assert!(
+        way_out
+            .way_out_to_commit()
+            .is_some_and(|d| d < Duration::from_secs(10))
+            && way_out.rounds > 0,
+        "dropping the stalled standby from the quorum did not release the commits: {way_out:?}"
+    );
+    for frozen in [receiver, machine, way_out] {
         assert!(
             frozen.first_round.is_some() && frozen.healthy.is_some(),
             "no round or no healthy formation after {} was thawed: {frozen:?}",
