@@ -4,7 +4,7 @@
 //! `ready` and `duel` queues, simulated clients enqueueing, polling, answering ready
 //! checks and reporting results, each call repeated while the database is unavailable).
 //!
-//! Five failures, one after the other, on one formation:
+//! Six failures, one after the other, on one formation:
 //!
 //! 1. **The monitor is lost**: its `pg_autoctl run` and its postmaster SIGKILLed. The run
 //!    counts the rounds and matches committed and the client calls made while it is away,
@@ -17,7 +17,10 @@
 //! 3. **The standby stops flushing**: its WAL receiver stopped, then its whole machine
 //!    ([`crate::standby_freeze`]); the run times how long commits on the primary wait and
 //!    whether the monitor drops the standby from the quorum.
-//! 4. **Both data nodes are lost**: both machines (keeper, postmaster, backends) SIGKILLed,
+//! 4. **The primary is lost while its standby is behind**: the standby dropped from the
+//!    quorum, the primary writes more, then is lost ([`crate::standby_behind`]); no node
+//!    takes writes until it is back, and nothing committed is lost.
+//! 5. **Both data nodes are lost**: both machines (keeper, postmaster, backends) SIGKILLed,
 //!    then both started again. The run times the first write, the first round and the
 //!    replicas' LISTEN sessions after the restart, and checks that every round committed
 //!    before the loss is still there.
@@ -35,10 +38,12 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use matchmaker::db;
 use matchmaker_testkit::audit;
+use matchmaker_testkit::fleet::Replica;
 
 use crate::failover::{self, CLIENT_LOGIN, Clients, Ledger, Shared, check_ledger, fmt_secs};
 use crate::formation::{self, Formation, Freeze, Timeouts};
 use crate::partition::{self, PartitionOptions};
+use crate::standby_behind::{StandbyBehind, lose_primary_ahead_of_standby};
 use crate::standby_freeze::{StandbyFreeze, freeze_standby};
 
 /// How long the formation may take to report a primary and a secondary again after the
@@ -68,6 +73,11 @@ pub struct FailureModesOptions {
     /// after the stop the operator takes the way out: the standby dropped from the
     /// synchronous quorum (`pg_autoctl set node replication-quorum false`).
     pub way_out_after: Duration,
+    /// The primary lost while its standby is out of the quorum ([`crate::standby_behind`]):
+    /// how long it stays lost, and the WAL (MB) it writes beforehand that the standby
+    /// lacks.
+    pub behind_outage: Duration,
+    pub ballast_mb: u32,
     /// How long both data nodes stay lost.
     pub nodes_outage: Duration,
     /// Load after each failure before the next one.
@@ -125,6 +135,8 @@ impl Default for FailureModesOptions {
             // Longer than the monitor's node_considered_unhealthy_timeout (20 s).
             machine_freeze: Duration::from_secs(40),
             way_out_after: Duration::from_secs(5),
+            behind_outage: Duration::from_secs(30),
+            ballast_mb: 32,
             nodes_outage: Duration::from_secs(20),
             settle: Duration::from_secs(15),
             replicas: 2,
@@ -299,6 +311,7 @@ pub struct FailureModesReport {
     pub machine: StandbyFreeze,
     /// The receiver stopped again, and the standby dropped from the quorum.
     pub way_out: StandbyFreeze,
+    pub behind: StandbyBehind,
     pub nodes: NodesLoss,
     pub elapsed: Duration,
     pub ledger: Ledger,
@@ -407,6 +420,7 @@ impl FailureModesReport {
         self.receiver.print(&row);
         self.machine.print(&row);
         self.way_out.print(&row);
+        self.behind.print(&row);
         let n = &self.nodes;
         println!(
             "  both nodes lost for {:.0} s (primary {}), then started again:",
@@ -550,38 +564,30 @@ pub async fn failure_modes(
     tokio::time::sleep(options.settle).await;
     failover::restart_exited(&mut replicas, &say);
 
-    let mut frozen = Vec::new();
-    for (part, freeze, way_out) in [
-        (Freeze::WalReceiver, options.receiver_freeze, None),
-        (Freeze::Machine, options.machine_freeze, None),
-        (
-            Freeze::WalReceiver,
-            options.receiver_freeze,
-            Some(options.way_out_after),
-        ),
-    ] {
-        let report = freeze_standby(
-            &formation, &admin, &replicas, &ledger, part, freeze, way_out,
-        )
-        .await?;
-        say(format!(
-            "{} stopped for {:.0} s: a commit waited {}, wait_primary after {}, {} rounds \
-             (as long before: {}); first round {} after the thaw",
-            report.what(),
-            report.frozen_for.as_secs_f64(),
-            fmt_secs(report.commit_waited),
-            report
-                .wait_primary
-                .map_or("never".into(), |d| fmt_secs(Some(d))),
-            report.rounds,
-            report.rounds_before,
-            fmt_secs(report.first_round)
-        ));
-        frozen.push(report);
-        tokio::time::sleep(options.settle).await;
-        failover::restart_exited(&mut replicas, &say);
-    }
-    let (receiver, machine, way_out) = (frozen.remove(0), frozen.remove(0), frozen.remove(0));
+    let (receiver, machine, way_out) =
+        freeze_standbys(options, &formation, &admin, &mut replicas, &ledger, &say).await?;
+
+    let behind = lose_primary_ahead_of_standby(
+        &mut formation,
+        &admin,
+        options.ballast_mb,
+        options.behind_outage,
+    )
+    .await?;
+    say(format!(
+        "primary lost for {:.0} s with the standby out of the quorum, {:.1} MB behind: \
+         writes elsewhere {}; after its restart first round {}; {} of {} rounds kept",
+        behind.outage.as_secs_f64(),
+        behind.behind_bytes as f64 / 1_048_576.0,
+        behind
+            .writes_during
+            .map_or("never".into(), |d| fmt_secs(Some(d))),
+        fmt_secs(behind.first_round),
+        behind.rounds_kept,
+        behind.rounds_before
+    ));
+    tokio::time::sleep(options.settle).await;
+    failover::restart_exited(&mut replicas, &say);
 
     let nodes = lose_both_nodes(
         &mut formation,
@@ -621,6 +627,7 @@ pub async fn failure_modes(
     checks.extend(receiver.checks());
     checks.extend(machine.checks());
     checks.extend(way_out.checks());
+    checks.extend(behind.checks());
     checks.extend([
         (
             "replica exits we did not cause".into(),
@@ -635,6 +642,7 @@ pub async fn failure_modes(
         receiver,
         machine,
         way_out,
+        behind,
         nodes,
         elapsed: started.elapsed(),
         ledger,
@@ -738,6 +746,48 @@ fn check_failures(
 
 // ---- 1. The monitor lost -------------------------------------------------------------------
 
+/// The standby stops flushing, three times ([`crate::standby_freeze`]): its WAL receiver,
+/// its machine, its WAL receiver again with the way out taken.
+async fn freeze_standbys(
+    options: &FailureModesOptions,
+    formation: &Formation,
+    admin: &PgPool,
+    replicas: &mut [Replica],
+    ledger: &Shared,
+    say: &impl Fn(String),
+) -> anyhow::Result<(StandbyFreeze, StandbyFreeze, StandbyFreeze)> {
+    let mut frozen = Vec::new();
+    for (part, freeze, way_out) in [
+        (Freeze::WalReceiver, options.receiver_freeze, None),
+        (Freeze::Machine, options.machine_freeze, None),
+        (
+            Freeze::WalReceiver,
+            options.receiver_freeze,
+            Some(options.way_out_after),
+        ),
+    ] {
+        let report =
+            freeze_standby(formation, admin, replicas, ledger, part, freeze, way_out).await?;
+        say(format!(
+            "{} stopped for {:.0} s: a commit waited {}, wait_primary after {}, {} rounds \
+             (as long before: {}); first round {} after the thaw",
+            report.what(),
+            report.frozen_for.as_secs_f64(),
+            fmt_secs(report.commit_waited),
+            report
+                .wait_primary
+                .map_or("never".into(), |d| fmt_secs(Some(d))),
+            report.rounds,
+            report.rounds_before,
+            fmt_secs(report.first_round)
+        ));
+        frozen.push(report);
+        tokio::time::sleep(options.settle).await;
+        failover::restart_exited(replicas, say);
+    }
+    Ok((frozen.remove(0), frozen.remove(0), frozen.remove(0)))
+}
+
 /// Lose the monitor's machine for `outage` while the load runs, probing the primary for a
 /// write every second; then start the monitor again and wait for the keepers to report.
 async fn lose_monitor(
@@ -796,7 +846,7 @@ async fn lose_monitor(
 }
 
 /// One insert into `failover_probe` on `url`'s node, within 3 s.
-async fn probe_write(url: &str) -> anyhow::Result<Duration> {
+pub(crate) async fn probe_write(url: &str) -> anyhow::Result<Duration> {
     let attempt = async {
         let mut conn = PgConnection::connect(url).await?;
         let started = Instant::now();

@@ -21,6 +21,7 @@ pub mod route;
 pub mod sim;
 pub mod simulate;
 pub mod soak;
+pub mod standby_behind;
 pub mod standby_freeze;
 
 use std::future::Future;

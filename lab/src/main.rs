@@ -201,6 +201,15 @@ pub struct FailureModesArgs {
     /// set node replication-quorum false`, the way out); it is put back after the thaw.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub way_out_after: Duration,
+    /// The primary is lost for this long while its standby is out of the quorum and
+    /// behind (stopped until the monitor drops it, then `--ballast` MB written), then
+    /// started again.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub behind_outage: Duration,
+    /// MB of WAL the primary writes while its standby is out of the quorum, before it is
+    /// lost (pg_auto_failover promotes no standby more than 16 MB behind).
+    #[arg(long, default_value_t = 32)]
+    pub ballast: u32,
     /// How long both data nodes stay lost before both are started again.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub nodes_outage: Duration,
@@ -250,6 +259,8 @@ impl From<FailureModesArgs> for lab::failure_modes::FailureModesOptions {
             receiver_freeze: args.receiver_freeze,
             machine_freeze: args.machine_freeze,
             way_out_after: args.way_out_after,
+            behind_outage: args.behind_outage,
+            ballast_mb: args.ballast,
             nodes_outage: args.nodes_outage,
             settle: args.settle,
             replicas: args.replicas,

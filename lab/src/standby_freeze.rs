@@ -276,7 +276,7 @@ async fn visible_rounds(conn: &mut PgConnection) -> anyhow::Result<i64> {
 }
 
 /// From `since` until the monitor first assigned a node `wait_primary`, if before `until`.
-async fn wait_primary_since(
+pub(crate) async fn wait_primary_since(
     monitor_url: &str,
     since: DateTime<Utc>,
     until: DateTime<Utc>,

@@ -4,9 +4,10 @@
 //! is paused on the standby and commits go on; the standby's WAL receiver is stopped
 //! and commits wait until it runs again, then its machine is stopped and commits wait
 //! until the monitor drops it from the quorum; the receiver stopped again, dropping the
-//! standby from the quorum (the operator's way out) releases them; both data nodes are lost and started again
-//! and rounds resume with nothing committed before lost. What the clients were told is
-//! audited after all of them.
+//! standby from the quorum (the operator's way out) releases them; the primary is lost
+//! while its standby is out of the quorum and no node takes writes until it is back; both
+//! data nodes are lost and started again and rounds resume with nothing committed before
+//! lost. What the clients were told is audited after all of them.
 //!
 //! It needs `pg_autoctl` (Debian: `postgresql-15-auto-failover`) and fails, naming the
 //! package, without it.
@@ -34,6 +35,7 @@ async fn a_lost_monitor_a_lagging_or_frozen_standby_and_both_nodes_restarted_los
         // checks.
         machine_freeze: Duration::from_secs(40),
         way_out_after: Duration::from_secs(4),
+        behind_outage: Duration::from_secs(30),
         nodes_outage: Duration::from_secs(10),
         settle: Duration::from_secs(6),
         ..FailureModesOptions::default()
@@ -106,6 +108,18 @@ async fn a_lost_monitor_a_lagging_or_frozen_standby_and_both_nodes_restarted_los
             .is_some_and(|d| d < Duration::from_secs(10))
             && way_out.rounds > 0,
         "dropping the stalled standby from the quorum did not release the commits: {way_out:?}"
+    );
+    // The primary lost while its standby was out of the quorum: no node takes writes
+    // (pg_auto_failover promotes only a caught-up standby) until the primary is back,
+    // with everything it committed.
+    let behind = &report.behind;
+    assert!(
+        behind.behind_bytes > 16 << 20 && behind.rounds_unprotected > 0,
+        "the standby was not out of the quorum and behind when the primary was lost: {behind:?}"
+    );
+    assert!(
+        behind.writes_during.is_none(),
+        "a standby out of the quorum was promoted: {behind:?}"
     );
     for frozen in [receiver, machine, way_out] {
         assert!(
