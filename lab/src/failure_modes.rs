@@ -861,6 +861,45 @@ pub(crate) async fn probe_write(url: &str) -> anyhow::Result<Duration> {
 }
 
 /// Rounds committed and matches created in (from, until], by the database's clock.
+/// The rounds and matches committed at a moment (how many, the newest ids), to count
+/// after a failure how many of them are still there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Committed {
+    pub rounds: i64,
+    pub matches: i64,
+    last_round: i64,
+    last_match: i64,
+}
+
+impl Committed {
+    pub(crate) async fn now(db: &PgPool) -> anyhow::Result<Committed> {
+        let (rounds, last_round, matches, last_match) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM rounds), (SELECT coalesce(max(round_id), 0) FROM rounds),
+                    (SELECT count(*) FROM matches), (SELECT coalesce(max(match_id), 0) FROM matches)",
+        )
+        .fetch_one(db)
+        .await?;
+        Ok(Committed {
+            rounds,
+            matches,
+            last_round,
+            last_match,
+        })
+    }
+
+    /// How many of those rounds and matches are there now.
+    pub(crate) async fn kept(&self, db: &PgPool) -> anyhow::Result<(i64, i64)> {
+        Ok(sqlx::query_as(
+            "SELECT (SELECT count(*) FROM rounds WHERE round_id <= $1),
+                    (SELECT count(*) FROM matches WHERE match_id <= $2)",
+        )
+        .bind(self.last_round)
+        .bind(self.last_match)
+        .fetch_one(db)
+        .await?)
+    }
+}
+
 pub(crate) async fn committed_between(
     db: &PgPool,
     from: DateTime<Utc>,
@@ -1034,13 +1073,7 @@ async fn lose_both_nodes(
     let primary = tokio::task::block_in_place(|| formation.writable_node())
         .context("no node of the formation takes writes")?;
     let standby = 1 - primary;
-    let (rounds_before, last_round, matches_before, last_match): (i64, i64, i64, i64) =
-        sqlx::query_as(
-            "SELECT (SELECT count(*) FROM rounds), (SELECT coalesce(max(round_id), 0) FROM rounds),
-                    (SELECT count(*) FROM matches), (SELECT coalesce(max(match_id), 0) FROM matches)",
-        )
-        .fetch_one(admin)
-        .await?;
+    let before = Committed::now(admin).await?;
     let calls_before = calls_now(ledger);
     let at = Utc::now();
     let lost = Instant::now();
@@ -1070,21 +1103,14 @@ async fn lose_both_nodes(
     let wait_primary = wait_primary_window(&formation.monitor_url(), at).await;
     let clients_back = answered_since(ledger, calls_before, clients as u64, back).await;
     let calls = calls_now(ledger).since(calls_before);
-    let (rounds_kept, matches_kept): (i64, i64) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM rounds WHERE round_id <= $1),
-                (SELECT count(*) FROM matches WHERE match_id <= $2)",
-    )
-    .bind(last_round)
-    .bind(last_match)
-    .fetch_one(admin)
-    .await?;
+    let (rounds_kept, matches_kept) = before.kept(admin).await?;
     Ok(NodesLoss {
         primary: formation.nodes[primary].name.clone(),
         at,
         outage,
-        rounds_before,
+        rounds_before: before.rounds,
         rounds_kept,
-        matches_before,
+        matches_before: before.matches,
         matches_kept,
         first_write,
         writes_on,

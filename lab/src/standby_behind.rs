@@ -12,11 +12,13 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::failover::{self, fmt_secs};
-use crate::failure_modes::{HEALTHY_BOUND, probe_write, wait_for_healthy};
+use crate::failure_modes::{
+    Committed, HEALTHY_BOUND, committed_between, probe_write, wait_for_healthy,
+};
 use crate::formation::{self, Formation, Freeze};
 use crate::standby_freeze::wait_primary_since;
 
@@ -170,13 +172,14 @@ pub async fn lose_primary_ahead_of_standby(
     on_primary.close().await?;
     // Rounds too go on unprotected before the loss.
     let until = Instant::now() + UNPROTECTED_ROUND_BOUND;
-    let (rounds_before, last_round, matches_before, last_match, rounds_unprotected) = loop {
-        let now = committed(admin, dropped_at).await?;
-        if now.4 > 0 || Instant::now() >= until {
-            break now;
+    let rounds_unprotected = loop {
+        let (rounds, _) = committed_between(admin, dropped_at, Utc::now()).await?;
+        if rounds > 0 || Instant::now() >= until {
+            break rounds;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
+    let before = Committed::now(admin).await?;
 
     let lost = Instant::now();
     formation.lose_machine(primary);
@@ -201,14 +204,7 @@ pub async fn lose_primary_ahead_of_standby(
     let healthy = wait_for_healthy(&monitor_url, back_at, HEALTHY_BOUND)
         .await
         .map(|_| back.elapsed());
-    let (rounds_kept, matches_kept): (i64, i64) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM rounds WHERE round_id <= $1),
-                (SELECT count(*) FROM matches WHERE match_id <= $2)",
-    )
-    .bind(last_round)
-    .bind(last_match)
-    .fetch_one(admin)
-    .await?;
+    let (rounds_kept, matches_kept) = before.kept(admin).await?;
     sqlx::query("DROP TABLE IF EXISTS lab_ballast")
         .execute(admin)
         .await?;
@@ -222,9 +218,9 @@ pub async fn lose_primary_ahead_of_standby(
         first_write,
         first_round,
         healthy,
-        rounds_before,
+        rounds_before: before.rounds,
         rounds_kept,
-        matches_before,
+        matches_before: before.matches,
         matches_kept,
     })
 }
@@ -239,20 +235,4 @@ async fn reported_lsn(monitor_url: &str, port: u16) -> anyhow::Result<String> {
             .await?;
     conn.close().await?;
     Ok(lsn)
-}
-
-/// Rounds and matches committed (count, newest id), and the rounds committed since
-/// `since`.
-async fn committed(
-    admin: &PgPool,
-    since: DateTime<Utc>,
-) -> anyhow::Result<(i64, i64, i64, i64, i64)> {
-    Ok(sqlx::query_as(
-        "SELECT (SELECT count(*) FROM rounds), (SELECT coalesce(max(round_id), 0) FROM rounds),
-                (SELECT count(*) FROM matches), (SELECT coalesce(max(match_id), 0) FROM matches),
-                (SELECT count(*) FROM rounds WHERE committed_at > $1)",
-    )
-    .bind(since)
-    .fetch_one(admin)
-    .await?)
 }
